@@ -1,0 +1,25 @@
+# Test registration. Every test is a script that prints its own per-case lines and a closing
+# "N passed, M failed" line. Tests labelled `sanitize` are run again by scripts/test.sh against the
+# ASan/UBSan build, since they feed bdc untrusted or unusual input.
+set(BDC_TEST_CACHE "${CMAKE_SOURCE_DIR}/build/cache" CACHE PATH
+    "Where tests cache exported models and extracted test data (shared by all build folders)")
+set(BDC_PYTHON /usr/bin/python3 CACHE FILEPATH "Python with onnx/onnxruntime/torch for tests")
+
+set(bdc_test_env "BDC=$<TARGET_FILE:bdc>" "BDC_CACHE=${BDC_TEST_CACHE}"
+    "BDC_MODEL_CACHE=${BDC_TEST_CACHE}/models")
+if(BDC_SANITIZE)
+  list(APPEND bdc_test_env "BDC_SANITIZED=1"
+       "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99"
+       "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98")
+endif()
+
+function(bdc_add_test name)
+  cmake_parse_arguments(T "" "" "COMMAND;LABELS" ${ARGN})
+  add_test(NAME ${name} COMMAND ${T_COMMAND} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${bdc_test_env}" LABELS "${T_LABELS}")
+endfunction()
+
+bdc_add_test(cli COMMAND bash tests/test_cli.sh $<TARGET_FILE:bdc> LABELS "sanitize")
+bdc_add_test(malformed COMMAND bash tests/test_malformed.sh $<TARGET_FILE:bdc> LABELS "sanitize")
+bdc_add_test(node_shapes COMMAND ${BDC_PYTHON} tests/test_node_shapes.py LABELS "sanitize")
+bdc_add_test(real_models COMMAND ${BDC_PYTHON} tests/test_real_models.py LABELS "sanitize")

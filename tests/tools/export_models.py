@@ -1,0 +1,405 @@
+#!/usr/bin/env python3
+"""Export real network architectures to ONNX (opset 17) for bdc's real-model tests.
+
+Usage: export_models.py OUTDIR [NAME ...]        (no NAME: every model; --list: print names)
+
+Writes OUTDIR/NAME.onnx plus one sample input per graph input, in graph-input order:
+NAME.input.npy (first input), NAME.input.1.npy, NAME.input.2.npy, ... A model whose .onnx
+already exists is skipped (the folder is a cache); files are written under a temporary name
+and renamed, the .onnx last, so an interrupted run never leaves a half-written model behind.
+
+Why the weights are re-randomised: torchvision's initialisers zero some biases, classifier
+heads and last-BN gammas, and a fresh BatchNorm has running stats 0/1, so an untrained model
+can have all-zero or degenerate outputs that hide numerical bugs. Every Conv/Linear/Embedding/
+norm parameter gets a fixed-seed random value, and BatchNorm running statistics are measured on
+a random batch (so activations stay well scaled through deep nets) and then perturbed (so the
+BN fold is not an identity). Everything is deterministic: torch.manual_seed per model.
+
+Shapes are static (batch 1, no dynamic_axes); exporter constant folding is left at its default,
+so the Shape->Gather->Concat->Reshape chains tracing records remain for bdc to fold.
+
+Uses only torch/torchvision (Debian's) and numpy. Torch is never handed numpy arrays: Debian's
+torch may be built against a different numpy major version than the one installed from PyPI,
+so arrays cross between them as raw bytes.
+"""
+
+import math
+import os
+import sys
+import tempfile
+import time
+import warnings
+import zlib
+
+
+def _import_torch_quietly():
+    """Import torch/torchvision, hiding the numpy-ABI-mismatch banner they print when torch
+    was built against numpy 1.x and numpy 2.x is installed (harmless here, see above)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as cap:
+        os.dup2(cap.fileno(), 2)
+        try:
+            import torch  # noqa: F401
+            import torchvision  # noqa: F401
+            err = None
+        except BaseException as e:  # re-raised below with the captured text shown
+            err = e
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        cap.seek(0)
+        text = cap.read().decode(errors="replace")
+    if err is not None:
+        sys.stderr.write(text)
+        raise err
+    if text.strip() and "NumPy" not in text:
+        sys.stderr.write(text)
+
+
+_import_torch_quietly()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import torchvision  # noqa: E402
+
+# Tracing chatter (TracerWarning on Python-side asserts, exporter notes on LSTM batch sizes and
+# prim::Constant shape inference) is expected for these models and would bury the result lines.
+warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
+
+OPSET = 17
+IMAGE_SHAPE = (1, 3, 224, 224)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written transformer models (torch.nn parts only)
+# ---------------------------------------------------------------------------------------------
+
+class BertLayer(nn.Module):
+    """Post-LayerNorm encoder layer; attention written as explicit MatMul/Softmax."""
+
+    def __init__(self, hidden, heads, ffn):
+        super().__init__()
+        self.heads, self.head_dim = heads, hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.attn_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.ffn_in = nn.Linear(hidden, ffn)
+        self.act = nn.GELU()  # exact (erf) form
+        self.ffn_out = nn.Linear(ffn, hidden)
+        self.ffn_norm = nn.LayerNorm(hidden, eps=1e-12)
+
+    def split_heads(self, x):
+        b, t, _ = x.size()
+        return x.view(b, t, self.heads, self.head_dim).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask_bias):
+        b, t, h = x.size()
+        q = self.split_heads(self.query(x))
+        k = self.split_heads(self.key(x))
+        v = self.split_heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        probs = torch.softmax(scores + mask_bias, dim=-1)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).reshape(b, t, h)
+        x = self.attn_norm(x + self.attn_out(ctx))
+        return self.ffn_norm(x + self.ffn_out(self.act(self.ffn_in(x))))
+
+
+class BertEncoder(nn.Module):
+    """BERT-shaped encoder: word + position + segment embeddings, N post-LN layers, pooler."""
+
+    def __init__(self, vocab=4096, hidden=256, layers=4, heads=4, ffn=1024, max_pos=512):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.position = nn.Embedding(max_pos, hidden)
+        self.segment = nn.Embedding(2, hidden)
+        self.emb_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(hidden, heads, ffn) for _ in range(layers))
+        self.pooler = nn.Linear(hidden, hidden)
+        self.register_buffer("position_ids", torch.arange(max_pos).unsqueeze(0))
+        self.register_buffer("segment_ids", torch.zeros(1, max_pos, dtype=torch.long))
+
+    def forward(self, input_ids, attention_mask):
+        t = input_ids.size(1)
+        x = (self.word(input_ids) + self.position(self.position_ids[:, :t])
+             + self.segment(self.segment_ids[:, :t]))
+        x = self.emb_norm(x)
+        # 1 = attend, 0 = padding -> additive bias 0 / -10000 broadcast over heads and queries
+        mask_bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask_bias)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return x, pooled
+
+
+def gelu_tanh(x):
+    """GPT-2's GELU, tanh approximation, written out so the exporter decomposes it."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2Block(nn.Module):
+    """Pre-LayerNorm decoder block with a causal mask from a registered tril buffer."""
+
+    def __init__(self, hidden, heads, n_ctx):
+        super().__init__()
+        self.heads, self.head_dim, self.hidden = heads, hidden // heads, hidden
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.c_attn = nn.Linear(hidden, 3 * hidden)
+        self.c_proj = nn.Linear(hidden, hidden)
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.c_fc = nn.Linear(hidden, 4 * hidden)
+        self.mlp_proj = nn.Linear(4 * hidden, hidden)
+        self.register_buffer("bias", torch.tril(torch.ones(n_ctx, n_ctx)).view(1, 1, n_ctx, n_ctx))
+
+    def attention(self, x):
+        b, t, c = x.size()
+        q, k, v = self.c_attn(x).split(self.hidden, dim=2)
+        q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = k.view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        v = v.view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        return self.c_proj(y)
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(gelu_tanh(self.c_fc(self.ln_2(x))))
+
+
+class GPT2(nn.Module):
+    """GPT-2-shaped decoder: token + position embeddings, N blocks, final LN, tied LM head."""
+
+    def __init__(self, vocab=4096, hidden=256, layers=4, heads=4, n_ctx=128):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(n_ctx, hidden)
+        self.blocks = nn.ModuleList(GPT2Block(hidden, heads, n_ctx) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(self, input_ids):
+        t = input_ids.size(1)
+        pos = torch.arange(0, t, dtype=torch.long).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        return F.linear(self.ln_f(x), self.wte.weight)  # head tied to the token embedding
+
+
+class LSTMModel(nn.Module):
+    """2-layer LSTM (seq-first) followed by a Linear on every time step."""
+
+    def __init__(self, input_size=32, hidden=64, layers=2, classes=10):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden, num_layers=layers, batch_first=False)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return self.fc(y), h, c
+
+
+# ---------------------------------------------------------------------------------------------
+# Model table: name -> builder returning (module, [(input name, sample array)], [output names])
+# ---------------------------------------------------------------------------------------------
+
+def _image(rng):
+    return [("input", rng.standard_normal(IMAGE_SHAPE, dtype=np.float32))]
+
+
+def _tv(ctor, **kw):
+    def build(rng):
+        return ctor(weights=None, **kw), _image(rng), ["output"]
+    return build
+
+
+def _vit(rng):
+    model = torchvision.models.VisionTransformer(
+        image_size=224, patch_size=16, num_layers=4, num_heads=4,
+        hidden_dim=256, mlp_dim=512, num_classes=1000)
+    return model, _image(rng), ["output"]
+
+
+def _bert(rng):
+    model = BertEncoder()
+    ids = rng.integers(0, model.word.num_embeddings, size=(1, 128), dtype=np.int64)
+    mask = np.ones((1, 128), dtype=np.int64)
+    mask[:, 100:] = 0  # trailing padding, so the mask matters
+    return model, [("input_ids", ids), ("attention_mask", mask)], ["last_hidden_state", "pooler_output"]
+
+
+def _gpt2(rng):
+    model = GPT2()
+    ids = rng.integers(0, model.wte.num_embeddings, size=(1, 64), dtype=np.int64)
+    return model, [("input_ids", ids)], ["logits"]
+
+
+def _lstm(rng):
+    return LSTMModel(), [("input", rng.standard_normal((16, 1, 32), dtype=np.float32))], \
+        ["output", "h_n", "c_n"]
+
+
+MODELS = {
+    "resnet18": _tv(torchvision.models.resnet18),
+    "mobilenet_v2": _tv(torchvision.models.mobilenet_v2),
+    "squeezenet1_1": _tv(torchvision.models.squeezenet1_1),
+    "googlenet": _tv(torchvision.models.googlenet, aux_logits=False, init_weights=True,
+                     transform_input=False),
+    "shufflenet_v2_x1_0": _tv(torchvision.models.shufflenet_v2_x1_0),
+    "efficientnet_b0": _tv(torchvision.models.efficientnet_b0),
+    "densenet121": _tv(torchvision.models.densenet121),
+    "vit": _vit,
+    "bert": _bert,
+    "gpt2": _gpt2,
+    "lstm": _lstm,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Weight re-randomisation
+# ---------------------------------------------------------------------------------------------
+
+def _normal_(p, std):
+    with torch.no_grad():
+        p.normal_(0.0, std)
+
+
+def randomize(model, calib_inputs):
+    """Give every parameter a random value; measure, then perturb, BatchNorm statistics."""
+    done = set()
+    bns = []
+    for m in model.modules():
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)):
+            fan_in = m.weight[0].numel()
+            # He init for conv (ReLU-family follows), LeCun for linear layers.
+            _normal_(m.weight, math.sqrt((2.0 if not isinstance(m, nn.Linear) else 1.0) / fan_in))
+            if m.bias is not None:
+                _normal_(m.bias, 0.05)
+        elif isinstance(m, nn.Embedding):
+            _normal_(m.weight, 0.5)
+        elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.LayerNorm)):
+            if getattr(m, "weight", None) is not None:
+                with torch.no_grad():
+                    m.weight.uniform_(0.5, 1.5)
+                _normal_(m.bias, 0.1)
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                bns.append(m)
+        elif isinstance(m, nn.LSTM):
+            m.reset_parameters()  # uniform(-1/sqrt(H), 1/sqrt(H)), from the seeded generator
+        else:
+            continue
+        done.update(id(p) for p in m.parameters(recurse=False))
+    for p in model.parameters():  # leftovers, e.g. ViT's class token and position embedding
+        if id(p) not in done:
+            _normal_(p, 0.1)
+
+    if bns:
+        saved = [bn.momentum for bn in bns]
+        for bn in bns:
+            bn.reset_running_stats()
+            bn.momentum = None  # cumulative average over the calibration pass
+        model.train()
+        with torch.no_grad():
+            model(*calib_inputs)
+        for bn, mom in zip(bns, saved):
+            bn.momentum = mom
+            with torch.no_grad():
+                bn.running_var.mul_(torch.empty_like(bn.running_var).uniform_(0.8, 1.25))
+                bn.running_mean.add_(0.1 * torch.randn_like(bn.running_mean) * bn.running_var.sqrt())
+    model.eval()
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------------------------
+
+def to_torch(a):
+    """numpy -> torch through raw bytes (see the module docstring)."""
+    a = np.ascontiguousarray(a)
+    dtype = {np.dtype(np.float32): torch.float32, np.dtype(np.int64): torch.int64}[a.dtype]
+    return torch.frombuffer(bytearray(a.tobytes()), dtype=dtype).reshape(a.shape)
+
+
+def _atomic_write(path, write):
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def input_paths(outdir, name, count):
+    """Sample-input file names for a model with `count` graph inputs, in graph-input order."""
+    return [os.path.join(outdir, "%s.input%s.npy" % (name, "" if i == 0 else ".%d" % i))
+            for i in range(count)]
+
+
+def export(name, outdir):
+    seed = zlib.crc32(name.encode())
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    model, inputs, output_names = MODELS[name](rng)
+    args = tuple(to_torch(a) for _, a in inputs)
+    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        calib = tuple(to_torch(rng.standard_normal((2,) + a.shape[1:], dtype=np.float32))
+                      for _, a in inputs)
+    else:
+        calib = args
+    randomize(model, calib)
+
+    with torch.no_grad():
+        out = model(*args)
+    first = out[0] if isinstance(out, (tuple, list)) else out
+    if not torch.isfinite(first).all() or float(first.std()) == 0.0:
+        raise RuntimeError("%s: degenerate output (std %g)" % (name, float(first.std())))
+
+    for path, (_, a) in zip(input_paths(outdir, name, len(inputs)), inputs):
+        _atomic_write(path, lambda tmp, a=a: _save_npy(tmp, a))
+    _atomic_write(os.path.join(outdir, name + ".onnx"), lambda tmp: torch.onnx.export(
+        model, args, tmp, opset_version=OPSET,
+        input_names=[n for n, _ in inputs], output_names=output_names))
+    return float(first.std())
+
+
+def _save_npy(path, a):
+    with open(path, "wb") as f:  # np.save(path) would append ".npy" to the temporary name
+        np.save(f, a)
+
+
+def main(argv):
+    if len(argv) >= 1 and argv[0] == "--list":
+        print("\n".join(MODELS))
+        return 0
+    if not argv or argv[0].startswith("-"):
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\nmodels: " + " ".join(MODELS) + "\n")
+        return 1
+    outdir, names = argv[0], argv[1:] or list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.stderr.write("export_models: unknown model(s): %s (known: %s)\n"
+                         % (" ".join(unknown), " ".join(MODELS)))
+        return 1
+    os.makedirs(outdir, exist_ok=True)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    for name in names:
+        path = os.path.join(outdir, name + ".onnx")
+        if os.path.exists(path):
+            print("%-20s cached     %8.1f MB" % (name, os.path.getsize(path) / 1e6), flush=True)
+            continue
+        t0 = time.time()
+        std = export(name, outdir)
+        print("%-20s exported   %8.1f MB  %6.1f s  (output std %.3g)"
+              % (name, os.path.getsize(path) / 1e6, time.time() - t0, std), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
