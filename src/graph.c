@@ -9,7 +9,7 @@
 
 static const bd_op_info op_rows[BD_OP_COUNT] = {
     [BD_OP_UNKNOWN] = {"<unknown>", 0, 0, 0, 0, 0, NULL, NULL},
-#define X(e, name, since, imin, imax, omin, omax, infer, fold)                                     \
+#define X(e, name, since, imin, imax, omin, omax, infer, fold, lower)                                     \
     [BD_OP_##e] = {name, since, imin, imax, omin, omax, infer, fold},
     BD_OPS(X)
 #undef X

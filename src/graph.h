@@ -18,7 +18,7 @@
 
 typedef enum bd_op {
     BD_OP_UNKNOWN = 0,
-#define X(e, name, since, imin, imax, omin, omax, infer, fold) BD_OP_##e,
+#define X(e, name, since, imin, imax, omin, omax, infer, fold, lower) BD_OP_##e,
 #include "ops.def"
     BD_OPS(X)
 #undef X

@@ -22,11 +22,21 @@
 
 typedef bool (*dtype_pred)(int dt);
 
-static bool dt_float(int dt) { return bd_dtype_is_float(dt); }
-static bool dt_numeric(int dt) { return bd_dtype_is_int(dt) || bd_dtype_is_float(dt); }
-static bool dt_signed_or_float(int dt) { return bd_dtype_is_signed(dt) || bd_dtype_is_float(dt); }
-static bool dt_bool(int dt) { return dt == BD_DT_BOOL; }
-static bool dt_numeric_or_bool(int dt) { return dt_numeric(dt) || dt == BD_DT_BOOL; }
+static bool dt_float(int dt) {
+    return bd_dtype_is_float(dt);
+}
+static bool dt_numeric(int dt) {
+    return bd_dtype_is_int(dt) || bd_dtype_is_float(dt);
+}
+static bool dt_signed_or_float(int dt) {
+    return bd_dtype_is_signed(dt) || bd_dtype_is_float(dt);
+}
+static bool dt_bool(int dt) {
+    return dt == BD_DT_BOOL;
+}
+static bool dt_numeric_or_bool(int dt) {
+    return dt_numeric(dt) || dt == BD_DT_BOOL;
+}
 static bool dt_numeric_bool_or_string(int dt) {
     return dt_numeric_or_bool(dt) || dt == BD_DT_STRING;
 }
@@ -58,8 +68,8 @@ static bd_status check_dtype(bd_diag *d, const bd_node *n, int i, const bd_value
 static bd_status check_same_dtype(bd_diag *d, const bd_node *n, int i, const bd_value *v, int j,
                                   int dt) {
     if (!v->dtype || !dt || v->dtype == dt) return BD_OK;
-    return bd_node_fail(d, BD_ERR_INVALID, n, "input %d has dtype %s, expected %s like input %d",
-                        i, bd_dtype_name(v->dtype), bd_dtype_name(dt), j);
+    return bd_node_fail(d, BD_ERR_INVALID, n, "input %d has dtype %s, expected %s like input %d", i,
+                        bd_dtype_name(v->dtype), bd_dtype_name(dt), j);
 }
 
 /* Fails unless input i holds exactly one element (rank 0, or every dim 1), where known. */
@@ -252,7 +262,7 @@ static bd_status infer_same_dtype_broadcast(bd_graph *g, bd_node *n, bd_diag *d,
         if (s) return s;
         if (!dt) dt = v->dtype;
     }
-    int rank;
+    int rank = -1;
     int64_t dims[BD_MAX_RANK];
     bd_status s = broadcast_inputs(g, n, d, 0, count, &rank, dims);
     if (s) return s;
@@ -272,8 +282,8 @@ bd_status bd_infer_compare(bd_graph *g, bd_node *n, bd_diag *d) {
         if (n->opset >= 19)
             return infer_same_dtype_broadcast(g, n, d, 2, dt_numeric_bool_or_string,
                                               "a numeric, bool or string type", BD_DT_BOOL);
-        return infer_same_dtype_broadcast(g, n, d, 2, dt_numeric_or_bool,
-                                          "a numeric or bool type", BD_DT_BOOL);
+        return infer_same_dtype_broadcast(g, n, d, 2, dt_numeric_or_bool, "a numeric or bool type",
+                                          BD_DT_BOOL);
     }
     return infer_same_dtype_broadcast(g, n, d, 2, dt_numeric, "a numeric type", BD_DT_BOOL);
 }
@@ -350,7 +360,7 @@ bd_status bd_infer_where(bd_graph *g, bd_node *n, bd_diag *d) {
     if (!s) s = check_dtype(d, n, 0, c, dt_bool, "bool");
     if (!s) s = check_same_dtype(d, n, 2, y, 1, x->dtype);
     if (s) return s;
-    int rank;
+    int rank = -1;
     int64_t dims[BD_MAX_RANK];
     s = broadcast_inputs(g, n, d, 0, 3, &rank, dims);
     if (s) return s;
@@ -415,7 +425,8 @@ bd_status bd_infer_batchnorm(bd_graph *g, bd_node *n, bd_diag *d) {
     bool spatial = n->opset >= 9 || bd_attr_int(n, "spatial", 1) != 0;
     int prank = x->rank < 0 ? (spatial ? 1 : -1) : spatial ? 1 : x->rank - 1;
     int64_t pdims[BD_MAX_RANK];
-    for (int k = 0; k < prank; k++) pdims[k] = x->rank < 0 ? -1 : x->dims[k + 1];
+    for (int k = 0; k < prank; k++)
+        pdims[k] = x->rank < 0 ? -1 : x->dims[k + 1];
     for (int i = 1; i < 5 && prank >= 0; i++) {
         const bd_value *p = in[i];
         if (p->rank < 0) continue;
@@ -498,7 +509,8 @@ bd_status bd_infer_layernorm(bd_graph *g, bd_node *n, bd_diag *d) {
     if (s) return s;
     /* Mean and InvStdDev keep X's rank with the normalised dims reduced to 1. */
     int64_t stat_dims[BD_MAX_RANK];
-    for (int k = 0; k < x->rank; k++) stat_dims[k] = k < axis ? x->dims[k] : 1;
+    for (int k = 0; k < x->rank; k++)
+        stat_dims[k] = k < axis ? x->dims[k] : 1;
     for (int k = 1; k <= 2 && !s; k++)
         s = bd_value_set(d, n, bd_node_out(g, n, k), (int)stash, x->rank, stat_dims);
     return s;
@@ -607,9 +619,12 @@ static bool eval_same_dtype(bd_op op, const bd_tensor *a, int64_t ia, const bd_t
     }
     int64_t x = bd_tensor_get_i64(a, ia), y = bd_tensor_get_i64(b, ib), r;
     if (k == NK_BOOL) {
-        if (op == BD_OP_AND) r = x && y;
-        else if (op == BD_OP_EQUAL) r = x == y;
-        else return false;
+        if (op == BD_OP_AND)
+            r = x && y;
+        else if (op == BD_OP_EQUAL)
+            r = x == y;
+        else
+            return false;
         bd_tensor_set_i64(out, io, r);
         return true;
     }
@@ -673,8 +688,8 @@ static bool int_pow(int64_t base, int64_t e, int64_t *out) {
 }
 
 /* Pow: the base's dtype decides; an integer base needs a non-negative integer exponent. */
-static bool eval_pow(const bd_tensor *a, int64_t ia, const bd_tensor *b, int64_t ib,
-                     bd_tensor *out, int64_t io) {
+static bool eval_pow(const bd_tensor *a, int64_t ia, const bd_tensor *b, int64_t ib, bd_tensor *out,
+                     int64_t io) {
     num_kind ka = kind_of(a->dtype), kb = kind_of(b->dtype);
     if (ka == NK_FLOAT) {
         bd_tensor_set_f64(out, io, pow(bd_tensor_get_f64(a, ia), bd_tensor_get_f64(b, ib)));
@@ -860,6 +875,7 @@ bd_status bd_fold_cast(bd_graph *g, bd_node *n, bd_diag *d) {
     if (!x || to < 0 || to > INT32_MAX || kind_of((int)to) == NK_NONE) return BD_OK;
     bd_tensor *out = fold_output(g, (int)to, x->rank, x->dims);
     if (!out) return BD_OK;
-    for (int64_t i = 0; i < x->numel; i++) cast_elem(x, i, out);
+    for (int64_t i = 0; i < x->numel; i++)
+        cast_elem(x, i, out);
     return bd_value_set_constant(d, n, bd_node_out(g, n, 0), out);
 }

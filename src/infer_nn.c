@@ -313,25 +313,42 @@ bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), dtype, nsp + 2, dims);
 }
 
-/* ConvTranspose's output extent along spatial axis i (output_shape not given). */
+/* ConvTranspose's output extent along spatial axis i: `want` when output_shape gives it (else
+ * -1), otherwise computed from the pads or auto_pad. */
 static bd_status transpose_extent(bd_diag *d, const bd_node *n, const window *w, int i,
-                                  int64_t in, int64_t out_pad, int64_t *out) {
-    *out = -1;
+                                  int64_t in, int64_t out_pad, int64_t want, int64_t *out) {
+    *out = want;
     if (in < 0 || w->kernel[i] < 0) return BD_OK;
-    if (w->auto_pad == AUTO_PAD_SAME_UPPER || w->auto_pad == AUTO_PAD_SAME_LOWER) {
-        if (!bd_mul_i64(in, w->strides[i], out)) return fail_overflow(d, n, "the output extent");
-        return BD_OK;
-    }
-    bool explicit_pads = w->auto_pad == AUTO_PAD_NOTSET;
     int64_t span, full;
     bd_status s = window_span(d, n, w, i, &span);
     if (s) return s;
-    /* stride * (in - 1) + output_padding + span - pads */
+    /* The unpadded extent: stride * (in - 1) + output_padding + span. */
     if (!bd_mul_i64(w->strides[i], in - 1, &full) || !bd_add_i64(full, out_pad, &full) ||
         !bd_add_i64(full, span, &full))
         return fail_overflow(d, n, "the output extent");
-    if (explicit_pads) full = full - w->pads[i] - w->pads[w->nsp + i]; /* pads are >= 0 */
-    if (full < 0)
+    if (want >= 0) {
+        /* The pads come from the total padding full - want. Below zero they cannot be; like
+         * onnxruntime, accept an output that still maps back onto exactly `in` inputs. */
+        int64_t limit;
+        if (!bd_add_i64(full - out_pad, w->strides[i] - 1, &limit)) limit = INT64_MAX;
+        if (want > limit)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'output_shape' asks for %lld "
+                                "elements on spatial axis %d, more than the %lld the input "
+                                "produces", (long long)want, i, (long long)full);
+        return BD_OK;
+    }
+    if (w->auto_pad == AUTO_PAD_SAME_UPPER || w->auto_pad == AUTO_PAD_SAME_LOWER) {
+        /* in * stride, padded down from the unpadded extent; when that is already smaller
+         * (kernel below stride) nothing is padded, as onnxruntime and ONNX's inference do. */
+        int64_t same;
+        if (!bd_mul_i64(in, w->strides[i], &same)) return fail_overflow(d, n, "the output extent");
+        *out = same < full ? same : full;
+        return BD_OK;
+    }
+    if (w->auto_pad == AUTO_PAD_NOTSET && /* pads are >= 0, so negating them is safe */
+        (!bd_add_i64(full, -w->pads[i], &full) || !bd_add_i64(full, -w->pads[w->nsp + i], &full)))
+        return fail_overflow(d, n, "the output extent");
+    if (full < 1)
         return bd_node_fail(d, BD_ERR_INVALID, n, "spatial axis %d: the output extent would be "
                             "%lld (input %lld, pads %lld and %lld)", i, (long long)full,
                             (long long)in, (long long)w->pads[i], (long long)w->pads[w->nsp + i]);
@@ -367,17 +384,23 @@ bd_status bd_infer_conv_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
 
     window win;
     int64_t out_pad[BD_MAX_RANK], out_shape[BD_MAX_RANK + 2];
-    bool has_out_shape = false;
     if ((s = read_window(g, n, d, nsp, true, &win)) || (s = read_conv_kernel(d, n, w, &win)) ||
         (s = read_ints(d, n, "output_padding", nsp, 0, out_pad, NULL)) ||
         (s = need_at_least(d, n, "output_padding", out_pad, nsp, 0)))
         return s;
-    for (int i = 0; i < nsp; i++)
+    for (int i = 0; i < nsp; i++) {
         if (out_pad[i] >= win.strides[i] && out_pad[i] >= win.dilations[i])
             return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'output_padding' value %d is "
                                 "%lld, expected less than the stride (%lld) or dilation (%lld)", i,
                                 (long long)out_pad[i], (long long)win.strides[i],
                                 (long long)win.dilations[i]);
+        /* The spec allows it below the dilation, but no runtime (onnxruntime, the ONNX
+         * reference) computes such outputs, so there is nothing to check bdc against. */
+        if (out_pad[i] >= win.strides[i])
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'output_padding' value %d "
+                                "(%lld) is not below the stride (%lld)", i, (long long)out_pad[i],
+                                (long long)win.strides[i]);
+    }
     /* output_shape lists the spatial extents; onnxruntime also accepts the full [N, M, ...]. */
     const bd_attr *os = bd_node_attr(n, "output_shape");
     int os_skip = 0;
@@ -387,15 +410,13 @@ bd_status bd_infer_conv_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
                                 "ints (one per spatial axis)", nsp);
         os_skip = os->n - nsp;
         memcpy(out_shape, os->ints, (size_t)os->n * sizeof *out_shape);
-        if ((s = need_at_least(d, n, "output_shape", out_shape, os->n, 0))) return s;
-        has_out_shape = true;
+        if ((s = need_at_least(d, n, "output_shape", out_shape + os_skip, nsp, 1))) return s;
     }
     int64_t dims[BD_MAX_RANK] = {dim_of(x, 0), m};
-    for (int i = 0; i < nsp; i++) {
-        if (has_out_shape) dims[2 + i] = out_shape[os_skip + i];
-        else if ((s = transpose_extent(d, n, &win, i, dim_of(x, 2 + i), out_pad[i], &dims[2 + i])))
+    for (int i = 0; i < nsp; i++)
+        if ((s = transpose_extent(d, n, &win, i, dim_of(x, 2 + i), out_pad[i],
+                                  os ? out_shape[os_skip + i] : -1, &dims[2 + i])))
             return s;
-    }
     return bd_value_set(d, n, bd_node_out(g, n, 0), dtype, nsp + 2, dims);
 }
 
@@ -414,10 +435,14 @@ bd_status bd_infer_pool(bd_graph *g, bd_node *n, bd_diag *d) {
     if ((s = need_spatial(d, n, x, 0, "X"))) return s;
 
     const bd_attr *ks = bd_node_attr(n, "kernel_shape");
-    if (!ks || ks->type != BD_ATTR_INTS || ks->n < 1)
-        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' (a list of ints) is "
-                            "required");
-    if (ks->n > BD_MAX_RANK - 2 || (x->rank >= 0 && x->rank != ks->n + 2))
+    if (!ks) return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' is required");
+    if (ks->type != BD_ATTR_INTS || ks->n < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' must be a non-empty "
+                            "list of ints");
+    if (ks->n > BD_MAX_RANK - 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' has %d values, more "
+                            "than any supported rank allows", ks->n);
+    if (x->rank >= 0 && x->rank != ks->n + 2)
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' has %d values but "
                             "input 0 (X) has %d spatial axes", ks->n, x->rank - 2);
     int nsp = ks->n;
@@ -543,7 +568,7 @@ typedef struct lstm_dim {
     const char *what;
 } lstm_dim;
 
-/* Checks input v (rank 2 or 3) against the expected extents, learning unknown quantities. */
+/* Checks input v's rank and extents against `want`, learning the quantities still unknown. */
 static bd_status lstm_check(bd_diag *d, const bd_node *n, const bd_value *v, int idx,
                             const char *name, int rank, const lstm_dim *want) {
     bd_status s = need_rank(d, n, v, idx, name, rank);
@@ -579,9 +604,11 @@ static bool name_equals_nocase(const bd_bytes *b, const char *s) {
 }
 
 static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t num_dir) {
-    static const char *const known[] = {"Relu",      "Tanh",        "Sigmoid",  "Affine",
-                                        "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
-                                        "HardSigmoid", "Elu",       "Softsign", "Softplus"};
+    /* The functions the RNN ops define; onnxruntime matches them case-insensitively. */
+    static const char *const known[] = {
+        "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
+        "HardSigmoid", "Elu", "Softsign", "Softplus",
+    };
     const bd_attr *a = bd_node_attr(n, "activations");
     if (!a) return BD_OK;
     if (a->type != BD_ATTR_STRINGS || a->n != 3 * num_dir)
@@ -628,9 +655,10 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
     int64_t hidden = -1;
     if (bd_node_attr(n, "hidden_size")) {
         hidden = bd_attr_int(n, "hidden_size", 0);
-        if (hidden < 1)
+        /* The bound keeps 8 * hidden_size (B's extent) representable. */
+        if (hidden < 1 || hidden > INT64_MAX / 8)
             return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'hidden_size' is %lld, expected "
-                                "a positive int", (long long)hidden);
+                                "a positive extent", (long long)hidden);
     }
 
     int64_t seq = -1, batch = -1, in_size = -1;
@@ -711,9 +739,9 @@ bd_status bd_infer_reduce(bd_graph *g, bd_node *n, bd_diag *d) {
         }
     } else {
         if (attr)
-            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' was replaced by input 1 "
-                                "at opset %d, the model uses opset %d", axes_input_since,
-                                n->opset);
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' is not allowed from "
+                                "opset %d (axes is input 1), the model uses opset %d",
+                                axes_input_since, n->opset);
         if ((s = need_dtype(d, n, axes_in, 1, "axes", BD_DT_INT64))) return s;
         if (axes_in && axes_in->rank > 1)
             return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axes) has rank %d, expected 1",
@@ -865,6 +893,15 @@ bd_status bd_infer_pad(bd_graph *g, bd_node *n, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: pads (%lld, %lld) crop the extent "
                                 "%lld below zero", a, (long long)pads[i],
                                 (long long)pads[naxes + i], (long long)dims[a]);
+        /* edge, reflect and wrap copy input elements into the padding: some must remain. */
+        int64_t head = pads[i], tail = pads[naxes + i], kept;
+        bool grows = head > 0 || tail > 0;
+        if (grows && strcmp(mode, "constant") != 0 &&
+            (!bd_add_i64(dims[a], head < 0 ? head : 0, &kept) ||
+             !bd_add_i64(kept, tail < 0 ? tail : 0, &kept) || kept <= 0))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: mode '%s' pads with input elements "
+                                "but none remain (extent %lld, pads %lld and %lld)", a, mode,
+                                (long long)dims[a], (long long)head, (long long)tail);
         dims[a] = e;
     }
     return bd_value_set(d, n, y, x->dtype, rank, dims);
@@ -992,7 +1029,8 @@ bd_status bd_infer_resize(bd_graph *g, bd_node *n, bd_diag *d) {
         return s;
 
     /* Opset 10: (X, scales). 11-12: (X, roi, scales[, sizes]) with roi and scales required but
-     * possibly empty. 13 on: roi and scales optional. */
+     * possibly empty; 13 on: roi and scales optional. An omitted roi or scales at 11-12 is
+     * accepted like an empty one: neither decides the shape unless it holds values. */
     int scales_idx = n->opset < 11 ? 1 : 2;
     bd_value *roi = n->opset < 11 ? NULL : bd_node_in(g, n, 1);
     bd_value *scales = bd_node_in(g, n, scales_idx);
@@ -1001,9 +1039,6 @@ bd_status bd_infer_resize(bd_graph *g, bd_node *n, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_INVALID, n, "takes 2 inputs (X, scales) at opset %d, got %d",
                             n->opset, n->n_inputs);
     if (n->opset < 11 && (s = need_present(d, n, scales, 1, "scales"))) return s;
-    if (n->opset >= 11 && n->opset < 13 &&
-        ((s = need_present(d, n, roi, 1, "roi")) || (s = need_present(d, n, scales, 2, "scales"))))
-        return s;
     if ((s = need_float(d, n, roi, 1, "roi")) ||
         (s = need_dtype(d, n, scales, scales_idx, "scales", BD_DT_FLOAT)) ||
         (s = need_dtype(d, n, sizes, 3, "sizes", BD_DT_INT64)) ||

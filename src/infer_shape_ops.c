@@ -171,6 +171,13 @@ static bd_status fold_output(bd_graph *g, const bd_node *n, bd_diag *d, int k, i
     return BD_OK;
 }
 
+/* Product of dims[from, to) of a tensor that exists (so its element count fits). */
+static int64_t tensor_span(const bd_tensor *t, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= t->dims[i];
+    return p;
+}
+
 /* Row-major element strides of a shape. */
 static void row_strides(int rank, const int64_t *dims, int64_t *strides) {
     int64_t s = 1;
@@ -258,9 +265,7 @@ bd_status bd_fold_concat(bd_graph *g, bd_node *n, bd_diag *d) {
     if (s || !t) return s;
     int axis;
     bd_norm_axis(bd_attr_int(n, "axis", 0), t->rank, &axis);
-    int64_t outer, inner;
-    dims_product(t->dims, 0, axis, &outer);
-    dims_product(t->dims, axis + 1, t->rank, &inner);
+    int64_t outer = tensor_span(t, 0, axis), inner = tensor_span(t, axis + 1, t->rank);
     size_t esize = fold_elem_size(t->dtype);
     uint8_t *dst = t->data;
     for (int64_t o = 0; o < outer; o++) {
@@ -417,14 +422,17 @@ bd_status bd_infer_expand(bd_graph *g, bd_node *n, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) has negative extent %lld",
                                 (long long)shape.v[i]);
     if (x->rank < 0 || shape.len < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (shape.len > BD_MAX_RANK) return fail_rank_limit(d, n, shape.len);
     int rank;
     int64_t dims[BD_MAX_RANK];
     if (shape.known) {
         if (!bd_broadcast_shapes(x->rank, x->dims, (int)shape.len, shape.v, &rank, dims)) {
-            char buf[256];
+            bd_value target = {.rank = (int)shape.len};
+            memcpy(target.dims, shape.v, sizeof shape.v);
+            char a[256], b[256];
             return bd_node_fail(d, BD_ERR_INVALID, n,
-                                "input 0 of shape %s cannot be broadcast to input 1 (shape)",
-                                bd_shape_str(x, buf, sizeof buf));
+                                "input 0 of shape %s cannot be broadcast to input 1 (shape) %s",
+                                bd_shape_str(x, a, sizeof a), bd_shape_str(&target, b, sizeof b));
         }
         return bd_value_set(d, n, out, x->dtype, rank, dims);
     }
@@ -524,9 +532,8 @@ bd_status bd_fold_gather(bd_graph *g, bd_node *n, bd_diag *d) {
     if (s || !t) return s;
     int axis;
     bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis);
-    int64_t outer, inner, size = x->dims[axis];
-    dims_product(x->dims, 0, axis, &outer);
-    dims_product(x->dims, axis + 1, x->rank, &inner);
+    int64_t outer = tensor_span(x, 0, axis), inner = tensor_span(x, axis + 1, x->rank);
+    int64_t size = x->dims[axis];
     size_t block = (size_t)inner * fold_elem_size(x->dtype);
     uint8_t *dst = t->data;
     for (int64_t o = 0; o < outer; o++) {
@@ -650,9 +657,13 @@ bd_status bd_fold_range(bd_graph *g, bd_node *n, bd_diag *d) {
         double v = bd_tensor_get_f64(in[0], 0), delta = bd_tensor_get_f64(in[2], 0);
         for (int64_t i = 0; i < t->numel; i++, v += delta) ((double *)t->data)[i] = v;
     } else {
-        /* Every element lies between start and limit, so start + i * delta cannot overflow. */
-        int64_t start = bd_tensor_get_i64(in[0], 0), delta = bd_tensor_get_i64(in[2], 0);
-        for (int64_t i = 0; i < t->numel; i++) bd_tensor_set_i64(t, i, start + i * delta);
+        /* Every element lies between start and limit, so stepping to the next one cannot
+         * overflow; stepping past the last one could, so that step is not taken. */
+        int64_t v = bd_tensor_get_i64(in[0], 0), delta = bd_tensor_get_i64(in[2], 0);
+        for (int64_t i = 0; i < t->numel; i++) {
+            bd_tensor_set_i64(t, i, v);
+            if (i + 1 < t->numel) v += delta;
+        }
     }
     return bd_value_set_constant(d, n, bd_node_out(g, n, 0), t);
 }
@@ -902,7 +913,9 @@ bd_status bd_fold_slice(bd_graph *g, bd_node *n, bd_diag *d) {
     int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK], base = 0;
     row_strides(x->rank, x->dims, xstrides);
     for (int i = 0; i < x->rank; i++) {
-        strides[i] = xstrides[i] * p.step[i];
+        /* A step larger than the extent yields at most one element; its stride is never taken
+         * (and could overflow). */
+        strides[i] = p.dims[i] > 1 ? xstrides[i] * p.step[i] : 0;
         base += xstrides[i] * p.start[i];
     }
     if (t->numel)

@@ -561,7 +561,8 @@ static bool outer_defines(const bd_graph *g, const char *name) {
 }
 
 /* Input `name` of node `idx` refers to a later node's output: find whether a cycle explains it. */
-static bd_status order_error(loader *L, bd_graph *g, int idx, const char *name, int producer) {
+static bd_status order_error(loader *L, bd_graph *g, const Onnx__GraphProto *gp, int idx,
+                             const char *name, int producer) {
     /* Walk back from the producer through inputs produced at or after idx; reaching idx means the
      * two nodes depend on each other. Bounded by the node count (visited marks). */
     size_t nn = g->nodes.len;
@@ -573,10 +574,12 @@ static bd_status order_error(loader *L, bd_graph *g, int idx, const char *name, 
         stack[top++] = producer;
         seen[producer] = 1;
         while (top && !cycle) {
-            bd_node *n = bd_graph_node(g, stack[--top]);
-            for (int k = 0; k < n->n_inputs && !cycle; k++) {
-                if (n->inputs[k] < 0) continue;
-                int p = bd_graph_value(g, n->inputs[k])->producer;
+            /* Later nodes' inputs are not resolved yet: follow them by name. */
+            const Onnx__NodeProto *np = gp->node[stack[--top]];
+            for (size_t k = 0; k < np->n_input && !cycle; k++) {
+                int v = np->input[k][0] ? bd_graph_find_value(g, np->input[k]) : -1;
+                if (v < 0) continue;
+                int p = bd_graph_value(g, v)->producer;
                 if (p == idx) cycle = true;
                 else if (p > idx && !seen[p]) seen[p] = 1, stack[top++] = p;
             }
@@ -723,7 +726,7 @@ static bd_status load_graph(loader *L, const Onnx__GraphProto *gp, bd_graph *par
                     return bd_node_fail(d, BD_ERR_INVALID, n,
                                         "graph has a cycle: input '%s' is the node's own output",
                                         bd_quote(name));
-                return order_error(L, g, (int)i, name, producer);
+                return order_error(L, g, gp, (int)i, name, producer);
             }
             n->inputs[k] = idx;
         }

@@ -36,7 +36,7 @@ bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **ou
 bd_status bd_front_passes(bd_model *m, bd_diag *d);
 
 /* Per-op functions referenced by ops.def. */
-#define X(e, name, since, imin, imax, omin, omax, infer, fold)                                     \
+#define X(e, name, since, imin, imax, omin, omax, infer, fold, lower)                                     \
     bd_status infer(bd_graph *g, bd_node *n, bd_diag *d);                                          \
     bd_status fold(bd_graph *g, bd_node *n, bd_diag *d);
 #include "ops.def"
@@ -44,7 +44,8 @@ BD_OPS(X)
 #undef X
 
 /* Shared inference helpers (graph.c unless noted). */
-/* Numpy-style broadcast of two shapes (-1 = unknown extent); false when incompatible.
+/* Numpy-style broadcast of two shapes (-1 = unknown extent); false when incompatible. An unknown
+ * rank (< 0) on either side gives true with *rout = -1; out may alias a or b.
  * (infer_elementwise.c) */
 bool bd_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
                          int64_t *out);

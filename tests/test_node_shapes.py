@@ -19,9 +19,10 @@ For each case:
              default-domain opset is within BD_OPSET_MIN..MAX (src/graph.h) and >= the op's
              `since`. (Both files are parsed here: they are the single source of truth.)
   shapes     for in-scope cases, graph inputs that feed shape-determining input slots (Reshape's
-  match      shape, Slice's starts/ends, ...) are frozen into initializers holding the test's
-             input values (the frozen copy is cached), bdc inspects that model, and every graph
-             output's dtype and shape must equal test_data_set_0/output_i.pb.
+  match      shape, Slice's starts/ends, ...), directly or through the ops computing them, are
+             frozen into initializers holding the test's input values (the frozen copy is
+             cached), bdc inspects that model, and every graph output's dtype and shape must
+             equal test_data_set_0/output_i.pb.
 Why: the suite's reference outputs give an independent, exact answer for every op and attribute
 combination; a static-shape compiler must get all of them right before it computes anything.
 
@@ -44,6 +45,7 @@ import tarfile
 from multiprocessing.pool import ThreadPool
 
 import onnx
+from onnx import TensorProto
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -138,7 +140,10 @@ def extract_archive(archive, cache):
                     or ".." in parts or not (m.isfile() or m.isdir())):
                 continue  # only plain files and folders of the node suite, nothing outside dest
             members.append(m)
-        tar.extractall(tmp, members=members)
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.12 (and late 3.8-3.11 releases)
+            tar.extractall(tmp, members=members, filter="data")
+        else:
+            tar.extractall(tmp, members=members)
     with open(os.path.join(tmp, ".extracted"), "w") as f:
         f.write(want)
     shutil.rmtree(dest, ignore_errors=True)
@@ -189,7 +194,8 @@ def run_bdc(bdc, model):
     desc = "exit %d" % r.returncode + (": " + err[0] if err else "")
     if r.returncode == 3 and info and info.get("unsupported"):
         u = info["unsupported"][0]
-        desc = "exit 3: %s (%s): %s" % (u.get("node"), u.get("op"), u.get("reason"))
+        where = "node '%s' (%s): " % (u.get("node"), u.get("op")) if u.get("op") else ""
+        desc = "exit 3: %s%s" % (where, u.get("reason"))
     return r.returncode, info, desc
 
 
@@ -204,6 +210,10 @@ def scope_check(model, ops, opset_range):
         return "no default-domain opset import"
     if not opset_range[0] <= opset <= opset_range[1]:
         return "opset %d outside %d..%d" % (opset, *opset_range)
+    for kind, vis in (("input", g.input), ("output", g.output)):
+        for vi in vis:  # sequences, optionals and maps are not bdc values
+            if vi.type.WhichOneof("value") != "tensor_type":
+                return "graph %s '%s' is not a tensor" % (kind, vi.name)
     for n in g.node:
         if n.domain not in ("", "ai.onnx"):
             return "node %s in domain %s" % (n.op_type, n.domain)
@@ -219,10 +229,29 @@ def scope_check(model, ops, opset_range):
 
 
 def load_tensor(path):
-    t = onnx.TensorProto()
+    t = TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
     return t
+
+
+def shape_determining_inputs(g, slots):
+    """Names whose values reach a shape slot: the slot inputs themselves, and (walking back
+    through their producers, as in the *_expanded cases where the shape is computed) the values
+    they are computed from. Shape and Size end the walk: they read only their input's shape."""
+    producer = {o: n for n in g.node for o in n.output}
+    todo = [n.input[s] for n in g.node for s in slots.get(n.op_type, ())
+            if s < len(n.input) and n.input[s]]
+    seen = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        n = producer.get(name)
+        if n is not None and n.op_type not in ("Shape", "Size"):
+            todo.extend(i for i in n.input if i)
+    return seen
 
 
 def frozen_model(case, model, slots, cache):
@@ -231,11 +260,7 @@ def frozen_model(case, model, slots, cache):
     g = model.graph
     init_names = {t.name for t in g.initializer}
     graph_inputs = [vi.name for vi in g.input if vi.name not in init_names]
-    wanted = set()
-    for n in g.node:
-        for slot in slots.get(n.op_type, ()):
-            if slot < len(n.input) and n.input[slot] in graph_inputs:
-                wanted.add(n.input[slot])
+    wanted = shape_determining_inputs(g, slots) & set(graph_inputs)
     if not wanted:
         return case.model
 
@@ -278,8 +303,11 @@ def compare_outputs(case, model, info):
         if not os.path.exists(path):
             return "missing %s" % os.path.relpath(path, case.dir)
         t = load_tensor(path)
-        want = (DTYPES[t.data_type] if t.data_type < len(DTYPES) else str(t.data_type),
-                list(t.dims))
+        dtype = t.data_type
+        declared = vi.type.tensor_type.elem_type
+        if dtype == TensorProto.UINT16 and declared == TensorProto.BFLOAT16:
+            dtype = declared  # older suites store bfloat16 reference outputs as uint16 bits
+        want = (DTYPES[dtype] if dtype < len(DTYPES) else str(dtype), list(t.dims))
         v = by_name.get(vi.name, outs[i] if i < len(outs) else None)
         if v is None:
             return "output %d '%s' missing from bdc's outputs" % (i, vi.name)
@@ -312,7 +340,9 @@ def run_case(case, bdc, ops, opset_range, slots, cache):
     if path != case.model:
         code, info, desc = run_bdc(bdc, path)
         desc = "frozen model: " + desc
-    if code != 0:
+    # Exit 3 still prints the JSON: ops are in scope here, so what is unsupported is a dtype the
+    # code generator lacks, and shape inference must be right all the same.
+    if code not in (0, 3):
         case.reason = desc
     elif info is None:
         case.reason = "stdout is not a JSON object"

@@ -16,6 +16,8 @@ testdata=/usr/include/onnx/backend/test/data/node
 if [ -d "$testdata" ]; then
   for d in "$testdata"/*/; do cp -f "$d/model.onnx" "build-fuzz/seeds/$(basename "$d").onnx"; done
 fi
+parallel=()
+[ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 build-fuzz/bdc_fuzz_load build-fuzz/corpus build-fuzz/seeds -max_total_time="$seconds" \
-  -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=262144 -jobs="$jobs" -workers="$jobs" \
+  -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=262144 "${parallel[@]}" \
   -artifact_prefix=build-fuzz/crashes/ -print_final_stats=1
