@@ -311,3 +311,32 @@ bool bd_value_const_ints(const bd_value *v, int64_t *out, int max, int *n) {
     *n = (int)t->numel;
     return true;
 }
+
+static void dump_value(bd_graph *g, int v, FILE *f) {
+    if (v < 0) {
+        fprintf(f, " -");
+        return;
+    }
+    const bd_value *val = bd_graph_value(g, v);
+    char shape[256];
+    fprintf(f, " t%d:%s%s%s", v, val->dtype ? bd_dtype_name(val->dtype) : "?",
+            bd_shape_str(val, shape, sizeof shape), val->constant ? "=const" : "");
+}
+
+void bd_graph_dump(bd_graph *g, FILE *f) {
+    fprintf(f, "graph inputs:");
+    for (size_t i = 0; i < g->inputs.len; i++) dump_value(g, BD_VEC_AT(&g->inputs, int, i), f);
+    fprintf(f, "\n");
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const bd_node *n = bd_graph_node(g, (int)i);
+        if (n->dead) continue;
+        fprintf(f, "n%zu %s '%s' (", i, bd_quote(n->op_type), bd_quote(n->name));
+        for (int k = 0; k < n->n_inputs; k++) dump_value(g, n->inputs[k], f);
+        fprintf(f, " ) ->");
+        for (int k = 0; k < n->n_outputs; k++) dump_value(g, n->outputs[k], f);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "graph outputs:");
+    for (size_t i = 0; i < g->outputs.len; i++) dump_value(g, BD_VEC_AT(&g->outputs, int, i), f);
+    fprintf(f, "\n");
+}

@@ -9,6 +9,8 @@
 #ifndef BD_GRAPH_H
 #define BD_GRAPH_H
 
+#include <stdio.h>
+
 #include "dtype.h"
 #include "util.h"
 
@@ -205,6 +207,9 @@ bd_status bd_value_set(bd_diag *d, const bd_node *n, bd_value *v, int dtype, int
                        const int64_t *dims);
 /* Attaches a folded constant to v and sets its type from it. */
 bd_status bd_value_set_constant(bd_diag *d, const bd_node *n, bd_value *v, bd_tensor *t);
+
+/* Text form of the graph after inference (--dump=graph): one node a line with its values. */
+void bd_graph_dump(bd_graph *g, FILE *f);
 
 /* "[1,3,224,224]" / "[N,3,?,?]" into buf. */
 const char *bd_shape_str(const bd_value *v, char *buf, size_t len);

@@ -1,8 +1,12 @@
 /* main.c — the `bdc` command line: parses arguments, runs one command, turns its status into the
  * documented exit code and a one-line message on stderr. */
+#define _POSIX_C_SOURCE 200809L /* isatty */
+
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "compile.h"
 #include "inspect.h"
 
 static const char usage_text[] =
@@ -11,6 +15,18 @@ static const char usage_text[] =
     "bdc is an ahead-of-time compiler for ONNX models.\n"
     "\n"
     "commands:\n"
+    "  compile MODEL.onnx -o OUT [options]\n"
+    "                                compile MODEL into a self-contained executable OUT\n"
+    "      --target cpu              code generation target (cpu is the only one so far)\n"
+    "      --arch ARCH               CPU to generate code for (-march=ARCH, e.g. native,\n"
+    "                                x86-64-v3); default: the C compiler's baseline\n"
+    "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
+    "      --emit-dir DIR            also write the generated sources to DIR\n"
+    "      --keep-temps              keep the temporary build folder (its path is printed)\n"
+    "      --dump=graph,tiles        print the inferred graph / the tiled loop nests to stderr\n"
+    "      --werror                  build the generated C with -Werror\n"
+    "      -v                        print every native command and stage times\n"
+    "      -q                        no progress output\n"
     "  inspect MODEL.onnx [--json]   load, verify and shape-infer MODEL; print its inputs, outputs,\n"
     "                                op histogram, parameters, FLOPs and unsupported nodes\n"
     "  --version                     print the version\n"
@@ -46,6 +62,54 @@ static int cmd_inspect(int argc, char **argv) {
     return s;
 }
 
+static int cmd_compile(int argc, char **argv) {
+    bd_compile_opts o = {.progress = isatty(2)};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
+            strcmp(a, "--arch") == 0) {
+            if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
+            const char *v = argv[++i];
+            if (strcmp(a, "-o") == 0) o.output = v;
+            else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
+            else if (strcmp(a, "--arch") == 0) {
+                /* It becomes one -march= argument: keep it to what such names contain. */
+                if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(v))
+                    return usage_error("compile: --arch '%s' is not a CPU name", v);
+                o.arch = v;
+            }
+            else if (strcmp(v, "cpu") != 0) {
+                fprintf(stderr, "bdc: error: target '%s' is not available yet (cpu only)\n", v);
+                return BD_ERR_UNSUPPORTED;
+            }
+        } else if (strcmp(a, "--lib") == 0) o.library = true;
+        else if (strcmp(a, "--keep-temps") == 0) o.keep_temps = true;
+        else if (strcmp(a, "--werror") == 0) o.werror = true;
+        else if (strcmp(a, "-v") == 0) o.verbose = o.progress = true;
+        else if (strcmp(a, "-q") == 0) o.progress = false;
+        else if (strncmp(a, "--dump=", 7) == 0) {
+            for (const char *p = a + 7; *p;) {
+                size_t n = strcspn(p, ",");
+                if (n == 5 && strncmp(p, "graph", 5) == 0) o.dump_graph = true;
+                else if (n == 5 && strncmp(p, "tiles", 5) == 0) o.dump_tiles = true;
+                else return usage_error("compile: unknown dump '%s' (graph, tiles)", p);
+                p += n + (p[n] == ',');
+            }
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1]) return usage_error("compile: unknown option '%s'", a);
+        else if (o.model) return usage_error("compile: more than one model given ('%s')", a);
+        else o.model = a;
+    }
+    if (!o.model) return usage_error("compile: %s", "no model given");
+    if (!o.output) return usage_error("compile: %s", "no output given (-o OUT)");
+    bd_diag d = {0};
+    bd_status s = bd_compile(&o, &d);
+    if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
+    return s;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(usage_text, stderr);
@@ -61,5 +125,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

@@ -1,0 +1,135 @@
+/* bd_kernels.h — hand-written float32 compute micro-kernels for generated CPU code.
+ *
+ * Generated code calls these as the body of one tile (one block of parallel work). The caller
+ * owns parallelism: every function here is single-threaded, re-entrant, allocates nothing and
+ * keeps no state besides the instruction-set choice, and uses only the scratch memory it is
+ * given (size it with the matching *_scratch_bytes function; any alignment is accepted).
+ *
+ * Conventions shared by every function:
+ *  - Matrices are row-major with explicit leading dimensions (elements, not bytes). A is M x K
+ *    (stored K x M when transA), B is K x N (stored N x K when transB), C is M x N.
+ *  - The epilogue: C = A*B, plus the old C when `accumulate`, plus bias_n[j] per column and
+ *    bias_m[i] per row when those pointers are not NULL, then the activation (`act`).
+ *  - Any size >= 0 works (0 rows or columns does nothing; K == 0 writes the epilogue only).
+ *  - Pre-packed operands (weights) are packed once, at model creation, in the same process:
+ *    the packed layout belongs to the instruction set chosen at packing time and is recorded in
+ *    a small header inside the buffer; compute functions follow that header. Never store a
+ *    packed buffer in a file.
+ *
+ * Instruction sets: AVX-512F, AVX2+FMA and portable C, chosen at run time from the CPU
+ * (`__builtin_cpu_supports`). The environment variable BDC_KERNELS=portable|avx2|avx512, read
+ * on first use, or bd_kernels_set_isa() force a choice (tests use this to cover every path).
+ */
+#ifndef BD_KERNELS_H
+#define BD_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- instruction-set dispatch ------------------------------------------------------------- */
+
+typedef enum bd_kernels_isa {
+    BD_KERNELS_ISA_AUTO = 0,     /* the best one this CPU supports (or BDC_KERNELS) */
+    BD_KERNELS_ISA_PORTABLE = 1, /* plain C */
+    BD_KERNELS_ISA_AVX2 = 2,     /* AVX2 + FMA, 6x16 micro-kernel */
+    BD_KERNELS_ISA_AVX512 = 3    /* AVX-512F, 12x32 micro-kernel */
+} bd_kernels_isa;
+
+/* The instruction set new packings and unpacked GEMMs use now (never AUTO). */
+bd_kernels_isa bd_kernels_get_isa(void);
+/* Force an instruction set (AUTO: back to the best supported). Returns 0, or -1 when this CPU
+ * cannot run it (nothing changes then). Not meant to race with running kernels. */
+int bd_kernels_set_isa(bd_kernels_isa isa);
+/* 1 when this CPU (and OS) can run `isa`. */
+int bd_kernels_isa_supported(bd_kernels_isa isa);
+/* "portable", "avx2", "avx512" or "auto". */
+const char *bd_kernels_isa_name(bd_kernels_isa isa);
+/* Name of the micro-kernel in use, e.g. "bd_f32_gemm_avx2_6x16". */
+const char *bd_kernels_gemm_name(void);
+/* Register tile of the micro-kernel in use: rows (MR) and columns (NR). Column tiles of a
+ * pre-packed B that start at a multiple of NR, and row tiles of a pre-packed A that start at a
+ * multiple of MR, avoid a (correct but slower) edge path. */
+int bd_kernels_gemm_mr(void);
+int bd_kernels_gemm_nr(void);
+
+/* ---- activations applied in epilogues ----------------------------------------------------- */
+
+enum {
+    BD_ACT_NONE = 0, /* identity */
+    BD_ACT_RELU = 1, /* max(x, 0) */
+    BD_ACT_CLIP = 2  /* min(max(x, act_min), act_max) */
+};
+
+/* ---- GEMM --------------------------------------------------------------------------------- */
+
+/* Scratch for any bd_f32_gemm* call of this size (a bound for every instruction set; small:
+ * at most a few MiB however large the problem). */
+size_t bd_f32_gemm_scratch_bytes(int64_t M, int64_t N, int64_t K);
+
+/* C = A*B (+ C) (+ bias_n[j]) (+ bias_m[i]), then `act`. */
+void bd_f32_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int transA,
+                 const float *B, int64_t ldb, int transB, float *C, int64_t ldc,
+                 const float *bias_n, const float *bias_m, int accumulate, int act, float act_min,
+                 float act_max, void *scratch);
+
+/* Pre-packed B (K x N, typically weights). */
+size_t bd_f32_gemm_packed_b_bytes(int64_t K, int64_t N);
+void bd_f32_gemm_pack_b(int64_t K, int64_t N, const float *B, int64_t ldb, int transB,
+                        float *packed);
+/* Columns [n0, n1) of C = A * Bpacked: C and bias_n are indexed by absolute column (pass the
+ * same C for every column tile); A is M x K; bias_m (per row of this call) may be NULL.
+ * 0 <= n0 <= n1 <= the packed N. */
+void bd_f32_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, int64_t lda,
+                          int transA, const float *Bpacked, float *C, int64_t ldc,
+                          const float *bias_n, const float *bias_m, int accumulate, int act,
+                          float act_min, float act_max, void *scratch);
+
+/* Pre-packed A (M x K, e.g. convolution weights). */
+size_t bd_f32_gemm_packed_a_bytes(int64_t M, int64_t K);
+void bd_f32_gemm_pack_a(int64_t M, int64_t K, const float *A, int64_t lda, int transA,
+                        float *packed);
+/* Rows [m0, m1) of C = Apacked * B: C and bias_m are indexed by absolute row (pass the same C
+ * for every row tile); B is K x N; bias_n (per column of this call) may be NULL.
+ * 0 <= m0 <= m1 <= the packed M. */
+void bd_f32_gemm_packed_a(int64_t m0, int64_t m1, int64_t N, int64_t K, const float *Apacked,
+                          const float *B, int64_t ldb, int transB, float *C, int64_t ldc,
+                          const float *bias_n, const float *bias_m, int accumulate, int act,
+                          float act_min, float act_max, void *scratch);
+
+/* ---- 2-D convolution (NCHW) --------------------------------------------------------------- */
+
+/* x: N x C x H x W, weights: M x C/group x KH x KW, y: N x M x OH x OW. pad_top/pad_left are
+ * the leading pads; trailing pads are implied by OH/OW (which the caller computed). */
+typedef struct bd_conv2d_shape {
+    int64_t N, C, H, W, M, OH, OW, KH, KW, group, stride_h, stride_w, dil_h, dil_w, pad_top,
+        pad_left;
+} bd_conv2d_shape;
+
+/* 1 when the shape is consistent (positive sizes, group divides C and M, ...). The other conv
+ * functions assume it. */
+int bd_conv2d_shape_valid(const bd_conv2d_shape *s);
+
+/* Weights packed once per model (per group, as the A operand of a GEMM; depthwise convolutions
+ * group == C == M get their own layout). */
+size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s);
+void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packed);
+
+/* Scratch for bd_f32_conv2d_tile calls covering at most `oh_tile` output rows. */
+size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
+
+/* One tile: output channels [oc0, oc1) x output rows [oh0, oh1) x all output columns of batch
+ * item n. x and y are the whole tensors; bias (M values) may be NULL; act as for the GEMM. */
+void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
+                        const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
+                        int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
+                        void *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BD_KERNELS_H */

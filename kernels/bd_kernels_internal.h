@@ -1,0 +1,163 @@
+/* bd_kernels_internal.h — what the kernel files share: the micro-kernel contract, the kernel
+ * descriptors of each instruction set, the packed-buffer header and the blocked GEMM driver
+ * that both the GEMM entry points (gemm.c) and the convolution tiles (conv2d.c) run on.
+ *
+ * Packed layouts. An A operand is packed in panels of MR rows: panel p holds rows
+ * [p*MR, p*MR+MR) as kc x MR floats (a[k*MR + r]), rows past M zero. A B operand is packed in
+ * panels of NR columns: kc x NR floats (b[k*NR + j]), columns past N zero. A pre-packed operand
+ * holds its whole K in each panel (panel stride K*MR or K*NR), so a block of K rows starting at
+ * k0 is the panel base + k0*MR (or k0*NR).
+ */
+#ifndef BD_KERNELS_INTERNAL_H
+#define BD_KERNELS_INTERNAL_H
+
+#include "bd_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define BD_KERNELS_X86 1
+#else
+#define BD_KERNELS_X86 0
+#endif
+
+/* A check that stays on in release builds: kernels are called from generated code, and a
+ * violated precondition must stop the program rather than write out of bounds. */
+#define BD_KCHECK(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) bd_kernels_fail(__FILE__, __LINE__, #cond);                                   \
+    } while (0)
+_Noreturn void bd_kernels_fail(const char *file, int line, const char *what);
+
+/* What a micro-kernel does after the k loop, on the m x NR tile it computed. */
+typedef struct bd_ukr_epi {
+    const float *bias_n; /* NR column biases of this tile, or NULL */
+    const float *bias_m; /* m row biases of this tile, or NULL */
+    int load_c;          /* add the C already in memory */
+    int act;             /* BD_ACT_*, applied last */
+    float act_min, act_max;
+} bd_ukr_epi;
+
+/* C[0:m, 0:NR] = a * b (+ epilogue), a: packed MR-row panel, b: packed NR-column panel, both
+ * kc deep; 1 <= m <= MR (rows of the panel past m are not computed); kc may be 0. */
+typedef void (*bd_ukr_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m,
+                          const bd_ukr_epi *ep);
+
+/* Depthwise convolution of some output rows of one channel, from input rows that conv2d.c has
+ * zero-padded and split by column stride (phase q of a row holds padded columns q, q+sw, ...):
+ * output row o, column ow = bias + sum over taps t of w[t] * (rows + o*sh*sw*row_len)[tap_off[t]
+ * + ow], then the activation. */
+typedef struct bd_dw_job {
+    const float *rows; /* prepared input rows: row r, phase q at rows + (r*sw + q)*row_len */
+    int64_t row_len;   /* floats per phase row: >= round_up(OW, 16) + (KW-1)*dw/sw, zero-padded */
+    int64_t nrows_out; /* output rows to compute */
+    int64_t OW, KH, KW, sh, sw, dh, dw;
+    const int64_t *tap_off; /* per tap (kh, kw): ((kh*dh)*sw + (kw*dw)%sw)*row_len + (kw*dw)/sw */
+    const float *w;         /* KH*KW taps */
+    float bias;
+    float *out; /* first output row; rows are OW apart */
+    int act;
+    float act_min, act_max;
+} bd_dw_job;
+typedef void (*bd_dw_fn)(const bd_dw_job *job);
+
+/* One instruction set's kernels and cache blocking. */
+typedef struct bd_gemm_kernel {
+    const char *name;
+    bd_kernels_isa isa;
+    int mr, nr;          /* register tile */
+    int64_t kc, mc, nc;  /* cache blocking (mc a multiple of mr, nc of nr) */
+    int64_t nc_packed_a; /* nc when A is pre-packed (no A packing to amortise: B block in L2) */
+    bd_ukr_fn ukr;
+    bd_ukr_fn ukr_half; /* columns [0, NR/2) only (same panels), or NULL */
+    bd_dw_fn dw;
+} bd_gemm_kernel;
+
+extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
+#if BD_KERNELS_X86
+extern const bd_gemm_kernel bd_f32_gemm_kernel_avx2;
+extern const bd_gemm_kernel bd_f32_gemm_kernel_avx512;
+#endif
+
+/* The kernel of the current instruction set / of a given one (NULL when unsupported). */
+const bd_gemm_kernel *bd_gemm_kernel_current(void);
+const bd_gemm_kernel *bd_gemm_kernel_for(bd_kernels_isa isa);
+
+/* Depthwise row kernels. */
+void bd_f32_dwconv_portable(const bd_dw_job *job);
+#if BD_KERNELS_X86
+void bd_f32_dwconv_avx2(const bd_dw_job *job);
+#endif
+
+/* ---- packed-buffer header ------------------------------------------------------------------ */
+
+#define BD_PACK_HDR_FLOATS 16 /* 64 bytes, keeps the panels 64-byte aligned to the buffer */
+enum { BD_PACK_A = 1, BD_PACK_B = 2, BD_PACK_CONV = 3, BD_PACK_DW = 4 };
+typedef struct bd_pack_hdr {
+    uint32_t magic;
+    int32_t kind;  /* BD_PACK_* */
+    int32_t isa;   /* bd_kernels_isa the layout belongs to */
+    int32_t tile;  /* MR (A, conv) or NR (B) */
+    int64_t rows;  /* M (A), N (B), M (conv) */
+    int64_t K;     /* depth; for conv: C/group*KH*KW */
+    int64_t extra; /* conv: group */
+} bd_pack_hdr;
+void bd_pack_hdr_write(float *packed, const bd_pack_hdr *h);
+/* Reads and checks the header (magic, kind); returns the kernel of its instruction set. */
+const bd_gemm_kernel *bd_pack_hdr_read(const float *packed, int kind, bd_pack_hdr *h);
+
+/* ---- the blocked driver ---------------------------------------------------------------------- */
+
+/* Packs rows [i0, i0+mc) x depth [k0, k0+kc) of an A operand into MR-row panels. */
+typedef void (*bd_pack_a_fn)(const void *ctx, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+                             int mr, float *dst);
+/* Packs depth [k0, k0+kc) x columns [j0, j0+nc) of a B operand into NR-column panels; may
+ * write up to NR floats past the end of the block (the driver's scratch has that slack). */
+typedef void (*bd_pack_b_fn)(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                             int nr, float *dst);
+
+/* An operand: either pre-packed panels (whole depth K, panel stride K*MR or K*NR, panel 0 at
+ * row/column 0) or a packer called block by block. */
+typedef struct bd_operand {
+    const float *packed;
+    bd_pack_a_fn pack_a;
+    bd_pack_b_fn pack_b;
+    const void *ctx;
+} bd_operand;
+
+/* Raw row-major operands and their packers. */
+typedef struct bd_raw_matrix {
+    const float *p;
+    int64_t ld;
+    int trans;
+} bd_raw_matrix;
+void bd_pack_a_raw(const void *ctx, int64_t i0, int64_t mc, int64_t k0, int64_t kc, int mr,
+                   float *dst);
+void bd_pack_b_raw(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr,
+                   float *dst);
+
+typedef struct bd_gemm_epilogue {
+    const float *bias_n; /* indexed by column - n0, or NULL */
+    const float *bias_m; /* indexed by row - m0, or NULL */
+    int accumulate, act;
+    float act_min, act_max;
+} bd_gemm_epilogue;
+
+/* C[m0:m1, n0:n1] of A*B with kernel kd; C points at element (m0, n0). Row/column indices are
+ * those of the operands (a pre-packed operand's panel grid starts at index 0). */
+void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                 int64_t K, const bd_operand *a, const bd_operand *b, float *C, int64_t ldc,
+                 const bd_gemm_epilogue *ep, void *scratch);
+/* Scratch floats bd_gemm_run needs with kernel kd for an (up to) M x N x K problem; a_packed:
+ * only for calls whose A operand is pre-packed. */
+size_t bd_gemm_scratch_floats(const bd_gemm_kernel *kd, int64_t M, int64_t N, int64_t K,
+                              int a_packed);
+/* The same bound over every instruction set, in bytes. */
+size_t bd_gemm_scratch_bytes_all(int64_t M, int64_t N, int64_t K, int a_packed);
+
+/* Scalar activation with NaN passed through. */
+static inline float bd_act_apply(float v, int act, float lo, float hi) {
+    if (act == BD_ACT_RELU) return v < 0.0f ? 0.0f : v;
+    if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
+    return v;
+}
+
+#endif /* BD_KERNELS_INTERNAL_H */

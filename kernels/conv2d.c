@@ -1,0 +1,520 @@
+/* conv2d.c — float32 2-D convolution tiles (NCHW) on top of the GEMM driver, and the depthwise
+ * path.
+ *
+ * A convolution group is the GEMM Y[oc, p] = W[oc, (c,kh,kw)] * X[(c,kh,kw), p] over the output
+ * pixels p of the tile. The weights are the A operand, packed once per model into MR-row panels
+ * per group. The B operand is never materialised whole: the driver asks for one KC x NC block at
+ * a time, and im2col_pack writes that block straight into the NR-column panel layout the
+ * micro-kernel reads ("implicit im2col"), with zeros where the window falls in the padding.
+ * So a tile of any size needs only the GEMM's fixed scratch. A 1x1 convolution with stride 1 and
+ * no padding is a plain GEMM on the input rows and skips im2col.
+ *
+ * Depthwise convolutions (group == C == M) have one input channel per output channel, too little
+ * reuse for a GEMM. Each channel's input rows for a chunk of output rows are copied once into
+ * scratch, zero-padded and split by the column stride, so that every tap of every output column
+ * is a contiguous (vectorisable) read; the instruction set's row kernel then does multiply-adds.
+ */
+#include <string.h>
+
+#include "bd_kernels_internal.h"
+
+#if BD_KERNELS_X86
+#include <immintrin.h>
+#endif
+
+static int64_t imin(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static int64_t imax(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+static int64_t round_up(int64_t v, int64_t m) {
+    return (v + m - 1) / m * m;
+}
+
+int bd_conv2d_shape_valid(const bd_conv2d_shape *s) {
+    return s && s->N >= 1 && s->C >= 1 && s->H >= 1 && s->W >= 1 && s->M >= 1 && s->OH >= 1 &&
+           s->OW >= 1 && s->KH >= 1 && s->KW >= 1 && s->group >= 1 && s->C % s->group == 0 &&
+           s->M % s->group == 0 && s->stride_h >= 1 && s->stride_w >= 1 && s->dil_h >= 1 &&
+           s->dil_w >= 1 && s->pad_top >= 0 && s->pad_left >= 0;
+}
+
+/* Depthwise convolutions take their own path (column strides past 16 are left to the GEMM). */
+static int is_depthwise(const bd_conv2d_shape *s) {
+    return s->group == s->C && s->group == s->M && s->stride_w <= 16;
+}
+
+/* A 1x1 stride-1 unpadded convolution reads input pixel p for output pixel p. */
+static int is_pointwise(const bd_conv2d_shape *s) {
+    return s->KH == 1 && s->KW == 1 && s->stride_h == 1 && s->stride_w == 1 && s->pad_top == 0 &&
+           s->pad_left == 0 && s->OW == s->W && s->OH <= s->H;
+}
+
+/* ---- implicit im2col ----------------------------------------------------------------------- */
+
+typedef struct im2col_ctx {
+    const bd_conv2d_shape *s;
+    const float *x;     /* batch item n, first channel of the group */
+    const float *x_end; /* end of the whole input tensor: reads stay below it */
+    int64_t oh0;        /* first output row of the tile (column 0 of B) */
+} im2col_ctx;
+
+/* A run of B columns inside one panel that lie on one output row. */
+typedef struct im2col_seg {
+    int64_t ih, iw; /* input position of its first column for kh = kw = 0 */
+    int pos, len;   /* position in the panel row, length */
+} im2col_seg;
+
+/* Splits the panel of columns [j, j+cols) into runs on one output row each; returns how many. */
+static inline __attribute__((always_inline)) int im2col_segments(const im2col_ctx *ctx, int64_t j,
+                                                                 int cols, im2col_seg *seg) {
+    const bd_conv2d_shape *s = ctx->s;
+    int nseg = 0;
+    for (int pos = 0; pos < cols;) {
+        int64_t pix = j + pos;
+        int64_t oh = ctx->oh0 + pix / s->OW, ow = pix % s->OW;
+        int len = (int)imin(cols - pos, s->OW - ow);
+        seg[nseg].ih = oh * s->stride_h - s->pad_top;
+        seg[nseg].iw = ow * s->stride_w - s->pad_left;
+        seg[nseg].pos = pos;
+        seg[nseg].len = len;
+        nseg++;
+        pos += len;
+    }
+    return nseg;
+}
+
+/* dst[0:nr) = src[0:nr) / = 0, with nr a constant for the common widths (vector moves). */
+static inline __attribute__((always_inline)) void copy_window(float *dst, const float *src,
+                                                              int nr) {
+    if (nr == 16)
+        memcpy(dst, src, 16 * sizeof(float));
+    else if (nr == 32)
+        memcpy(dst, src, 32 * sizeof(float));
+    else
+        memcpy(dst, src, (size_t)nr * sizeof(float));
+}
+static inline __attribute__((always_inline)) void zero_window(float *dst, int nr) {
+    if (nr == 16)
+        memset(dst, 0, 16 * sizeof(float));
+    else if (nr == 32)
+        memset(dst, 0, 32 * sizeof(float));
+    else
+        memset(dst, 0, (size_t)nr * sizeof(float));
+}
+
+/* Rows [k0, k0+kc) = (c, kh, kw) and columns [j0, j0+nc) = output pixels of B, as NR panels.
+ *
+ * A panel row is a few runs (segments) of consecutive output columns, one per output row it
+ * touches. With column stride 1 a segment is a contiguous piece of an input row, zero where it
+ * hangs into the padding. Each segment is written as one fixed-size window copy of NR floats
+ * (vector moves) that may run past the segment's end: whatever it overwrites there (the next
+ * segment, the next row of the panel, the next panel, or NR floats of slack after the block,
+ * which the scratch layout provides) is written again later. Only the padding columns of border
+ * segments are then fixed up one by one. Windows that would read past the input tensor, and
+ * other column strides, take an exact loop. */
+static inline __attribute__((always_inline)) void
+im2col_body(const void *vctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float *dst) {
+    const im2col_ctx *ctx = vctx;
+    const bd_conv2d_shape *s = ctx->s;
+    const int64_t H = s->H, W = s->W, KH = s->KH, KW = s->KW;
+    const int64_t sw = s->stride_w, dh = s->dil_h, dw = s->dil_w;
+    im2col_seg seg[64];
+    BD_KCHECK(nr <= 64);
+    for (int64_t p0 = 0; p0 < nc; p0 += nr, dst += kc * nr) {
+        int cols = (int)imin(nr, nc - p0);
+        int nseg = im2col_segments(ctx, j0 + p0, cols, seg);
+        int64_t c = k0 / (KH * KW), kh = (k0 / KW) % KH, kw = k0 % KW;
+        for (int64_t k = 0; k < kc; k++) {
+            float *d = dst + k * nr;
+            const float *xc = ctx->x + c * H * W;
+            for (int i = 0; i < nseg; i++) {
+                float *ds = d + seg[i].pos;
+                const int len = seg[i].len;
+                const int64_t ih = seg[i].ih + kh * dh, iw0 = seg[i].iw + kw * dw;
+                if (ih < 0 || ih >= H) {
+                    zero_window(ds, nr);
+                    continue;
+                }
+                const float *row = xc + ih * W;
+                if (sw == 1) {
+                    int lo = (int)imin(len, imax(0, -iw0)), hi = (int)imax(lo, imin(len, W - iw0));
+                    if (lo == hi) {
+                        zero_window(ds, nr);
+                        continue;
+                    }
+                    const float *src = row + iw0 + lo;
+                    if (ctx->x_end - src >= nr) {
+                        copy_window(ds + lo, src, nr);
+                    } else {
+                        for (int t = lo; t < hi; t++)
+                            ds[t] = src[t - lo];
+                    }
+                    for (int t = 0; t < lo; t++)
+                        ds[t] = 0.0f;
+                    for (int t = hi; t < len; t++)
+                        ds[t] = 0.0f;
+                } else if (iw0 >= 0 && iw0 + (len - 1) * sw < W) { /* inside the row */
+                    const float *src = row + iw0;
+                    if (sw == 2) { /* constant stride: compilers vectorise it */
+                        for (int t = 0; t < len; t++)
+                            ds[t] = src[2 * t];
+                    } else {
+                        for (int t = 0; t < len; t++)
+                            ds[t] = src[t * sw];
+                    }
+                } else {
+                    for (int t = 0; t < len; t++) {
+                        int64_t iw = iw0 + t * sw;
+                        ds[t] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+                    }
+                }
+            }
+            for (int t = cols; t < nr; t++)
+                d[t] = 0.0f;
+            if (++kw == KW) {
+                kw = 0;
+                if (++kh == KH) {
+                    kh = 0;
+                    c++;
+                }
+            }
+        }
+    }
+}
+
+#if BD_KERNELS_X86
+/* Column stride 1, vector versions: each panel row is assembled in registers from one masked
+ * load per segment and vector register (lanes outside the segment's valid columns are masked
+ * off, and masked lanes are never read), then stored once. The address of lane 0 may lie
+ * outside the input row, so it is computed as an integer. */
+__attribute__((target("avx512f"))) static void im2col_pack_s1_avx512(const im2col_ctx *ctx,
+                                                                     int64_t k0, int64_t kc,
+                                                                     int64_t j0, int64_t nc,
+                                                                     float *dst) {
+    const bd_conv2d_shape *s = ctx->s;
+    const int64_t H = s->H, W = s->W, KH = s->KH, KW = s->KW, dh = s->dil_h, dw = s->dil_w;
+    im2col_seg seg[32];
+    for (int64_t p0 = 0; p0 < nc; p0 += 32, dst += kc * 32) {
+        int nseg = im2col_segments(ctx, j0 + p0, (int)imin(32, nc - p0), seg);
+        int64_t c = k0 / (KH * KW), kh = (k0 / KW) % KH, kw = k0 % KW;
+        for (int64_t k = 0; k < kc; k++) {
+            const float *xc = ctx->x + c * H * W;
+            __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
+            for (int i = 0; i < nseg; i++) {
+                const int64_t ih = seg[i].ih + kh * dh, iw0 = seg[i].iw + kw * dw;
+                if (ih < 0 || ih >= H) continue;
+                const int len = seg[i].len, pos = seg[i].pos;
+                int lo = (int)imin(len, imax(0, -iw0)), hi = (int)imax(lo, imin(len, W - iw0));
+                if (lo == hi) continue;
+                /* lanes [pos+lo, pos+hi) of the 32 */
+                uint32_t bits = (pos + hi >= 32 ? 0xffffffffu : (1u << (pos + hi)) - 1u) &
+                                ~((1u << (pos + lo)) - 1u);
+                uintptr_t lane0 = (uintptr_t)(xc + ih * W) + (uintptr_t)((iw0 - pos) * 4);
+                if (bits & 0xffffu)
+                    v0 = _mm512_mask_loadu_ps(v0, (__mmask16)(bits & 0xffffu), (const void *)lane0);
+                if (bits >> 16)
+                    v1 = _mm512_mask_loadu_ps(v1, (__mmask16)(bits >> 16),
+                                              (const void *)(lane0 + 64));
+            }
+            _mm512_storeu_ps(dst + k * 32, v0);
+            _mm512_storeu_ps(dst + k * 32 + 16, v1);
+            if (++kw == KW) {
+                kw = 0;
+                if (++kh == KH) {
+                    kh = 0;
+                    c++;
+                }
+            }
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void im2col_pack_s1_avx2(const im2col_ctx *ctx,
+                                                                    int64_t k0, int64_t kc,
+                                                                    int64_t j0, int64_t nc,
+                                                                    float *dst) {
+    const bd_conv2d_shape *s = ctx->s;
+    const int64_t H = s->H, W = s->W, KH = s->KH, KW = s->KW, dh = s->dil_h, dw = s->dil_w;
+    const __m256i idx0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i idx1 = _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15);
+    im2col_seg seg[16];
+    for (int64_t p0 = 0; p0 < nc; p0 += 16, dst += kc * 16) {
+        int nseg = im2col_segments(ctx, j0 + p0, (int)imin(16, nc - p0), seg);
+        int64_t c = k0 / (KH * KW), kh = (k0 / KW) % KH, kw = k0 % KW;
+        for (int64_t k = 0; k < kc; k++) {
+            const float *xc = ctx->x + c * H * W;
+            __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
+            for (int i = 0; i < nseg; i++) {
+                const int64_t ih = seg[i].ih + kh * dh, iw0 = seg[i].iw + kw * dw;
+                if (ih < 0 || ih >= H) continue;
+                const int len = seg[i].len, pos = seg[i].pos;
+                int lo = (int)imin(len, imax(0, -iw0)), hi = (int)imax(lo, imin(len, W - iw0));
+                if (lo == hi) continue;
+                /* lanes [pos+lo, pos+hi) of the 16: lo-1 < lane < hi */
+                const __m256i a = _mm256_set1_epi32(pos + lo - 1), b = _mm256_set1_epi32(pos + hi);
+                uintptr_t lane0 = (uintptr_t)(xc + ih * W) + (uintptr_t)((iw0 - pos) * 4);
+                if (pos + lo < 8) {
+                    __m256i m =
+                        _mm256_and_si256(_mm256_cmpgt_epi32(idx0, a), _mm256_cmpgt_epi32(b, idx0));
+                    v0 = _mm256_or_ps(v0, _mm256_maskload_ps((const float *)lane0, m));
+                }
+                if (pos + hi > 8) {
+                    __m256i m =
+                        _mm256_and_si256(_mm256_cmpgt_epi32(idx1, a), _mm256_cmpgt_epi32(b, idx1));
+                    v1 = _mm256_or_ps(v1, _mm256_maskload_ps((const float *)(lane0 + 32), m));
+                }
+            }
+            _mm256_storeu_ps(dst + k * 16, v0);
+            _mm256_storeu_ps(dst + k * 16 + 8, v1);
+            if (++kw == KW) {
+                kw = 0;
+                if (++kh == KH) {
+                    kh = 0;
+                    c++;
+                }
+            }
+        }
+    }
+}
+#endif
+
+/* The same code compiled for each instruction set, so that the window copies become wide
+ * vector moves; column stride 1 with the register tile of that set takes the masked-load
+ * versions. */
+static void im2col_pack(const void *vctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr,
+                        float *dst) {
+    im2col_body(vctx, k0, kc, j0, nc, nr, dst);
+}
+#if BD_KERNELS_X86
+__attribute__((target("avx2,fma"))) static void im2col_pack_avx2(const void *vctx, int64_t k0,
+                                                                 int64_t kc, int64_t j0, int64_t nc,
+                                                                 int nr, float *dst) {
+    const im2col_ctx *ctx = vctx;
+    if (nr == 16 && ctx->s->stride_w == 1)
+        im2col_pack_s1_avx2(ctx, k0, kc, j0, nc, dst);
+    else
+        im2col_body(vctx, k0, kc, j0, nc, nr, dst);
+}
+__attribute__((target("avx512f,avx2,fma"))) static void im2col_pack_avx512(const void *vctx,
+                                                                           int64_t k0, int64_t kc,
+                                                                           int64_t j0, int64_t nc,
+                                                                           int nr, float *dst) {
+    const im2col_ctx *ctx = vctx;
+    if (nr == 32 && ctx->s->stride_w == 1)
+        im2col_pack_s1_avx512(ctx, k0, kc, j0, nc, dst);
+    else
+        im2col_body(vctx, k0, kc, j0, nc, nr, dst);
+}
+#endif
+
+static bd_pack_b_fn im2col_for(const bd_gemm_kernel *kd) {
+#if BD_KERNELS_X86
+    if (kd->isa == BD_KERNELS_ISA_AVX512) return im2col_pack_avx512;
+    if (kd->isa == BD_KERNELS_ISA_AVX2) return im2col_pack_avx2;
+#endif
+    (void)kd;
+    return im2col_pack;
+}
+
+/* ---- depthwise ----------------------------------------------------------------------------- */
+
+enum { DW_CHUNK = 16 }; /* output rows prepared at a time */
+
+typedef struct dw_geom {
+    int64_t row_len, rows_in, taps;
+} dw_geom;
+
+static dw_geom dw_geometry(const bd_conv2d_shape *s, int64_t oh_rows) {
+    dw_geom g;
+    /* vector kernels read whole blocks of 8 columns (up to 16 for wider ones) at every tap */
+    g.row_len = round_up(s->OW, 16) + (s->KW - 1) * s->dil_w / s->stride_w + 8;
+    g.rows_in = (oh_rows - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+    g.taps = s->KH * s->KW;
+    return g;
+}
+
+/* Scratch: 64-byte alignment slack, the tap offsets (int64), the prepared rows. */
+static size_t dw_scratch_floats(const bd_conv2d_shape *s) {
+    dw_geom g = dw_geometry(s, DW_CHUNK);
+    return (size_t)(16 + round_up(2 * g.taps, 16) + g.rows_in * s->stride_w * g.row_len);
+}
+
+void bd_f32_dwconv_portable(const bd_dw_job *j) {
+    const int64_t taps = j->KH * j->KW;
+    for (int64_t o = 0; o < j->nrows_out; o++) {
+        const float *base = j->rows + o * j->sh * j->sw * j->row_len;
+        float *out = j->out + o * j->OW;
+        for (int64_t ow = 0; ow < j->OW; ow++)
+            out[ow] = j->bias;
+        for (int64_t t = 0; t < taps; t++) {
+            const float *p = base + j->tap_off[t];
+            const float wt = j->w[t];
+            for (int64_t ow = 0; ow < j->OW; ow++)
+                out[ow] += wt * p[ow];
+        }
+        for (int64_t ow = 0; ow < j->OW; ow++)
+            out[ow] = bd_act_apply(out[ow], j->act, j->act_min, j->act_max);
+    }
+}
+
+static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *x,
+                    const float *w, const float *bias, float *y, int64_t n, int64_t oc0,
+                    int64_t oc1, int64_t oh0, int64_t oh1, int act, float lo, float hi,
+                    void *scratch) {
+    const int64_t H = s->H, W = s->W, sw = s->stride_w;
+    const dw_geom g0 = dw_geometry(s, DW_CHUNK);
+    BD_KCHECK(scratch != NULL);
+    uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    int64_t *tap_off = (int64_t *)(void *)u;
+    float *rows = (float *)(void *)u + round_up(2 * g0.taps, 16);
+    for (int64_t kh = 0; kh < s->KH; kh++)
+        for (int64_t kw = 0; kw < s->KW; kw++) {
+            int64_t cw = kw * s->dil_w;
+            tap_off[kh * s->KW + kw] = (kh * s->dil_h * sw + cw % sw) * g0.row_len + cw / sw;
+        }
+    bd_dw_job job;
+    job.rows = rows;
+    job.row_len = g0.row_len;
+    job.OW = s->OW;
+    job.KH = s->KH;
+    job.KW = s->KW;
+    job.sh = s->stride_h;
+    job.sw = sw;
+    job.dh = s->dil_h;
+    job.dw = s->dil_w;
+    job.tap_off = tap_off;
+    job.act = act;
+    job.act_min = lo;
+    job.act_max = hi;
+    /* phase q of a prepared row: column j holds input column j*sw + first, valid for j in
+     * [jlo, jhi) (zero elsewhere) */
+    struct {
+        int64_t first, jlo, jhi;
+    } ph[16];
+    BD_KCHECK(sw <= 16);
+    for (int64_t q = 0; q < sw; q++) {
+        int64_t first = q - s->pad_left;
+        int64_t jlo = first >= 0 ? 0 : (-first + sw - 1) / sw;
+        int64_t jhi = W - first <= 0 ? 0 : (W - first + sw - 1) / sw;
+        ph[q].first = first;
+        ph[q].jlo = imin(jlo, g0.row_len);
+        ph[q].jhi = imax(ph[q].jlo, imin(jhi, g0.row_len));
+    }
+    for (int64_t c = oc0; c < oc1; c++) {
+        const float *xc = x + (n * s->C + c) * H * W;
+        job.w = w + c * g0.taps;
+        job.bias = bias ? bias[c] : 0.0f;
+        for (int64_t r0 = oh0; r0 < oh1; r0 += DW_CHUNK) {
+            int64_t nr_out = imin(DW_CHUNK, oh1 - r0);
+            dw_geom g = dw_geometry(s, nr_out);
+            int64_t ih0 = r0 * s->stride_h - s->pad_top;
+            /* prepare input rows ih0 .. ih0 + rows_in - 1 */
+            for (int64_t r = 0; r < g.rows_in; r++) {
+                int64_t ih = ih0 + r;
+                float *d = rows + r * sw * g0.row_len;
+                if (ih < 0 || ih >= H) {
+                    memset(d, 0, (size_t)(sw * g0.row_len) * sizeof(float));
+                    continue;
+                }
+                const float *src = xc + ih * W;
+                for (int64_t q = 0; q < sw; q++, d += g0.row_len) {
+                    const int64_t jlo = ph[q].jlo, jhi = ph[q].jhi, first = ph[q].first;
+                    memset(d, 0, (size_t)jlo * sizeof(float));
+                    if (sw == 1) {
+                        memcpy(d + jlo, src + jlo + first, (size_t)(jhi - jlo) * sizeof(float));
+                    } else if (sw == 2) { /* constant stride: compilers vectorise it */
+                        for (int64_t jj = jlo; jj < jhi; jj++)
+                            d[jj] = src[2 * jj + first];
+                    } else {
+                        for (int64_t jj = jlo; jj < jhi; jj++)
+                            d[jj] = src[jj * sw + first];
+                    }
+                    memset(d + jhi, 0, (size_t)(g0.row_len - jhi) * sizeof(float));
+                }
+            }
+            job.nrows_out = nr_out;
+            job.out = y + ((n * s->M + c) * s->OH + r0) * s->OW;
+            kd->dw(&job);
+        }
+    }
+}
+
+/* ---- packing and tiles --------------------------------------------------------------------- */
+
+size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
+    BD_KCHECK(bd_conv2d_shape_valid(s));
+    if (is_depthwise(s)) return (size_t)(BD_PACK_HDR_FLOATS + s->M * s->KH * s->KW) * sizeof(float);
+    const int64_t mr = bd_gemm_kernel_current()->mr;
+    const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
+    return (size_t)(BD_PACK_HDR_FLOATS + s->group * round_up(Mg, mr) * Kd) * sizeof(float);
+}
+
+void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packed) {
+    BD_KCHECK(bd_conv2d_shape_valid(s));
+    const bd_gemm_kernel *kd = bd_gemm_kernel_current();
+    const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
+    bd_pack_hdr h = {
+        0,       is_depthwise(s) ? BD_PACK_DW : BD_PACK_CONV, (int32_t)kd->isa, kd->mr, s->M, Kd,
+        s->group};
+    bd_pack_hdr_write(packed, &h);
+    float *dst = packed + BD_PACK_HDR_FLOATS;
+    if (is_depthwise(s)) {
+        memcpy(dst, w, (size_t)(s->M * Kd) * sizeof(float));
+        return;
+    }
+    for (int64_t g = 0; g < s->group; g++) {
+        bd_raw_matrix wm = {w + g * Mg * Kd, Kd, 0};
+        bd_pack_a_raw(&wm, 0, Mg, 0, Kd, kd->mr, dst + g * round_up(Mg, kd->mr) * Kd);
+    }
+}
+
+size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
+    BD_KCHECK(bd_conv2d_shape_valid(s));
+    if (oh_tile < 1) oh_tile = 1;
+    if (oh_tile > s->OH) oh_tile = s->OH;
+    if (is_depthwise(s)) return dw_scratch_floats(s) * sizeof(float);
+    const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
+    return bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
+}
+
+void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
+                        const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
+                        int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
+                        void *scratch) {
+    BD_KCHECK(bd_conv2d_shape_valid(s));
+    BD_KCHECK(0 <= n && n < s->N && 0 <= oc0 && oc0 <= oc1 && oc1 <= s->M && 0 <= oh0 &&
+              oh0 <= oh1 && oh1 <= s->OH);
+    if (oc0 == oc1 || oh0 == oh1) return;
+    const int64_t Mg = s->M / s->group, Cg = s->C / s->group;
+    const int64_t Kd = Cg * s->KH * s->KW;
+    bd_pack_hdr h;
+    if (is_depthwise(s)) {
+        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_DW, &h);
+        BD_KCHECK(h.rows == s->M && h.K == Kd);
+        dw_tile(kd, s, x, wpacked + BD_PACK_HDR_FLOATS, bias, y, n, oc0, oc1, oh0, oh1, act,
+                act_min, act_max, scratch);
+        return;
+    }
+    const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);
+    BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && h.tile == kd->mr);
+    const int64_t HW = s->H * s->W, OHW = s->OH * s->OW;
+    const int64_t P = (oh1 - oh0) * s->OW;
+    for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
+        int64_t m_lo = imax(oc0 - g * Mg, 0), m_hi = imin(oc1 - g * Mg, Mg);
+        bd_operand a = {wpacked + BD_PACK_HDR_FLOATS + g * round_up(Mg, kd->mr) * Kd, NULL, NULL,
+                        NULL};
+        const float *xg = x + (n * s->C + g * Cg) * HW;
+        float *c = y + (n * s->M + g * Mg + m_lo) * OHW + oh0 * s->OW;
+        bd_gemm_epilogue ep = {NULL, bias ? bias + g * Mg + m_lo : NULL, 0, act, act_min, act_max};
+        bd_raw_matrix xm = {xg, HW, 0};
+        im2col_ctx ictx = {s, xg, x + s->N * s->C * HW, oh0};
+        bd_operand b = {NULL, NULL, im2col_for(kd), &ictx};
+        if (is_pointwise(s)) { /* B is the input itself: Cg rows of H*W pixels */
+            xm.p = xg + oh0 * s->W;
+            b.pack_b = bd_pack_b_raw;
+            b.ctx = &xm;
+        }
+        bd_gemm_run(kd, m_lo, m_hi, 0, P, Kd, &a, &b, c, OHW, &ep, scratch);
+    }
+}

@@ -1,0 +1,151 @@
+/* gemm_avx512.c — the AVX-512F GEMM micro-kernel, 12 x 32.
+ *
+ * Same scheme as the AVX2 6x16 kernel at twice the width: a 12 x 32 tile of C lives in 24 zmm
+ * accumulators; each step of k loads one 32-float row of the packed B panel (2 zmm) and
+ * broadcasts 12 A values, for 24 FMAs. 24 independent chains cover the latency of two FMA
+ * pipes; 14 loads per 24 FMAs stay under the load ports' rate. Tiles with fewer rows use a
+ * copy of the loop specialised for that row count. Depthwise rows use the AVX2 kernel.
+ *
+ * Functions carry __attribute__((target("avx512f"))); gemm.c checks the CPU first.
+ */
+#include "bd_kernels_internal.h"
+
+#if BD_KERNELS_X86
+
+#include <immintrin.h>
+
+#define BD_AVX512 __attribute__((target("avx512f")))
+#define BD_INLINE static inline __attribute__((always_inline))
+
+BD_INLINE BD_AVX512 __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
+    /* max/min return their second operand when one is NaN: NaN passes through */
+    if (act == BD_ACT_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
+    if (act == BD_ACT_CLIP) return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    return v;
+}
+
+/* The epilogue of one row of the tile: + C, + column bias, + row bias, activation, store. */
+BD_INLINE BD_AVX512 void store_row32(float *cr, __m512 v0, __m512 v1, __m512 bn0, __m512 bn1,
+                                     const float *bm, const bd_ukr_epi *ep, __m512 lo, __m512 hi) {
+    v0 = _mm512_add_ps(v0, bn0);
+    v1 = _mm512_add_ps(v1, bn1);
+    if (ep->load_c) {
+        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(cr));
+        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(cr + 16));
+    }
+    if (bm) {
+        __m512 b = _mm512_set1_ps(*bm);
+        v0 = _mm512_add_ps(v0, b);
+        v1 = _mm512_add_ps(v1, b);
+    }
+    _mm512_storeu_ps(cr, act16(v0, ep->act, lo, hi));
+    _mm512_storeu_ps(cr + 16, act16(v1, ep->act, lo, hi));
+}
+
+/* The same for a half tile (16 columns). */
+BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const float *bm,
+                                    const bd_ukr_epi *ep, __m512 lo, __m512 hi) {
+    v0 = _mm512_add_ps(v0, bn0);
+    if (ep->load_c) v0 = _mm512_add_ps(v0, _mm512_loadu_ps(cr));
+    if (bm) v0 = _mm512_add_ps(v0, _mm512_set1_ps(*bm));
+    _mm512_storeu_ps(cr, act16(v0, ep->act, lo, hi));
+}
+
+/* Named accumulators (arrays of vectors end up on the stack with some compilers). */
+#define ACC_ZERO(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define ACC_FMA(r)                                                                                 \
+    if (R > r) {                                                                                   \
+        __m512 ar = _mm512_set1_ps(a[r]);                                                          \
+        c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);                                                \
+        if (NV > 1) c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);                                    \
+    }
+#define ACC_STORE(r)                                                                               \
+    if (R > r && NV == 1)                                                                          \
+        store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);     \
+    else if (R > r)                                                                                \
+        store_row32(c + r * ldc, c##r##0, c##r##1, bn0, bn1, ep->bias_m ? ep->bias_m + r : NULL,   \
+                    ep, lo, hi);
+
+/* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). */
+BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const float *a,
+                                   const float *b, float *c, int64_t ldc, const bd_ukr_epi *ep) {
+    ACC_ZERO(0)
+    ACC_ZERO(1) ACC_ZERO(2) ACC_ZERO(3) ACC_ZERO(4) ACC_ZERO(5) ACC_ZERO(6) ACC_ZERO(7) ACC_ZERO(8)
+        ACC_ZERO(9) ACC_ZERO(10) ACC_ZERO(11) for (int r = 0; r < R; r++) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(b);
+        __m512 b1 = NV > 1 ? _mm512_loadu_ps(b + 16) : _mm512_setzero_ps();
+        ACC_FMA(0)
+        ACC_FMA(1) ACC_FMA(2) ACC_FMA(3) ACC_FMA(4) ACC_FMA(5) ACC_FMA(6) ACC_FMA(7) ACC_FMA(8)
+            ACC_FMA(9) ACC_FMA(10) ACC_FMA(11) a += 12;
+        b += 32;
+    }
+    __m512 bn0 = _mm512_setzero_ps(), bn1 = _mm512_setzero_ps();
+    if (ep->bias_n) {
+        bn0 = _mm512_loadu_ps(ep->bias_n);
+        if (NV > 1) bn1 = _mm512_loadu_ps(ep->bias_n + 16);
+    }
+    const __m512 lo = _mm512_set1_ps(ep->act_min), hi = _mm512_set1_ps(ep->act_max);
+    ACC_STORE(0)
+    ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5) ACC_STORE(6) ACC_STORE(7)
+        ACC_STORE(8) ACC_STORE(9) ACC_STORE(10) ACC_STORE(11)
+}
+#undef ACC_ZERO
+#undef ACC_FMA
+#undef ACC_STORE
+
+static BD_AVX512 void bd_f32_gemm_avx512_12x32(int64_t kc, const float *a, const float *b, float *c,
+                                               int64_t ldc, int m, const bd_ukr_epi *ep) {
+    switch (m) {
+    case 12: ukr_12x32(12, 2, kc, a, b, c, ldc, ep); break;
+    case 11: ukr_12x32(11, 2, kc, a, b, c, ldc, ep); break;
+    case 10: ukr_12x32(10, 2, kc, a, b, c, ldc, ep); break;
+    case 9: ukr_12x32(9, 2, kc, a, b, c, ldc, ep); break;
+    case 8: ukr_12x32(8, 2, kc, a, b, c, ldc, ep); break;
+    case 7: ukr_12x32(7, 2, kc, a, b, c, ldc, ep); break;
+    case 6: ukr_12x32(6, 2, kc, a, b, c, ldc, ep); break;
+    case 5: ukr_12x32(5, 2, kc, a, b, c, ldc, ep); break;
+    case 4: ukr_12x32(4, 2, kc, a, b, c, ldc, ep); break;
+    case 3: ukr_12x32(3, 2, kc, a, b, c, ldc, ep); break;
+    case 2: ukr_12x32(2, 2, kc, a, b, c, ldc, ep); break;
+    default: ukr_12x32(1, 2, kc, a, b, c, ldc, ep); break;
+    }
+}
+
+/* The first 16 columns only (for column edges with at most 16 columns left). */
+static BD_AVX512 void bd_f32_gemm_avx512_12x16(int64_t kc, const float *a, const float *b, float *c,
+                                               int64_t ldc, int m, const bd_ukr_epi *ep) {
+    switch (m) {
+    case 12: ukr_12x32(12, 1, kc, a, b, c, ldc, ep); break;
+    case 11: ukr_12x32(11, 1, kc, a, b, c, ldc, ep); break;
+    case 10: ukr_12x32(10, 1, kc, a, b, c, ldc, ep); break;
+    case 9: ukr_12x32(9, 1, kc, a, b, c, ldc, ep); break;
+    case 8: ukr_12x32(8, 1, kc, a, b, c, ldc, ep); break;
+    case 7: ukr_12x32(7, 1, kc, a, b, c, ldc, ep); break;
+    case 6: ukr_12x32(6, 1, kc, a, b, c, ldc, ep); break;
+    case 5: ukr_12x32(5, 1, kc, a, b, c, ldc, ep); break;
+    case 4: ukr_12x32(4, 1, kc, a, b, c, ldc, ep); break;
+    case 3: ukr_12x32(3, 1, kc, a, b, c, ldc, ep); break;
+    case 2: ukr_12x32(2, 1, kc, a, b, c, ldc, ep); break;
+    default: ukr_12x32(1, 1, kc, a, b, c, ldc, ep); break;
+    }
+}
+
+const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
+                                                  BD_KERNELS_ISA_AVX512,
+                                                  12,
+                                                  32,
+                                                  256,
+                                                  240,
+                                                  2048,
+                                                  512,
+                                                  bd_f32_gemm_avx512_12x32,
+                                                  bd_f32_gemm_avx512_12x16,
+                                                  bd_f32_dwconv_avx2};
+
+#else
+typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */
+#endif

@@ -1,0 +1,158 @@
+/* bdrt.h — the runtime linked into every executable bdc generates.
+ *
+ * The compiler emits one C file per model that defines a `bdrt_model` descriptor (input and
+ * output names, dtypes, static shapes, and create/run/destroy functions) and whose main() is
+ * `return bdrt_main(argc, argv, &model);`. Everything else an executable does lives here:
+ * the command line, reading and validating input tensors (.npy, ONNX TensorProto .pb), writing
+ * outputs (.npy, all-or-nothing), benchmarking, and the CPU thread pool the generated code runs
+ * its blocks on. The runtime is plain C11 + POSIX with no dependency beyond libc, libm and
+ * pthreads, so that a generated executable builds anywhere a C compiler does.
+ *
+ * Contract with generated code:
+ * - `create(threads)` builds an instance (weights, arena, thread pool); threads <= 0 means "all
+ *   CPUs this process may run on". It returns NULL only on resource failure (exit 4).
+ * - `run(inst, inputs, outputs)`: inputs[i] points to the bytes of input i in the dtype and
+ *   shape of `inputs[i]` of the descriptor (C order, native byte order, bool as 0/1 bytes,
+ *   64-byte aligned); outputs[i] points to a 64-byte aligned buffer of exactly the output's byte
+ *   size, owned by the runtime, which run fills. run returns 0 on success, BDRT_EXIT_INPUT (6)
+ *   when the data itself is invalid (e.g. a Gather index out of range; print the reason with
+ *   bdrt_errorf first), anything else on a resource or device failure (exit 4). run may be
+ *   called many times on one instance (benchmarking) and must not keep pointers to the buffers.
+ * - Names in the descriptor are arbitrary NUL-terminated byte strings; the runtime escapes them
+ *   wherever it prints them and sanitises them for file names. */
+#ifndef BDRT_H
+#define BDRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BDRT_VERSION  "0.1.0"
+#define BDRT_MAX_RANK 12
+
+/* Exit codes of a generated executable. */
+enum {
+    BDRT_EXIT_OK = 0,
+    BDRT_EXIT_USAGE = 1, /* bad command line */
+    BDRT_EXIT_IO = 4,    /* output folder or file not writable, write failure, out of memory */
+    BDRT_EXIT_INPUT = 6  /* bad runtime input: file, dtype, shape, byte count, or data */
+};
+
+/* ONNX TensorProto.DataType codes the runtime can read and write. */
+enum {
+    BDRT_FLOAT32 = 1,
+    BDRT_UINT8 = 2,
+    BDRT_INT8 = 3,
+    BDRT_UINT16 = 4,
+    BDRT_INT16 = 5,
+    BDRT_INT32 = 6,
+    BDRT_INT64 = 7,
+    BDRT_BOOL = 9,
+    BDRT_FLOAT16 = 10,
+    BDRT_FLOAT64 = 11,
+    BDRT_UINT32 = 12,
+    BDRT_UINT64 = 13
+};
+
+typedef struct bdrt_io {
+    const char *name; /* the ONNX tensor name: arbitrary bytes, may contain anything */
+    int dtype;        /* ONNX TensorProto.DataType code (see the enum above) */
+    int rank;         /* 0..BDRT_MAX_RANK; 0 is a scalar */
+    int64_t dims[BDRT_MAX_RANK];
+} bdrt_io;
+
+typedef struct bdrt_model {
+    const char *name; /* model name for messages */
+    int n_inputs, n_outputs;
+    const bdrt_io *inputs, *outputs;
+    void *(*create)(int threads); /* NULL on failure (out of memory) */
+    int (*run)(void *inst, const void *const *inputs, void *const *outputs); /* 0 ok */
+    void (*destroy)(void *inst);
+} bdrt_model;
+
+/* The whole executable: parses argv, reads and validates the inputs, runs the model, writes or
+ * prints the outputs, benchmarks. Returns the process exit code (BDRT_EXIT_*). */
+int bdrt_main(int argc, char **argv, const bdrt_model *m);
+
+/* Prints "PROG: error: MESSAGE\n" on stderr as one line (for generated code's run()). */
+void bdrt_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- thread pool (bdrt_pool.c) ----
+ * bdrt_pool_run runs fn(ctx, block, thread) for every block in [0, n_blocks) on the pool's
+ * threads (the calling thread participates as thread 0; workers are 1..threads-1) and returns
+ * when all are done, with every effect of fn visible to the caller. Blocks are handed out
+ * dynamically from one atomic counter, in guided chunks (remaining / (2 * threads), at least
+ * n_blocks / (32 * threads), at least 1), so uneven blocks balance and thousands of tiny blocks
+ * cost few atomic operations. The call returns once every block has run; workers that had not
+ * picked the job up by then are not waited for (they skip it).
+ * n_blocks == 1 (or a 1-thread pool) runs inline without waking anyone. Idle workers spin for a
+ * while (BDRT_SPIN_US microseconds, default 1000, from the environment) and then sleep on a
+ * futex (a condition variable off Linux). A call made from inside a task of the same pool runs
+ * its blocks inline on the calling thread with that thread's index; calls from several outside
+ * threads are serialised. threads <= 0 means the number of CPUs in the process's affinity mask;
+ * at most BDRT_POOL_MAX_THREADS. bdrt_pool_create returns NULL on failure. */
+#define BDRT_POOL_MAX_THREADS 1024
+typedef struct bdrt_pool bdrt_pool;
+bdrt_pool *bdrt_pool_create(int threads);
+void bdrt_pool_destroy(bdrt_pool *p);
+int bdrt_pool_threads(const bdrt_pool *p);
+typedef void (*bdrt_task_fn)(void *ctx, int64_t block, int thread);
+void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx);
+
+/* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
+int bdrt_cpu_count(void);
+
+/* Aligned allocation for generated code: 64-byte aligned, bytes == 0 gives a unique pointer,
+ * NULL on failure; release with bdrt_free (NULL is fine). */
+void *bdrt_alloc(size_t bytes);
+void bdrt_free(void *p);
+
+/* ---- dtypes and tensor files (bdrt_io.c) ---- */
+
+/* Element size in bytes, 0 for a dtype the runtime does not handle. */
+size_t bdrt_dtype_size(int dtype);
+/* "float32", "int64", ... for every ONNX code (also those the runtime does not handle). */
+const char *bdrt_dtype_name(int dtype);
+/* Element count and byte size of a descriptor entry; -1 if its dtype, rank or dims are invalid
+ * or the size overflows. */
+int bdrt_io_size(const bdrt_io *io, int64_t *numel, size_t *nbytes);
+
+/* Reads the tensor file at path into dst, which holds exactly the expected byte size of
+ * `expect`: .npy when it starts with the .npy magic, else an ONNX TensorProto (but a name ending
+ * in ".npy" without the magic is "not a .npy file"). Refuses anything that is not a regular file
+ * without blocking on it (FIFOs included). Returns 0, or BDRT_EXIT_INPUT with a one-line reason
+ * in err ("shape mismatch: expected [2,3], got [3,2]"); dst is then unspecified. */
+int bdrt_tensor_read(const char *path, const bdrt_io *expect, void *dst, char *err, size_t errlen);
+/* The same over bytes already in memory (the fuzzing entry point). */
+int bdrt_tensor_parse(const void *buf, size_t len, const bdrt_io *expect, void *dst, char *err,
+                      size_t errlen);
+
+/* The .npy v1.0 header for io (magic to '\n', padded with spaces to a multiple of 64 bytes);
+ * returns its length, or 0 if cap is too small or io is invalid. 512 bytes always suffice. */
+size_t bdrt_npy_header(const bdrt_io *io, char *buf, size_t cap);
+/* Writes header + data to fd; 0, or BDRT_EXIT_IO with the reason (strerror) in err. */
+int bdrt_npy_write_fd(int fd, const bdrt_io *io, const void *data, char *err, size_t errlen);
+
+/* Output file names: names[i] (a buffer of BDRT_FILE_NAME_MAX bytes each) receives the file name
+ * of output i: bytes outside [A-Za-z0-9_.-] become '_'; a leading '.' or '-' becomes '_' (no
+ * hidden files, no option look-alikes, never "." or ".."); an empty name is "_"; a name over 100
+ * bytes is cut to 100 + '-' + the 8 hex digits of the FNV-1a 32-bit hash of the full name; then,
+ * in output order, a name equal (ignoring ASCII case, for case-insensitive file systems) to one
+ * already given gets the first free suffix "_2", "_3", ...; finally ".npy" is appended. Returns
+ * 0, or -1 when out of memory. */
+#define BDRT_FILE_NAME_MAX 128
+int bdrt_output_file_names(int n, const bdrt_io *outputs, char (*names)[BDRT_FILE_NAME_MAX]);
+uint32_t bdrt_fnv1a32(const char *s);
+
+/* Writes s into dst (cap bytes) for messages: printable ASCII as is except '\\' and '\'',
+ * everything else as \xNN, cut after max_chars source bytes with "...". Returns dst. */
+char *bdrt_escape(char *dst, size_t cap, const char *s, size_t max_chars);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,23 @@
+/* compile.h — the `bdc compile` command (compile.c). */
+#ifndef BD_COMPILE_H
+#define BD_COMPILE_H
+
+#include <stdbool.h>
+
+#include "util.h"
+
+typedef struct bd_compile_opts {
+    const char *model, *output;
+    bool library;      /* --lib: static library + header instead of an executable */
+    const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
+    const char *arch;     /* --arch: -march= for the generated code (NULL: the compiler's default) */
+    bool keep_temps;   /* --keep-temps */
+    bool verbose;      /* -v: print native commands */
+    bool progress;     /* stage names and times on stderr */
+    bool werror;       /* --werror: build the generated C with -Werror */
+    bool dump_graph, dump_tiles; /* --dump=graph,tiles */
+} bd_compile_opts;
+
+bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);
+
+#endif

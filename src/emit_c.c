@@ -1,0 +1,514 @@
+/* emit_c.c — prints a loop-nest program as one C file (plus the weight blob it embeds).
+ *
+ * Storage is decided first: graph inputs and outputs live in caller buffers, constants in one blob
+ * that the assembler embeds with .incbin (so compile time stays flat in weight size), and every
+ * other value at an offset in one arena, planned by lifetimes over the nest order (first fit, 64-byte
+ * aligned). Then each nest becomes a block function whose body comes from the emitter for its body
+ * kind (emit_c_*.c), and run() calls the runtime thread pool once per nest, in program order. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+static const bd_emit_body_fn body_fns[BD_BODY_COUNT] = {
+#define X(k) bd_emit_body_##k,
+    BD_BODIES(X)
+#undef X
+};
+
+/* ---------------------------------------------------------------- printing */
+
+static void text_append(bd_emitter *e, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) *(char *)bd_vec_push(&e->text) = s[i];
+}
+
+static void emit_line(bd_emitter *e, const char *fmt, va_list ap, const char *suffix) {
+    char stack[512];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(stack, sizeof stack, fmt, ap);
+    char *buf = stack;
+    if (n >= (int)sizeof stack) {
+        buf = malloc((size_t)n + 1);
+        BD_ASSERT(buf);
+        vsnprintf(buf, (size_t)n + 1, fmt, ap2);
+    }
+    va_end(ap2);
+    for (int i = 0; i < e->indent; i++) text_append(e, "    ", 4);
+    text_append(e, buf, (size_t)n);
+    if (suffix) text_append(e, suffix, strlen(suffix));
+    text_append(e, "\n", 1);
+    if (buf != stack) free(buf);
+}
+
+void bd_emit(bd_emitter *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emit_line(e, fmt, ap, NULL);
+    va_end(ap);
+}
+
+void bd_emit_blank(bd_emitter *e) { text_append(e, "\n", 1); }
+
+void bd_emit_open(bd_emitter *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emit_line(e, fmt, ap, " {");
+    va_end(ap);
+    e->indent++;
+}
+
+void bd_emit_close(bd_emitter *e, const char *suffix) {
+    e->indent--;
+    bd_emit(e, "}%s", suffix ? suffix : "");
+}
+
+const char *bd_emit_str(bd_emitter *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = bd_arena_alloc(&e->scratch, (size_t)n + 1);
+    BD_ASSERT(p);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* Only printable ASCII survives; the comment terminator, backslashes (line splices), '?' (trigraphs)
+ * and everything else become '_' or are escaped. Long strings are cut. */
+void bd_emit_comment(bd_emitter *e, const char *prefix, const char *untrusted) {
+    char buf[200];
+    size_t o = 0;
+    const char *s = untrusted ? untrusted : "";
+    for (; *s && o < 120; s++) {
+        unsigned char c = (unsigned char)*s;
+        bool plain = c >= 0x20 && c < 0x7f && c != '\\' && c != '?' && c != '*' && c != '/';
+        buf[o++] = plain ? (char)c : '_';
+    }
+    if (*s) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = 0;
+    bd_emit(e, "/* %s%s */", prefix, buf);
+}
+
+/* A C string literal for untrusted bytes: every byte outside [A-Za-z0-9_ .-] as a 3-digit octal
+ * escape, so no quote, backslash, newline or trigraph can form. */
+static const char *c_string(bd_emitter *e, const char *s) {
+    size_t n = strlen(s);
+    char *p = bd_arena_alloc(&e->scratch, n * 4 + 3);
+    BD_ASSERT(p);
+    size_t o = 0;
+    p[o++] = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '_' || c == ' ' || c == '.' || c == '-';
+        if (plain) p[o++] = (char)c;
+        else o += (size_t)sprintf(p + o, "\\%03o", c);
+    }
+    p[o++] = '"';
+    p[o] = 0;
+    return p;
+}
+
+/* ---------------------------------------------------------------- helpers for bodies */
+
+const char *bd_c_type(int dtype) {
+    switch (dtype) {
+    case BD_DT_FLOAT: return "float";
+    case BD_DT_DOUBLE: return "double";
+    case BD_DT_INT8: return "int8_t";
+    case BD_DT_UINT8:
+    case BD_DT_BOOL: return "uint8_t";
+    case BD_DT_INT16: return "int16_t";
+    case BD_DT_UINT16: return "uint16_t";
+    case BD_DT_INT32: return "int32_t";
+    case BD_DT_UINT32: return "uint32_t";
+    case BD_DT_INT64: return "int64_t";
+    case BD_DT_UINT64: return "uint64_t";
+    default: return NULL;
+    }
+}
+
+const char *bd_emit_ptr(bd_emitter *e, int value) {
+    const bd_value *v = bd_graph_value(e->graph, value);
+    const bd_storage *s = &e->storage[value];
+    const char *t = bd_c_type(v->dtype);
+    BD_ASSERT(t);
+    switch (s->kind) {
+    case BD_STORE_INPUT: return bd_emit_str(e, "((const %s *)S->in[%lld])", t, (long long)s->where);
+    case BD_STORE_OUTPUT: return bd_emit_str(e, "((%s *)S->out[%lld])", t, (long long)s->where);
+    case BD_STORE_CONST: return bd_emit_str(e, "((const %s *)(bd_weights + %lld))", t, (long long)s->where);
+    case BD_STORE_ARENA: return bd_emit_str(e, "((%s *)(S->arena + %lld))", t, (long long)s->where);
+    default: BD_ASSERT(!"value without storage");
+    }
+    return NULL;
+}
+
+int bd_emit_nest_slot(bd_emitter *e, const bd_nest *n) {
+    size_t i = (size_t)(n - (const bd_nest *)e->prog->nests.data);
+    BD_ASSERT(i < e->prog->nests.len);
+    if (e->nest_slot[i] < 0) e->nest_slot[i] = e->n_slots++;
+    return e->nest_slot[i];
+}
+
+const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n) {
+    return n->node >= 0 ? bd_graph_node(e->graph, n->node) : NULL;
+}
+
+void bd_value_strides(const bd_value *v, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= v->dims[i] > 0 ? v->dims[i] : 1;
+    }
+}
+
+/* ---------------------------------------------------------------- storage planning */
+
+static int64_t align64(int64_t x) { return (x + 63) & ~(int64_t)63; }
+
+typedef struct live_range {
+    int value;
+    int first, last; /* nest indices */
+    int64_t bytes, offset;
+} live_range;
+
+static int cmp_by_size(const void *a, const void *b) {
+    const live_range *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->value - y->value;
+}
+
+/* Greedy by size, first fit among ranges whose lifetimes overlap: a classic, good-enough plan. */
+static int64_t plan_arena(live_range *r, int n) {
+    qsort(r, (size_t)n, sizeof *r, cmp_by_size);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t off = 0;
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (int j = 0; j < i; j++) {
+                bool overlap_time = r[j].first <= r[i].last && r[i].first <= r[j].last;
+                bool overlap_mem = r[j].offset < off + r[i].bytes && off < r[j].offset + r[j].bytes;
+                if (overlap_time && overlap_mem) {
+                    off = align64(r[j].offset + r[j].bytes);
+                    moved = true;
+                }
+            }
+        }
+        r[i].offset = off;
+        if (off + r[i].bytes > total) total = off + r[i].bytes;
+    }
+    return total;
+}
+
+int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) {
+    while (e->blob.len % 64) *(unsigned char *)bd_vec_push(&e->blob) = 0;
+    int64_t off = (int64_t)e->blob.len;
+    for (size_t b = 0; b < len; b++) *(unsigned char *)bd_vec_push(&e->blob) = ((const unsigned char *)data)[b];
+    return off;
+}
+
+static bd_status plan_storage(bd_emitter *e, int64_t *arena_bytes, bd_diag *d) {
+    bd_graph *g = e->graph;
+    const bd_program *p = e->prog;
+    size_t nv = g->values.len;
+    for (size_t i = 0; i < g->inputs.len; i++)
+        e->storage[BD_VEC_AT(&g->inputs, int, i)] = (bd_storage){BD_STORE_INPUT, (int64_t)i};
+    for (size_t i = 0; i < g->outputs.len; i++) {
+        int v = BD_VEC_AT(&g->outputs, int, i);
+        if (e->storage[v].kind == BD_STORE_NONE) e->storage[v] = (bd_storage){BD_STORE_OUTPUT, (int64_t)i};
+    }
+    live_range *ranges = calloc(nv ? nv : 1, sizeof *ranges);
+    int *index = malloc((nv ? nv : 1) * sizeof *index);
+    BD_ASSERT(ranges && index);
+    int n_ranges = 0;
+    for (size_t v = 0; v < nv; v++) index[v] = -1;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        for (int k = 0; k < n->n_operands; k++) {
+            int v = n->operands[k].value;
+            const bd_value *val = bd_graph_value(g, v);
+            if (!bd_c_type(val->dtype)) {
+                free(ranges);
+                free(index);
+                return bd_fail(d, BD_ERR_UNSUPPORTED, "value '%s' has dtype %s, which code "
+                               "generation does not handle", bd_quote(val->name), bd_dtype_name(val->dtype));
+            }
+            bd_storage *s = &e->storage[v];
+            if (s->kind == BD_STORE_INPUT || s->kind == BD_STORE_OUTPUT) continue;
+            if (val->constant && !n->operands[k].write) {
+                if (s->kind == BD_STORE_NONE)
+                    *s = (bd_storage){BD_STORE_CONST,
+                                      bd_emit_blob(e, val->constant->data, (size_t)val->constant->nbytes)};
+                continue;
+            }
+            if (index[v] < 0) {
+                int64_t numel, bytes;
+                if (!bd_dims_numel(val->rank, val->dims, &numel) || !bd_dtype_nbytes(val->dtype, numel, &bytes)) {
+                    free(ranges);
+                    free(index);
+                    return bd_fail(d, BD_ERR_IO, "value '%s' is too large", bd_quote(val->name));
+                }
+                index[v] = n_ranges;
+                ranges[n_ranges++] = (live_range){(int)v, (int)i, (int)i, align64(bytes ? bytes : 1), 0};
+            }
+            ranges[index[v]].last = (int)i;
+        }
+    }
+    *arena_bytes = plan_arena(ranges, n_ranges);
+    for (int i = 0; i < n_ranges; i++)
+        e->storage[ranges[i].value] = (bd_storage){BD_STORE_ARENA, ranges[i].offset};
+    free(ranges);
+    free(index);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- the file */
+
+/* `static const bdrt_io bd_inputs[]` or, for --lib, the exported `const NAME_io NAME_inputs[]`. */
+static void emit_io_table(bd_emitter *e, const char *decl, const char *name, const bd_vec *values) {
+    bd_graph *g = e->graph;
+    if (!values->len) {
+        bd_emit(e, "%s %s[1];", decl, name);
+        return;
+    }
+    bd_emit_open(e, "%s %s[%zu] =", decl, name, values->len);
+    for (size_t i = 0; i < values->len; i++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(values, int, i));
+        char dims[BD_MAX_RANK * 24 + 4] = "";
+        size_t o = 0;
+        for (int k = 0; k < v->rank; k++)
+            o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
+        bd_emit(e, "{%s, %d, %d, {%s}},", c_string(e, v->name), v->dtype, v->rank, v->rank ? dims : "0");
+    }
+    bd_emit_close(e, ";");
+}
+
+static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_status *s, bd_diag *d) {
+    const bd_node *node = bd_emit_node(e, n);
+    bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
+                                : bd_emit_str(e, "nest %zu", i));
+    bd_emit_open(e, "static void k%zu(void *ctx, int64_t block, int thread)", i);
+    bd_emit(e, "bd_state *S = ctx;");
+    bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
+    bd_emit(e, "(void)S; (void)scratch; (void)block;");
+    int r = n->n_iter ? n->n_iter : 1;
+    bd_emit(e, "int64_t lo[%d], hi[%d];", r, r);
+    if (!n->n_iter) bd_emit(e, "lo[0] = 0; hi[0] = 1;");
+    for (int k = n->n_iter - 1; k >= 0; k--) {
+        bd_emit(e, "lo[%d] = (block %% %lld) * %lld; hi[%d] = lo[%d] + %lld < %lld ? lo[%d] + %lld : %lld;", k,
+                (long long)n->grid[k], (long long)n->tile[k], k, k, (long long)n->tile[k],
+                (long long)n->extent[k], k, (long long)n->tile[k], (long long)n->extent[k]);
+        if (k) bd_emit(e, "block /= %lld;", (long long)n->grid[k]);
+    }
+    bd_emit(e, "(void)lo; (void)hi;");
+    if (!*s) *s = body_fns[n->body](e, n, BD_EMIT_BLOCK, d);
+    bd_emit_close(e, NULL);
+}
+
+/* Helpers the bodies' expressions use: float-to-integer conversion without C's undefined
+ * behaviour (NaN -> 0, saturating), and NaN-propagating selection for Min/Max. */
+static void emit_prelude(bd_emitter *e) {
+    static const struct { const char *type, *lo, *hi; } ints[] = {
+        {"int8_t", "-128.0", "127.0"}, {"uint8_t", "0.0", "255.0"}, {"int16_t", "-32768.0", "32767.0"},
+        {"uint16_t", "0.0", "65535.0"}, {"int32_t", "-2147483648.0", "2147483647.0"},
+        {"uint32_t", "0.0", "4294967295.0"}, {"int64_t", "-9223372036854775808.0", "9223372036854774784.0"},
+        {"uint64_t", "0.0", "18446744073709549568.0"}};
+    for (size_t i = 0; i < BD_COUNT(ints); i++)
+        bd_emit(e, "static inline __attribute__((unused)) %s bd_f2i_%s(double x) { return x != x ? 0 : x <= %s ? (%s)%s : "
+                   "x >= %s ? (%s)%s : (%s)x; }",
+                ints[i].type, ints[i].type, ints[i].lo, ints[i].type, ints[i].lo, ints[i].hi,
+                ints[i].type, ints[i].hi, ints[i].type);
+    bd_emit(e, "static inline __attribute__((unused)) float bd_pickf(float cur, float cand, int take) "
+               "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
+    bd_emit(e, "static inline __attribute__((unused)) double bd_pick(double cur, double cand, int take) "
+               "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
+}
+
+static char *lib_header(const bd_emitter *e, const char *name) {
+    bd_graph *g = e->graph;
+    bd_vec t = BD_VEC(char);
+    char line[512];
+#define H(...)                                                                                     \
+    do {                                                                                           \
+        int n_ = snprintf(line, sizeof line, __VA_ARGS__);                                          \
+        for (int i_ = 0; i_ < n_ && i_ < (int)sizeof line - 1; i_++) *(char *)bd_vec_push(&t) = line[i_]; \
+    } while (0)
+    H("/* %s.h - generated by bdc %s. Inference for one ONNX model; link with lib%s.a, -lpthread -lm. */\n", name, BDC_VERSION, name);
+    H("#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n", name, name);
+    H("#define %s_NUM_INPUTS %zu\n#define %s_NUM_OUTPUTS %zu\n\n", name, g->inputs.len, name, g->outputs.len);
+    H("/* One tensor the model reads or writes; dtype is the ONNX TensorProto.DataType code. */\n");
+    H("typedef struct %s_io {\n    const char *name;\n    int dtype;\n    int rank;\n    int64_t dims[12];\n} %s_io;\n\n", name, name);
+    H("/* Input and output descriptors, in graph order. */\nextern const %s_io %s_inputs[];\nextern const %s_io %s_outputs[];\n\n", name, name, name, name);
+    H("/* Creates an instance using `threads` worker threads (<= 0: all CPUs); NULL if out of memory. */\n");
+    H("void *%s_create(int threads);\n", name);
+    H("/* Runs one inference. inputs[i] / outputs[i] point to dense row-major buffers of the\n   descriptors' shapes and dtypes. Returns 0 on success. Not re-entrant per instance. */\n");
+    H("int %s_run(void *instance, const void *const *inputs, void *const *outputs);\n", name);
+    H("void %s_destroy(void *instance);\n\n#endif\n", name);
+#undef H
+    *(char *)bd_vec_push(&t) = 0;
+    return t.data;
+}
+
+bd_status bd_emit_c(const bd_program *p, const bd_emit_opts *opts, bd_c_program *out, bd_diag *d) {
+    memset(out, 0, sizeof *out);
+    bd_emitter e = {0};
+    e.text = BD_VEC(char);
+    e.prog = p;
+    e.graph = p->graph;
+    e.storage = calloc(e.graph->values.len + 1, sizeof *e.storage);
+    e.nest_slot = malloc((p->nests.len + 1) * sizeof *e.nest_slot);
+    BD_ASSERT(e.storage && e.nest_slot);
+    for (size_t i = 0; i < p->nests.len; i++) e.nest_slot[i] = -1;
+    e.blob = BD_VEC(unsigned char);
+    int64_t arena_bytes = 0, scratch_bytes = 0;
+    bd_status s = plan_storage(&e, &arena_bytes, d);
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (n->scratch_bytes > scratch_bytes) scratch_bytes = n->scratch_bytes;
+    }
+    scratch_bytes = align64(scratch_bytes);
+
+    bd_emit_comment(&e, "Generated by bdc " BDC_VERSION " from ", e.graph->model->path);
+    bd_emit(&e, "/* Do not edit: regenerate with bdc compile. */");
+    bd_emit(&e, "#include <math.h>");
+    bd_emit(&e, "#include <stdint.h>");
+    bd_emit(&e, "#include <stdlib.h>");
+    bd_emit(&e, "#include <string.h>");
+    bd_emit(&e, "#include \"bdrt.h\"");
+    bd_emit(&e, "#include \"bd_kernels.h\"");
+    bd_emit_blank(&e);
+    bd_emit(&e, "extern const unsigned char %s[]; /* weights.S: .incbin of the constants */",
+            opts->weights_symbol);
+    bd_emit(&e, "#define bd_weights %s", opts->weights_symbol);
+    emit_prelude(&e);
+    bd_emit(&e, "#define BD_ARENA_BYTES %lldu", (long long)arena_bytes);
+    bd_emit(&e, "#define BD_SCRATCH_BYTES %lldu", (long long)scratch_bytes);
+    /* The packed slots are counted while printing; the state struct uses a generous bound
+     * patched below. */
+    size_t state_at = e.text.len;
+    bd_emit(&e, "typedef struct bd_state {");
+    bd_emit(&e, "    bdrt_pool *pool;");
+    bd_emit(&e, "    unsigned char *arena, *scratch;");
+    bd_emit(&e, "    size_t scratch_stride;");
+    bd_emit(&e, "    const void *const *in;");
+    bd_emit(&e, "    void *const *out;");
+    size_t slots_at = e.text.len;
+    bd_emit(&e, "    void *packed[BD_PACKED_SLOTS];");
+    bd_emit(&e, "} bd_state;");
+    bd_emit_blank(&e);
+    (void)state_at;
+    (void)slots_at;
+
+    /* Nests over an empty domain have nothing to run and get no code. */
+    for (size_t i = 0; i < p->nests.len && !s; i++) {
+        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks == 0) continue;
+        emit_block_function(&e, i, &BD_VEC_AT(&p->nests, bd_nest, i), &s, d);
+        bd_emit_blank(&e);
+    }
+
+    /* destroy / create / run */
+    bd_emit_open(&e, "static void bd_destroy(void *inst)");
+    bd_emit(&e, "bd_state *S = inst;");
+    bd_emit(&e, "if (!S) return;");
+    bd_emit(&e, "for (int i = 0; i < (int)(sizeof S->packed / sizeof S->packed[0]); i++) bdrt_free(S->packed[i]);");
+    bd_emit(&e, "if (S->pool) bdrt_pool_destroy(S->pool);");
+    bd_emit(&e, "bdrt_free(S->arena);");
+    bd_emit(&e, "bdrt_free(S->scratch);");
+    bd_emit(&e, "free(S);");
+    bd_emit_close(&e, NULL);
+    bd_emit_blank(&e);
+    bd_emit_open(&e, "static void *bd_create(int threads)");
+    bd_emit(&e, "bd_state *S = calloc(1, sizeof *S);");
+    bd_emit(&e, "if (!S) return NULL;");
+    bd_emit(&e, "S->pool = bdrt_pool_create(threads);");
+    bd_emit(&e, "if (!S->pool) { bd_destroy(S); return NULL; }");
+    bd_emit(&e, "S->arena = bdrt_alloc(BD_ARENA_BYTES ? BD_ARENA_BYTES : 64);");
+    bd_emit(&e, "S->scratch_stride = BD_SCRATCH_BYTES;");
+    bd_emit(&e, "S->scratch = bdrt_alloc((size_t)bdrt_pool_threads(S->pool) * BD_SCRATCH_BYTES + 64);");
+    bd_emit(&e, "if (!S->arena || !S->scratch) { bd_destroy(S); return NULL; }");
+    for (size_t i = 0; i < p->nests.len && !s; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (n->n_blocks > 0) s = body_fns[n->body](&e, n, BD_EMIT_SETUP, d);
+    }
+    bd_emit(&e, "return S;");
+    bd_emit_close(&e, NULL);
+    bd_emit_blank(&e);
+    bd_emit_open(&e, "static int bd_run(void *inst, const void *const *in, void *const *out)");
+    bd_emit(&e, "bd_state *S = inst;");
+    bd_emit(&e, "S->in = in;");
+    bd_emit(&e, "S->out = out;");
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (n->n_blocks > 0) bd_emit(&e, "bdrt_pool_run(S->pool, %lld, k%zu, S);", (long long)n->n_blocks, i);
+    }
+    bd_emit(&e, "return 0;");
+    bd_emit_close(&e, NULL);
+    bd_emit_blank(&e);
+
+    emit_io_table(&e, "static const bdrt_io", "bd_inputs", &e.graph->inputs);
+    emit_io_table(&e, "static const bdrt_io", "bd_outputs", &e.graph->outputs);
+    bd_emit_open(&e, "static const bdrt_model bd_model =");
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy",
+            c_string(&e, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len);
+    bd_emit_close(&e, ";");
+    bd_emit_blank(&e);
+    if (opts->library) {
+        const char *nm = opts->lib_name;
+        /* The header's descriptor type, declared identically here (same tag, same members). */
+        bd_emit(&e, "typedef struct %s_io { const char *name; int dtype; int rank; int64_t dims[12]; } %s_io;", nm, nm);
+        const char *decl = bd_emit_str(&e, "const %s_io", nm);
+        emit_io_table(&e, decl, bd_emit_str(&e, "%s_inputs", nm), &e.graph->inputs);
+        emit_io_table(&e, decl, bd_emit_str(&e, "%s_outputs", nm), &e.graph->outputs);
+        bd_emit(&e, "void *%s_create(int threads) { return bd_create(threads); }", nm);
+        bd_emit(&e, "int %s_run(void *instance, const void *const *inputs, void *const *outputs) "
+                    "{ return bd_run(instance, inputs, outputs); }", nm);
+        bd_emit(&e, "void %s_destroy(void *instance) { bd_destroy(instance); }", nm);
+        bd_emit(&e, "const bdrt_model *%s_descriptor(void) { return &bd_model; }", nm);
+    } else {
+        bd_emit(&e, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
+    }
+
+    /* Now that the slot count is known, define it ahead of the state struct. */
+    char def[64];
+    int dl = snprintf(def, sizeof def, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1);
+    bd_vec final = BD_VEC(char);
+    for (size_t i = 0; i < e.text.len; i++) {
+        if (i == state_at)
+            for (int k = 0; k < dl; k++) *(char *)bd_vec_push(&final) = def[k];
+        *(char *)bd_vec_push(&final) = BD_VEC_AT(&e.text, char, i);
+    }
+    *(char *)bd_vec_push(&final) = 0;
+    bd_vec_free(&e.text);
+
+    if (!s) {
+        out->source = final.data;
+        out->source_len = final.len - 1;
+        out->weights = e.blob.data;
+        out->weights_len = e.blob.len;
+        if (opts->library) out->header = lib_header(&e, opts->lib_name);
+    } else {
+        bd_vec_free(&final);
+        bd_vec_free(&e.blob);
+    }
+    free(e.storage);
+    free(e.nest_slot);
+    bd_arena_free(&e.scratch);
+    return s;
+}
+
+void bd_c_program_free(bd_c_program *c) {
+    free(c->source);
+    free(c->weights);
+    free(c->header);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,185 @@
+/* emit_c_elementwise.c — C bodies for ELEMENTWISE nests (every unary, binary, variadic and
+ * ternary map, Cast, Clip, Where) and CONSTANT nests (graph outputs that folded).
+ *
+ * A block walks its tile with one loop per iteration dim; each operand's element offset is the sum
+ * of index x stride, with stride 0 along broadcast dims, so broadcasting needs no copies. The op
+ * becomes one C expression over the loaded operands `a`, `b`, `c`, ...; integer arithmetic is
+ * compiled with -fwrapv (ONNX integer overflow wraps), and the operations C leaves undefined
+ * (division by zero, INT_MIN / -1, float-to-int out of range) are guarded. */
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "k",
+                                            "m", "p", "q", "r", "s", "t", "u", "v"};
+
+/* `f` suffix of <math.h> functions for float, none for double. */
+static const char *math_suffix(int dtype) { return dtype == BD_DT_FLOAT ? "f" : ""; }
+
+static const char *float_literal(bd_emitter *e, double x, int dtype) {
+    if (x != x) return "NAN";
+    if (x > DBL_MAX) return "INFINITY";
+    if (x < -DBL_MAX) return "(-INFINITY)";
+    char buf[40];
+    snprintf(buf, sizeof buf, dtype == BD_DT_FLOAT ? "%.9g" : "%.17g", x);
+    /* "1" must become "1.0f", not "1f" */
+    const char *dot = strpbrk(buf, ".e") ? "" : ".0";
+    return bd_emit_str(e, "%s%s%s", buf, dot, dtype == BD_DT_FLOAT ? "f" : "");
+}
+
+/* Clip's bound k (1 = min, 2 = max): an input scalar (its operand letter: operands are the present
+ * inputs in order), an attribute (opset < 11), or none. */
+static const char *clip_bound(bd_emitter *e, const bd_node *n, int k, int dtype) {
+    if (n->opset < 11) {
+        const bd_attr *a = bd_node_attr(n, k == 1 ? "min" : "max");
+        if (a && a->type == BD_ATTR_FLOAT) return float_literal(e, a->f, dtype);
+        return NULL;
+    }
+    if (k >= n->n_inputs || n->inputs[k] < 0) return NULL;
+    int operand = 0;
+    for (int i = 0; i < k; i++) operand += n->inputs[i] >= 0;
+    return operand_names[operand];
+}
+
+static const char *unary_expr(bd_emitter *e, const bd_node *n, int dt) {
+    const char *f = math_suffix(dt);
+    bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE;
+    bool is_signed = bd_dtype_is_signed(dt);
+    switch (n->op) {
+    case BD_OP_ABS: return is_float ? bd_emit_str(e, "fabs%s(a)", f) : is_signed ? "(a < 0 ? -a : a)" : "a";
+    case BD_OP_NEG: return "-a";
+    case BD_OP_NOT: return "!a";
+    case BD_OP_RELU: return is_float ? "(a < 0 ? 0 : a)" : "(a < 0 ? 0 : a)";
+    case BD_OP_SQRT: return bd_emit_str(e, "sqrt%s(a)", f);
+    case BD_OP_EXP: return bd_emit_str(e, "exp%s(a)", f);
+    case BD_OP_LOG: return bd_emit_str(e, "log%s(a)", f);
+    case BD_OP_ERF: return bd_emit_str(e, "erf%s(a)", f);
+    case BD_OP_TANH: return bd_emit_str(e, "tanh%s(a)", f);
+    case BD_OP_RECIPROCAL: return "1 / a";
+    case BD_OP_SIGMOID: return bd_emit_str(e, "1 / (1 + exp%s(-a))", f);
+    case BD_OP_LEAKY_RELU: {
+        const char *alpha = float_literal(e, bd_attr_float(n, "alpha", 0.01f), dt);
+        return bd_emit_str(e, "(a < 0 ? %s * a : a)", alpha);
+    }
+    case BD_OP_HARD_SIGMOID: {
+        const char *alpha = float_literal(e, bd_attr_float(n, "alpha", 0.2f), dt);
+        const char *beta = float_literal(e, bd_attr_float(n, "beta", 0.5f), dt);
+        return bd_emit_str(e, "fmax%s(0, fmin%s(1, %s * a + %s))", f, f, alpha, beta);
+    }
+    case BD_OP_HARD_SWISH: return bd_emit_str(e, "a * fmax%s(0, fmin%s(1, a / 6 + 0.5%s))", f, f, f);
+    case BD_OP_GELU:
+        if (bd_node_attr(n, "approximate") && bd_node_attr(n, "approximate")->s.len == 4)
+            return bd_emit_str(e, "0.5%s * a * (1 + tanh%s(0.7978845608028654%s * (a + 0.044715%s * a * a * a)))", f, f, f, f);
+        return bd_emit_str(e, "0.5%s * a * (1 + erf%s(a * 0.7071067811865476%s))", f, f, f);
+    default: return NULL;
+    }
+}
+
+/* The C expression computing the output element from operands a, b, ... */
+static const char *op_expr(bd_emitter *e, const bd_nest *nest, const bd_node *n, int in_dt, int out_dt) {
+    bool is_float = in_dt == BD_DT_FLOAT || in_dt == BD_DT_DOUBLE;
+    const char *f = math_suffix(in_dt);
+    switch (n->op) {
+    case BD_OP_ADD: return "a + b";
+    case BD_OP_SUB: return "a - b";
+    case BD_OP_MUL: return "a * b";
+    case BD_OP_DIV:
+        if (is_float) return "a / b";
+        if (bd_dtype_is_signed(in_dt)) return "(b == 0 ? 0 : b == -1 ? -a : a / b)";
+        return "(b == 0 ? 0 : a / b)";
+    case BD_OP_POW:
+        if (is_float) return bd_emit_str(e, "pow%s(a, b)", f);
+        return bd_emit_str(e, "bd_f2i_%s(pow((double)a, (double)b))", bd_c_type(out_dt));
+    case BD_OP_EQUAL: return "a == b";
+    case BD_OP_LESS: return "a < b";
+    case BD_OP_GREATER: return "a > b";
+    case BD_OP_AND: return "a && b";
+    case BD_OP_WHERE: return "a ? b : c";
+    case BD_OP_CAST: {
+        if (out_dt == BD_DT_BOOL) return "a != 0";
+        bool from_float = is_float, to_float = out_dt == BD_DT_FLOAT || out_dt == BD_DT_DOUBLE;
+        if (from_float && !to_float) return bd_emit_str(e, "bd_f2i_%s((double)a)", bd_c_type(out_dt));
+        return bd_emit_str(e, "(%s)a", bd_c_type(out_dt));
+    }
+    case BD_OP_CLIP: {
+        const char *lo = clip_bound(e, n, 1, in_dt), *hi = clip_bound(e, n, 2, in_dt);
+        const char *x = "a";
+        if (lo) x = bd_emit_str(e, "(%s < %s ? %s : %s)", x, lo, lo, x);
+        if (hi) x = bd_emit_str(e, "(%s > %s ? %s : %s)", x, hi, hi, x);
+        return x;
+    }
+    case BD_OP_MIN:
+    case BD_OP_MAX: {
+        /* Fold left over the operands; NaN wins, as in numpy's minimum/maximum. */
+        const char *cmp = n->op == BD_OP_MIN ? "<" : ">";
+        const char *x = "a";
+        for (int i = 1; i < nest->n_operands - 1; i++) {
+            const char *y = operand_names[i];
+            if (is_float)
+                x = bd_emit_str(e, "bd_pick%s(%s, %s, %s %s %s)", f, x, y, y, cmp, x);
+            else
+                x = bd_emit_str(e, "(%s %s %s ? %s : %s)", y, cmp, x, y, x);
+        }
+        return x;
+    }
+    default: return unary_expr(e, n, in_dt);
+    }
+}
+
+bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_phase phase, bd_diag *d) {
+    if (phase != BD_EMIT_BLOCK) return BD_OK;
+    bd_graph *g = e->graph;
+    const bd_node *n = bd_emit_node(e, nest);
+    const bd_operand *out = &nest->operands[nest->n_operands - 1];
+    const bd_value *vout = bd_graph_value(g, out->value);
+    int in_dt = bd_graph_value(g, nest->operands[n->op == BD_OP_WHERE ? 1 : 0].value)->dtype;
+    const char *expr = op_expr(e, nest, n, in_dt, vout->dtype);
+    if (!expr) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "no C expression for this op and dtype");
+
+    int r = nest->n_iter;
+    /* Pointers, then one loop per dim with running offsets per operand. */
+    for (int k = 0; k < nest->n_operands; k++) {
+        const bd_operand *o = &nest->operands[k];
+        bd_emit(e, "%s P%d = %s;", o->write ? bd_emit_str(e, "%s *", bd_c_type(vout->dtype))
+                                           : bd_emit_str(e, "const %s *", bd_c_type(bd_graph_value(g, o->value)->dtype)),
+                k, bd_emit_ptr(e, o->value));
+    }
+    /* stride of operand k along iteration dim i */
+    int64_t stride[BD_NEST_MAX_OPERANDS][BD_MAX_RANK] = {{0}};
+    for (int k = 0; k < nest->n_operands; k++) {
+        const bd_operand *o = &nest->operands[k];
+        const bd_value *v = bd_graph_value(g, o->value);
+        int64_t vs[BD_MAX_RANK];
+        bd_value_strides(v, vs);
+        for (int j = 0; j < o->rank; j++)
+            if (o->dims[j].kind == BD_ACCESS_AFFINE && o->dims[j].iter >= 0)
+                stride[k][o->dims[j].iter] += vs[j] * o->dims[j].scale;
+    }
+    for (int i = 0; i < r; i++) {
+        bd_emit_open(e, "for (int64_t i%d = lo[%d]; i%d < hi[%d]; i%d++)", i, i, i, i, i);
+    }
+    for (int k = 0; k < nest->n_operands; k++) {
+        const char *sum = "0";
+        for (int i = 0; i < r; i++)
+            if (stride[k][i]) sum = bd_emit_str(e, "%s + i%d * %lld", sum, i, (long long)stride[k][i]);
+        if (nest->operands[k].write) bd_emit(e, "const int64_t o%d = %s;", k, sum);
+        else bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(bd_graph_value(g, nest->operands[k].value)->dtype),
+                     operand_names[k], k, sum);
+    }
+    bd_emit(e, "P%d[o%d] = (%s)(%s);", nest->n_operands - 1, nest->n_operands - 1, bd_c_type(vout->dtype), expr);
+    for (int i = 0; i < r; i++) bd_emit_close(e, NULL);
+    return BD_OK;
+}
+
+bd_status bd_emit_body_CONSTANT(bd_emitter *e, const bd_nest *nest, bd_emit_phase phase, bd_diag *d) {
+    (void)d;
+    if (phase != BD_EMIT_BLOCK) return BD_OK;
+    const bd_operand *out = &nest->operands[0];
+    const bd_value *v = bd_graph_value(e->graph, out->value);
+    int64_t off = bd_emit_blob(e, v->constant->data, (size_t)v->constant->nbytes);
+    bd_emit(e, "memcpy(%s, bd_weights + %lld, %lld);", bd_emit_ptr(e, out->value), (long long)off,
+            (long long)v->constant->nbytes);
+    return BD_OK;
+}

@@ -1,0 +1,321 @@
+/* bench_kernels.c — single-threaded GFLOP/s of the kernels/ GEMM and convolution tiles, next to
+ * the machine's measured FMA peak.
+ *
+ * The peak is measured, not looked up: a loop of independent FMAs on ymm (AVX2) and zmm
+ * (AVX-512) registers gives flops per second at the clock the core actually runs. Each
+ * benchmark repeats its call in batches and reports the best batch. Times are the thread's CPU
+ * time (CLOCK_THREAD_CPUTIME_ID), so that other processes sharing the core do not count; they
+ * still pollute the shared caches, which only ever makes a batch slower.
+ *
+ * Usage: bdckernels_bench [--isa portable|avx2|avx512|all] [--quick]
+ *   default: every vector instruction set this CPU supports.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bd_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BENCH_X86 1
+#else
+#define BENCH_X86 0
+#endif
+
+static int g_quick;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float *frandom(int64_t n) {
+    float *p = xmalloc((size_t)n * sizeof(float));
+    uint32_t s = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+    return p;
+}
+
+/* ---- peak ----------------------------------------------------------------------------------- */
+
+#if BENCH_X86
+#define FMA12(F, b, c)                                                                             \
+    a0 = F(a0, b, c);                                                                              \
+    a1 = F(a1, b, c);                                                                              \
+    a2 = F(a2, b, c);                                                                              \
+    a3 = F(a3, b, c);                                                                              \
+    a4 = F(a4, b, c);                                                                              \
+    a5 = F(a5, b, c);                                                                              \
+    a6 = F(a6, b, c);                                                                              \
+    a7 = F(a7, b, c);                                                                              \
+    a8 = F(a8, b, c);                                                                              \
+    a9 = F(a9, b, c);                                                                              \
+    a10 = F(a10, b, c);                                                                            \
+    a11 = F(a11, b, c);
+
+__attribute__((target("avx2,fma"))) static double peak_avx2(long iters) {
+    __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    __m256 a0 = _mm256_set1_ps(0), a1 = _mm256_set1_ps(1), a2 = _mm256_set1_ps(2),
+           a3 = _mm256_set1_ps(3), a4 = _mm256_set1_ps(4), a5 = _mm256_set1_ps(5),
+           a6 = _mm256_set1_ps(6), a7 = _mm256_set1_ps(7), a8 = _mm256_set1_ps(8),
+           a9 = _mm256_set1_ps(9), a10 = _mm256_set1_ps(10), a11 = _mm256_set1_ps(11);
+    double t = now();
+    for (long i = 0; i < iters; i++) {
+        FMA12(_mm256_fmadd_ps, b, c)
+        __asm__ volatile("" : "+x"(b));
+    }
+    t = now() - t;
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    float f[8];
+    _mm256_storeu_ps(f, s);
+    if (f[0] == 1.5f) printf(" ");
+    return (double)iters * 12 * 16 / t * 1e-9;
+}
+
+__attribute__((target("avx512f"))) static double peak_avx512(long iters) {
+    __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    __m512 a0 = _mm512_set1_ps(0), a1 = _mm512_set1_ps(1), a2 = _mm512_set1_ps(2),
+           a3 = _mm512_set1_ps(3), a4 = _mm512_set1_ps(4), a5 = _mm512_set1_ps(5),
+           a6 = _mm512_set1_ps(6), a7 = _mm512_set1_ps(7), a8 = _mm512_set1_ps(8),
+           a9 = _mm512_set1_ps(9), a10 = _mm512_set1_ps(10), a11 = _mm512_set1_ps(11);
+    double t = now();
+    for (long i = 0; i < iters; i++) {
+        FMA12(_mm512_fmadd_ps, b, c)
+        __asm__ volatile("" : "+v"(b));
+    }
+    t = now() - t;
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+    float f[16];
+    _mm512_storeu_ps(f, s);
+    if (f[0] == 1.5f) printf(" ");
+    return (double)iters * 12 * 32 / t * 1e-9;
+}
+#endif
+
+/* ---- timing --------------------------------------------------------------------------------- */
+
+typedef void (*bench_fn)(void *arg);
+
+/* Seconds per call: the best of several batches of about `batch_s` seconds each. */
+static double time_call(bench_fn fn, void *arg) {
+    const double batch_s = g_quick ? 0.02 : 0.05;
+    const int batches = g_quick ? 5 : 15;
+    fn(arg); /* warm-up */
+    double t0 = now();
+    fn(arg);
+    double one = now() - t0;
+    long reps = one > 0 ? (long)(batch_s / one) : 1000;
+    if (reps < 1) reps = 1;
+    double best = 1e30;
+    for (int b = 0; b < batches; b++) {
+        t0 = now();
+        for (long r = 0; r < reps; r++)
+            fn(arg);
+        double per = (now() - t0) / (double)reps;
+        if (per < best) best = per;
+    }
+    return best;
+}
+
+/* ---- GEMM ----------------------------------------------------------------------------------- */
+
+typedef struct gemm_arg {
+    int64_t M, N, K;
+    float *A, *B, *C, *Bp, *bias;
+    void *scratch;
+} gemm_arg;
+
+static void run_gemm(void *v) {
+    gemm_arg *g = v;
+    bd_f32_gemm(g->M, g->N, g->K, g->A, g->K, 0, g->B, g->N, 0, g->C, g->N, NULL, NULL, 0, 0, 0.0f,
+                0.0f, g->scratch);
+}
+
+static void run_gemm_packed_b(void *v) {
+    gemm_arg *g = v;
+    bd_f32_gemm_packed_b(g->M, 0, g->N, g->K, g->A, g->K, 0, g->Bp, g->C, g->N, g->bias, NULL, 0,
+                         BD_ACT_RELU, 0.0f, 0.0f, g->scratch);
+}
+
+static void bench_gemm(int64_t M, int64_t N, int64_t K, double peak) {
+    gemm_arg g = {M, N, K, frandom(M * K), frandom(K * N), frandom(M * N), NULL, frandom(N), NULL};
+    g.scratch = xmalloc(bd_f32_gemm_scratch_bytes(M, N, K));
+    g.Bp = xmalloc(bd_f32_gemm_packed_b_bytes(K, N));
+    bd_f32_gemm_pack_b(K, N, g.B, N, 0, g.Bp);
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    double t1 = time_call(run_gemm, &g), t2 = time_call(run_gemm_packed_b, &g);
+    printf("  sgemm %5lldx%5lldx%5lld        %7.1f GFLOP/s %5.1f%%   packed B+bias+relu %7.1f "
+           "GFLOP/s %5.1f%%\n",
+           (long long)M, (long long)N, (long long)K, flops / t1 * 1e-9,
+           100 * flops / t1 * 1e-9 / peak, flops / t2 * 1e-9, 100 * flops / t2 * 1e-9 / peak);
+    free(g.A);
+    free(g.B);
+    free(g.C);
+    free(g.Bp);
+    free(g.bias);
+    free(g.scratch);
+}
+
+/* ---- convolution ---------------------------------------------------------------------------- */
+
+typedef struct conv_layer {
+    const char *name;
+    int64_t C, H, M, K, stride, pad, group;
+} conv_layer;
+
+typedef struct conv_arg {
+    bd_conv2d_shape s;
+    float *x, *wp, *bias, *y;
+    void *scratch;
+    int64_t oc_tile, oh_tile;
+} conv_arg;
+
+static void run_conv(void *v) {
+    conv_arg *c = v;
+    for (int64_t oc = 0; oc < c->s.M; oc += c->oc_tile)
+        for (int64_t oh = 0; oh < c->s.OH; oh += c->oh_tile) {
+            int64_t oc1 = oc + c->oc_tile < c->s.M ? oc + c->oc_tile : c->s.M;
+            int64_t oh1 = oh + c->oh_tile < c->s.OH ? oh + c->oh_tile : c->s.OH;
+            bd_f32_conv2d_tile(&c->s, c->x, c->wp, c->bias, c->y, 0, oc, oc1, oh, oh1, BD_ACT_RELU,
+                               0.0f, 0.0f, c->scratch);
+        }
+}
+
+/* One layer, whole (one tile) and cut into tiles of about 64 channels x 8 rows. */
+static void bench_conv(const conv_layer *l, double peak) {
+    conv_arg c;
+    memset(&c, 0, sizeof c);
+    bd_conv2d_shape *s = &c.s;
+    s->N = 1;
+    s->C = l->C;
+    s->H = s->W = l->H;
+    s->M = l->M;
+    s->KH = s->KW = l->K;
+    s->group = l->group;
+    s->stride_h = s->stride_w = l->stride;
+    s->dil_h = s->dil_w = 1;
+    s->pad_top = s->pad_left = l->pad;
+    s->OH = s->OW = (l->H + 2 * l->pad - l->K) / l->stride + 1;
+    c.x = frandom(s->C * s->H * s->W);
+    float *w = frandom(s->M * (s->C / s->group) * s->KH * s->KW);
+    c.wp = xmalloc(bd_f32_conv2d_packed_w_bytes(s));
+    bd_f32_conv2d_pack_w(s, w, c.wp);
+    c.bias = frandom(s->M);
+    c.y = xmalloc((size_t)(s->M * s->OH * s->OW) * sizeof(float));
+    c.scratch = xmalloc(bd_f32_conv2d_scratch_bytes(s, s->OH));
+    double flops = 2.0 * (double)(s->M * s->OH * s->OW) * (double)(s->C / s->group * s->KH * s->KW);
+    c.oc_tile = s->M;
+    c.oh_tile = s->OH;
+    double t1 = time_call(run_conv, &c);
+    c.oc_tile = s->group == s->C ? 16 : 64;
+    c.oh_tile = 8;
+    double t2 = time_call(run_conv, &c);
+    printf("  %-34s %7.1f GFLOP/s %5.1f%%   tiles %lldx%lld %7.1f GFLOP/s %5.1f%%  (%.3f ms)\n",
+           l->name, flops / t1 * 1e-9, 100 * flops / t1 * 1e-9 / peak, (long long)c.oc_tile,
+           (long long)c.oh_tile, flops / t2 * 1e-9, 100 * flops / t2 * 1e-9 / peak, t1 * 1e3);
+    free(c.x);
+    free(w);
+    free(c.wp);
+    free(c.bias);
+    free(c.y);
+    free(c.scratch);
+}
+
+int main(int argc, char **argv) {
+    const char *isa_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            g_quick = 1;
+        } else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+            isa_arg = argv[++i];
+        } else {
+            fprintf(stderr, "usage: %s [--isa portable|avx2|avx512|all] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    double peak2 = 0, peak5 = 0;
+#if BENCH_X86
+    if (bd_kernels_isa_supported(BD_KERNELS_ISA_AVX2)) {
+        for (int i = 0; i < 10; i++) {
+            double p = peak_avx2(20000000);
+            if (p > peak2) peak2 = p;
+        }
+        printf(
+            "measured FMA peak, one core: AVX2 %.1f GFLOP/s (= 2 FMA x 8 floats x 2 flops x %.2f "
+            "GHz)\n",
+            peak2, peak2 / 32);
+    }
+    if (bd_kernels_isa_supported(BD_KERNELS_ISA_AVX512)) {
+        for (int i = 0; i < 10; i++) {
+            double p = peak_avx512(20000000);
+            if (p > peak5) peak5 = p;
+        }
+        printf(
+            "                             AVX-512 %.1f GFLOP/s (%.1f flops/cycle at that clock)\n",
+            peak5, peak5 / (peak2 / 32));
+    }
+#endif
+    static const conv_layer layers[] = {
+        {"resnet conv1 3->64 7x7/2 224", 3, 224, 64, 7, 2, 3, 1},
+        {"3x3 64->64 56x56", 64, 56, 64, 3, 1, 1, 1},
+        {"3x3/2 64->128 56->28", 64, 56, 128, 3, 2, 1, 1},
+        {"3x3 128->128 28x28", 128, 28, 128, 3, 1, 1, 1},
+        {"3x3 256->256 14x14", 256, 14, 256, 3, 1, 1, 1},
+        {"3x3 512->512 7x7", 512, 7, 512, 3, 1, 1, 1},
+        {"1x1/2 64->128 56->28 (downsample)", 64, 56, 128, 1, 2, 0, 1},
+        {"1x1/2 256->512 14->7 (downsample)", 256, 14, 512, 1, 2, 0, 1},
+        {"1x1 64->256 56x56", 64, 56, 256, 1, 1, 0, 1},
+        {"1x1 256->64 56x56", 256, 56, 64, 1, 1, 0, 1},
+        {"1x1 512->512 7x7", 512, 7, 512, 1, 1, 0, 1},
+        {"depthwise 3x3 32 112x112", 32, 112, 32, 3, 1, 1, 32},
+        {"depthwise 3x3/2 144 56->28", 144, 56, 144, 3, 2, 1, 144},
+        {"depthwise 5x5 240 28x28", 240, 28, 240, 5, 1, 2, 240},
+    };
+    bd_kernels_isa isas[3];
+    int nisa = 0;
+    for (int i = BD_KERNELS_ISA_PORTABLE; i <= BD_KERNELS_ISA_AVX512; i++) {
+        const char *name = bd_kernels_isa_name((bd_kernels_isa)i);
+        int want = isa_arg ? (strcmp(isa_arg, "all") == 0 || strcmp(isa_arg, name) == 0)
+                           : i != BD_KERNELS_ISA_PORTABLE || !BENCH_X86;
+        if (want && bd_kernels_isa_supported((bd_kernels_isa)i)) isas[nisa++] = (bd_kernels_isa)i;
+    }
+    for (int i = 0; i < nisa; i++) {
+        bd_kernels_set_isa(isas[i]);
+        double peak = isas[i] == BD_KERNELS_ISA_AVX512 ? peak5 : peak2;
+        if (peak <= 0) peak = 1;
+        printf("\n%s (%s), %% of the %s peak:\n", bd_kernels_isa_name(isas[i]),
+               bd_kernels_gemm_name(), isas[i] == BD_KERNELS_ISA_AVX512 ? "AVX-512" : "AVX2");
+        static const int64_t sq[] = {256, 512, 1024, 2048};
+        for (int k = 0; k < 4; k++) {
+            if (g_quick && sq[k] > 1024) continue;
+            bench_gemm(sq[k], sq[k], sq[k], peak);
+        }
+        bench_gemm(64, 3136, 576, peak); /* a conv-shaped GEMM */
+        bench_gemm(1, 1000, 512, peak);  /* batch-1 classifier */
+        bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
+        for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
+            bench_conv(&layers[l], peak);
+    }
+    return 0;
+}

@@ -1,0 +1,593 @@
+/* test_kernels.c — randomised correctness tests of kernels/ against naive double-precision
+ * references, for every instruction set this CPU supports (portable C always).
+ *
+ * Covers: bd_f32_gemm over a grid of sizes with every transpose combination, biases,
+ * accumulation and activations; pre-packed B computed in column tiles and pre-packed A in row
+ * tiles (tile edges on and off the register-tile grid); convolutions (1x1, 3x3 stride 1/2, 5x5,
+ * 7x7 stride 2 pad 3, dilation, groups, depthwise, odd and asymmetric shapes) computed as
+ * several output-channel x output-row tiles. Every output buffer has guard cells around what a
+ * call may write, checked afterwards. Scratch is deliberately misaligned.
+ *
+ * Prints one line per group and per failing case, then "N passed, M failed"; exit 1 on failure.
+ * Usage: bdckernels_test [--quick]
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bd_kernels.h"
+
+static int g_passed, g_failed;
+static int g_quick;
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 11);
+}
+static float frand(void) {
+    return (float)((rnd() % 2000001u) / 1000000.0 - 1.0);
+}
+static int64_t irand(int64_t n) {
+    return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float *frandom(int64_t n) {
+    float *p = xmalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+/* Scratch returned 1..63 bytes past a 64-byte boundary, to catch alignment assumptions. */
+typedef struct scratch {
+    void *base;
+    void *p;
+} scratch;
+static scratch scratch_new(size_t bytes) {
+    scratch s;
+    size_t off = 1 + (size_t)irand(62);
+    s.base = xmalloc(bytes + 64 + off);
+    uintptr_t u = ((uintptr_t)s.base + 63) & ~(uintptr_t)63;
+    s.p = (char *)u + off;
+    return s;
+}
+
+static double act_ref(double v, int act, float lo, float hi) {
+    if (act == BD_ACT_RELU) return v < 0 ? 0 : v;
+    if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
+    return v;
+}
+
+static const float GUARD = -12345.5f;
+
+/* Compares got with ref where mask says a value was expected; elsewhere got must be GUARD.
+ * mag: per element magnitude for the relative tolerance. */
+static int compare(const char *what, const float *got, const double *ref, const double *mag,
+                   const unsigned char *mask, int64_t n) {
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; i++) {
+        int ok;
+        if (mask[i]) {
+            double tol = 1e-4 * (mag[i] + 1e-3);
+            ok = fabs((double)got[i] - ref[i]) <= tol;
+        } else {
+            ok = got[i] == GUARD;
+        }
+        if (!ok) {
+            if (first < 0) first = i;
+            bad++;
+        }
+    }
+    if (bad) {
+        g_failed++;
+        printf("FAIL %s: %lld wrong, first at %lld: got %.7g expected %s%.7g\n", what,
+               (long long)bad, (long long)first, (double)got[first],
+               mask[first] ? "" : "untouched ", mask[first] ? ref[first] : (double)GUARD);
+        return 0;
+    }
+    g_passed++;
+    return 1;
+}
+
+/* ---- GEMM ----------------------------------------------------------------------------------- */
+
+typedef struct gemm_case {
+    int64_t M, N, K;
+    int transA, transB, bias_n, bias_m, accumulate, act;
+} gemm_case;
+
+typedef struct gemm_data {
+    gemm_case c;
+    int64_t lda, ldb, ldc;
+    float *A, *B, *C0, *bn, *bm;
+    double *ref, *mag;
+} gemm_data;
+
+static gemm_data gemm_data_new(gemm_case c) {
+    gemm_data d;
+    d.c = c;
+    int64_t arows = c.transA ? c.K : c.M, acols = c.transA ? c.M : c.K;
+    int64_t brows = c.transB ? c.N : c.K, bcols = c.transB ? c.K : c.N;
+    d.lda = acols + irand(3);
+    d.ldb = bcols + irand(3);
+    d.ldc = c.N + 1 + irand(3);
+    d.A = frandom(arows * d.lda + 1);
+    d.B = frandom(brows * d.ldb + 1);
+    d.C0 = frandom((c.M + 2) * d.ldc);
+    d.bn = frandom(c.N + 1);
+    d.bm = frandom(c.M + 1);
+    d.ref = xmalloc((size_t)((c.M + 2) * d.ldc) * sizeof(double));
+    d.mag = xmalloc((size_t)((c.M + 2) * d.ldc) * sizeof(double));
+    for (int64_t i = 0; i < c.M; i++)
+        for (int64_t j = 0; j < c.N; j++) {
+            double s = 0, m = 0;
+            for (int64_t k = 0; k < c.K; k++) {
+                double a = c.transA ? d.A[k * d.lda + i] : d.A[i * d.lda + k];
+                double b = c.transB ? d.B[j * d.ldb + k] : d.B[k * d.ldb + j];
+                s += a * b;
+                m += fabs(a * b);
+            }
+            int64_t o = (i + 1) * d.ldc + j; /* row 0 of the buffer is a guard row */
+            if (c.accumulate) s += d.C0[o], m += fabs(d.C0[o]);
+            if (c.bias_n) s += d.bn[j], m += fabs(d.bn[j]);
+            if (c.bias_m) s += d.bm[i], m += fabs(d.bm[i]);
+            d.ref[o] = act_ref(s, c.act, -0.5f, 0.75f);
+            d.mag[o] = m;
+        }
+    return d;
+}
+
+static void gemm_data_free(gemm_data *d) {
+    free(d->A);
+    free(d->B);
+    free(d->C0);
+    free(d->bn);
+    free(d->bm);
+    free(d->ref);
+    free(d->mag);
+}
+
+/* The output buffer: guard row, M rows of ldc (N used), guard row. Cells in [m0,m1)x[n0,n1)
+ * get C0 (for accumulation), everything else GUARD. */
+static float *gemm_out(const gemm_data *d, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                       unsigned char **mask) {
+    int64_t total = (d->c.M + 2) * d->ldc;
+    float *C = xmalloc((size_t)total * sizeof(float));
+    *mask = xmalloc((size_t)total);
+    for (int64_t t = 0; t < total; t++) {
+        int64_t i = t / d->ldc - 1, j = t % d->ldc;
+        int in = i >= m0 && i < m1 && j >= n0 && j < n1;
+        C[t] = in ? d->C0[t] : GUARD;
+        (*mask)[t] = (unsigned char)in;
+    }
+    return C;
+}
+
+static void case_name(char *buf, size_t n, const char *kind, const gemm_case *c) {
+    snprintf(buf, n, "%s %s M=%lld N=%lld K=%lld tA=%d tB=%d bn=%d bm=%d acc=%d act=%d", kind,
+             bd_kernels_isa_name(bd_kernels_get_isa()), (long long)c->M, (long long)c->N,
+             (long long)c->K, c->transA, c->transB, c->bias_n, c->bias_m, c->accumulate, c->act);
+}
+
+static void test_gemm_plain(const gemm_data *d) {
+    const gemm_case *c = &d->c;
+    unsigned char *mask;
+    float *C = gemm_out(d, 0, c->M, 0, c->N, &mask);
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(c->M, c->N, c->K));
+    bd_f32_gemm(c->M, c->N, c->K, d->A, d->lda, c->transA, d->B, d->ldb, c->transB, C + d->ldc,
+                d->ldc, c->bias_n ? d->bn : NULL, c->bias_m ? d->bm : NULL, c->accumulate, c->act,
+                -0.5f, 0.75f, s.p);
+    char name[200];
+    case_name(name, sizeof name, "gemm", c);
+    compare(name, C, d->ref, d->mag, mask, (c->M + 2) * d->ldc);
+    free(s.base);
+    free(C);
+    free(mask);
+}
+
+/* Random cut points of [0, n) into up to `parts` tiles (some may be empty). */
+static int cuts(int64_t n, int parts, int64_t *at) {
+    int k = 0;
+    at[k++] = 0;
+    for (int i = 1; i < parts; i++)
+        at[k++] = irand(n + 1);
+    at[k++] = n;
+    for (int i = 1; i < k; i++) /* sort */
+        for (int j = i; j > 0 && at[j] < at[j - 1]; j--) {
+            int64_t t = at[j];
+            at[j] = at[j - 1];
+            at[j - 1] = t;
+        }
+    return k;
+}
+
+static void test_gemm_packed_b(const gemm_data *d) {
+    const gemm_case *c = &d->c;
+    float *Bp = xmalloc(bd_f32_gemm_packed_b_bytes(c->K, c->N));
+    bd_f32_gemm_pack_b(c->K, c->N, d->B, d->ldb, c->transB, Bp);
+    int64_t at[8];
+    int k = cuts(c->N, 1 + (int)irand(4), at);
+    unsigned char *mask;
+    float *C = gemm_out(d, 0, c->M, 0, c->N, &mask);
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(c->M, c->N, c->K));
+    for (int t = 0; t + 1 < k; t++)
+        bd_f32_gemm_packed_b(c->M, at[t], at[t + 1], c->K, d->A, d->lda, c->transA, Bp, C + d->ldc,
+                             d->ldc, c->bias_n ? d->bn : NULL, c->bias_m ? d->bm : NULL,
+                             c->accumulate, c->act, -0.5f, 0.75f, s.p);
+    char name[200];
+    case_name(name, sizeof name, "packed_b", c);
+    compare(name, C, d->ref, d->mag, mask, (c->M + 2) * d->ldc);
+    free(s.base);
+    free(C);
+    free(mask);
+    free(Bp);
+}
+
+static void test_gemm_packed_a(const gemm_data *d) {
+    const gemm_case *c = &d->c;
+    float *Ap = xmalloc(bd_f32_gemm_packed_a_bytes(c->M, c->K));
+    bd_f32_gemm_pack_a(c->M, c->K, d->A, d->lda, c->transA, Ap);
+    int64_t at[8];
+    int k = cuts(c->M, 1 + (int)irand(4), at);
+    unsigned char *mask;
+    float *C = gemm_out(d, 0, c->M, 0, c->N, &mask);
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(c->M, c->N, c->K));
+    for (int t = 0; t + 1 < k; t++)
+        bd_f32_gemm_packed_a(at[t], at[t + 1], c->N, c->K, Ap, d->B, d->ldb, c->transB, C + d->ldc,
+                             d->ldc, c->bias_n ? d->bn : NULL, c->bias_m ? d->bm : NULL,
+                             c->accumulate, c->act, -0.5f, 0.75f, s.p);
+    char name[200];
+    case_name(name, sizeof name, "packed_a", c);
+    compare(name, C, d->ref, d->mag, mask, (c->M + 2) * d->ldc);
+    free(s.base);
+    free(C);
+    free(mask);
+    free(Ap);
+}
+
+/* A single column tile [n0, n1) of a packed B must leave the other columns alone. */
+static void test_gemm_packed_b_one_tile(const gemm_data *d) {
+    const gemm_case *c = &d->c;
+    float *Bp = xmalloc(bd_f32_gemm_packed_b_bytes(c->K, c->N));
+    bd_f32_gemm_pack_b(c->K, c->N, d->B, d->ldb, c->transB, Bp);
+    int64_t n0 = irand(c->N + 1), n1 = n0 + irand(c->N - n0 + 1);
+    unsigned char *mask;
+    float *C = gemm_out(d, 0, c->M, n0, n1, &mask);
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(c->M, c->N, c->K));
+    bd_f32_gemm_packed_b(c->M, n0, n1, c->K, d->A, d->lda, c->transA, Bp, C + d->ldc, d->ldc,
+                         c->bias_n ? d->bn : NULL, c->bias_m ? d->bm : NULL, c->accumulate, c->act,
+                         -0.5f, 0.75f, s.p);
+    char name[240];
+    case_name(name, sizeof name, "packed_b_tile", c);
+    snprintf(name + strlen(name), sizeof name - strlen(name), " n0=%lld n1=%lld", (long long)n0,
+             (long long)n1);
+    compare(name, C, d->ref, d->mag, mask, (c->M + 2) * d->ldc);
+    free(s.base);
+    free(C);
+    free(mask);
+    free(Bp);
+}
+
+static void test_gemm_packed_a_one_tile(const gemm_data *d) {
+    const gemm_case *c = &d->c;
+    float *Ap = xmalloc(bd_f32_gemm_packed_a_bytes(c->M, c->K));
+    bd_f32_gemm_pack_a(c->M, c->K, d->A, d->lda, c->transA, Ap);
+    int64_t m0 = irand(c->M + 1), m1 = m0 + irand(c->M - m0 + 1);
+    unsigned char *mask;
+    float *C = gemm_out(d, m0, m1, 0, c->N, &mask);
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(c->M, c->N, c->K));
+    bd_f32_gemm_packed_a(m0, m1, c->N, c->K, Ap, d->B, d->ldb, c->transB, C + d->ldc, d->ldc,
+                         c->bias_n ? d->bn : NULL, c->bias_m ? d->bm : NULL, c->accumulate, c->act,
+                         -0.5f, 0.75f, s.p);
+    char name[240];
+    case_name(name, sizeof name, "packed_a_tile", c);
+    snprintf(name + strlen(name), sizeof name - strlen(name), " m0=%lld m1=%lld", (long long)m0,
+             (long long)m1);
+    compare(name, C, d->ref, d->mag, mask, (c->M + 2) * d->ldc);
+    free(s.base);
+    free(C);
+    free(mask);
+    free(Ap);
+}
+
+static void test_gemm_all(void) {
+    static const int64_t sizes[] = {0, 1, 2, 5, 6, 7, 15, 16, 17, 31, 64, 100, 255, 257};
+    static const int64_t ksizes[] = {0, 1, 5, 16, 17, 64, 257, 300};
+    const int ns = (int)(sizeof sizes / sizeof sizes[0]);
+    const int nk = (int)(sizeof ksizes / sizeof ksizes[0]);
+    int before = g_failed, cases = 0;
+    for (int mi = 0; mi < ns; mi++)
+        for (int ni = 0; ni < ns; ni++)
+            for (int ki = 0; ki < nk; ki++) {
+                if (g_quick && (mi + ni + ki) % 5) continue;
+                gemm_case c = {sizes[mi],     sizes[ni],     ksizes[ki],
+                               (int)irand(2), (int)irand(2), (int)irand(2),
+                               (int)irand(2), (int)irand(2), (int)irand(3)};
+                gemm_data d = gemm_data_new(c);
+                test_gemm_plain(&d);
+                cases++;
+                /* the packed variants on a subset, to bound the run time */
+                if ((mi + 2 * ni + 3 * ki) % 3 == 0) {
+                    test_gemm_packed_b(&d);
+                    test_gemm_packed_a(&d);
+                    test_gemm_packed_b_one_tile(&d);
+                    test_gemm_packed_a_one_tile(&d);
+                    cases += 4;
+                }
+                gemm_data_free(&d);
+            }
+    /* every transpose/epilogue combination on awkward sizes, K over several depth blocks */
+    for (int t = 0; t < 32; t++) {
+        gemm_case c = {37,           45,           600,          t & 1, (t >> 1) & 1,
+                       (t >> 2) & 1, (t >> 3) & 1, (t >> 4) & 1, t % 3};
+        gemm_data d = gemm_data_new(c);
+        test_gemm_plain(&d);
+        test_gemm_packed_b(&d);
+        test_gemm_packed_a(&d);
+        cases += 3;
+        gemm_data_free(&d);
+    }
+    /* larger than one cache block in every dimension */
+    {
+        gemm_case c = {300, 2100, 520, 0, 0, 1, 1, 1, BD_ACT_RELU};
+        if (g_quick) c.N = 300;
+        gemm_data d = gemm_data_new(c);
+        test_gemm_plain(&d);
+        test_gemm_packed_b(&d);
+        test_gemm_packed_a(&d);
+        cases += 3;
+        gemm_data_free(&d);
+    }
+    printf("%s gemm %s: %d cases\n", g_failed == before ? "ok" : "FAILED",
+           bd_kernels_isa_name(bd_kernels_get_isa()), cases);
+}
+
+/* ---- convolution ---------------------------------------------------------------------------- */
+
+typedef struct conv_case {
+    const char *name;
+    int64_t N, C, H, W, M, KH, KW, group, sh, sw, dh, dw, pt, pl, pb, pr;
+    int act;
+} conv_case;
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+    return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+static void test_conv(const conv_case *cc) {
+    bd_conv2d_shape s;
+    s.N = cc->N;
+    s.C = cc->C;
+    s.H = cc->H;
+    s.W = cc->W;
+    s.M = cc->M;
+    s.KH = cc->KH;
+    s.KW = cc->KW;
+    s.group = cc->group;
+    s.stride_h = cc->sh;
+    s.stride_w = cc->sw;
+    s.dil_h = cc->dh;
+    s.dil_w = cc->dw;
+    s.pad_top = cc->pt;
+    s.pad_left = cc->pl;
+    s.OH = out_size(cc->H, cc->KH, cc->sh, cc->dh, cc->pt, cc->pb);
+    s.OW = out_size(cc->W, cc->KW, cc->sw, cc->dw, cc->pl, cc->pr);
+    if (!bd_conv2d_shape_valid(&s)) {
+        g_failed++;
+        printf("FAIL conv %s: shape not valid\n", cc->name);
+        return;
+    }
+    const int64_t Cg = s.C / s.group, Mg = s.M / s.group;
+    const int64_t xn = s.N * s.C * s.H * s.W, wn = s.M * Cg * s.KH * s.KW;
+    const int64_t yn = s.N * s.M * s.OH * s.OW;
+    float *x = frandom(xn), *w = frandom(wn), *bias = frandom(s.M);
+    int use_bias = (int)irand(4) != 0;
+    float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
+    bd_f32_conv2d_pack_w(&s, w, wp);
+    double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
+    unsigned char *mask = xmalloc((size_t)yn);
+    float *y = xmalloc((size_t)yn * sizeof(float));
+    const int64_t n = s.N - 1; /* the last batch item; the others must stay untouched */
+    for (int64_t t = 0; t < yn; t++) {
+        y[t] = GUARD;
+        mask[t] = (unsigned char)(t / (s.M * s.OH * s.OW) == n);
+    }
+    for (int64_t m = 0; m < s.M; m++) {
+        int64_t g = m / Mg;
+        for (int64_t oh = 0; oh < s.OH; oh++)
+            for (int64_t ow = 0; ow < s.OW; ow++) {
+                double acc = use_bias ? bias[m] : 0.0, mg = use_bias ? fabs(bias[m]) : 0.0;
+                for (int64_t c = 0; c < Cg; c++)
+                    for (int64_t kh = 0; kh < s.KH; kh++)
+                        for (int64_t kw = 0; kw < s.KW; kw++) {
+                            int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
+                            int64_t iw = ow * s.stride_w - s.pad_left + kw * s.dil_w;
+                            if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                            double v = (double)x[((n * s.C + g * Cg + c) * s.H + ih) * s.W + iw] *
+                                       w[((m * Cg + c) * s.KH + kh) * s.KW + kw];
+                            acc += v;
+                            mg += fabs(v);
+                        }
+                int64_t o = ((n * s.M + m) * s.OH + oh) * s.OW + ow;
+                ref[o] = act_ref(acc, cc->act, -0.5f, 0.75f);
+                mag[o] = mg;
+            }
+    }
+    /* tiles: random cuts of the channels and of the rows; scratch sized by the tallest tile */
+    int64_t mc[8], rc[8];
+    int km = cuts(s.M, 1 + (int)irand(3), mc), kr = cuts(s.OH, 1 + (int)irand(3), rc);
+    int64_t tallest = 0;
+    for (int i = 0; i + 1 < kr; i++)
+        if (rc[i + 1] - rc[i] > tallest) tallest = rc[i + 1] - rc[i];
+    scratch sc = scratch_new(bd_f32_conv2d_scratch_bytes(&s, tallest));
+    for (int i = 0; i + 1 < km; i++)
+        for (int r = 0; r + 1 < kr; r++)
+            bd_f32_conv2d_tile(&s, x, wp, use_bias ? bias : NULL, y, n, mc[i], mc[i + 1], rc[r],
+                               rc[r + 1], cc->act, -0.5f, 0.75f, sc.p);
+    char name[200];
+    snprintf(name, sizeof name, "conv %s %s (M cuts %d, row cuts %d, bias %d)",
+             bd_kernels_isa_name(bd_kernels_get_isa()), cc->name, km - 1, kr - 1, use_bias);
+    compare(name, y, ref, mag, mask, yn);
+    free(sc.base);
+    free(x);
+    free(w);
+    free(bias);
+    free(wp);
+    free(ref);
+    free(mag);
+    free(mask);
+    free(y);
+}
+
+static void test_conv_all(void) {
+    /* name, N C H W M KH KW group sh sw dh dw pt pl pb pr act */
+    static const conv_case cases[] = {
+        {"1x1", 1, 16, 9, 11, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},
+        {"1x1 relu batch2", 2, 7, 5, 5, 13, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, BD_ACT_RELU},
+        {"1x1 stride2", 1, 20, 10, 9, 33, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 0},
+        {"1x1 pad1", 1, 5, 6, 7, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"1x1 wide", 1, 64, 14, 14, 100, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, BD_ACT_CLIP},
+        {"3x3 pad1", 1, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"3x3 pad1 relu", 2, 19, 13, 17, 29, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"3x3 pad1 stride2", 1, 16, 15, 14, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0},
+        {"3x3 nopad", 1, 3, 8, 10, 5, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, BD_ACT_CLIP},
+        {"3x3 deep", 1, 64, 9, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"3x3 7x7 image", 1, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"5x5 pad2", 1, 6, 11, 13, 10, 5, 5, 1, 1, 1, 1, 1, 2, 2, 2, 2, 0},
+        {"7x7 stride2 pad3", 1, 3, 23, 21, 16, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3, BD_ACT_RELU},
+        {"3x3 dilation2", 1, 7, 12, 13, 9, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0},
+        {"3x3 dilation2x3 stride1x2", 1, 5, 14, 15, 7, 3, 3, 1, 1, 2, 2, 3, 1, 3, 2, 1, 0},
+        {"3x3 groups2", 1, 12, 10, 11, 18, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"1x1 groups4", 1, 16, 6, 6, 20, 1, 1, 4, 1, 1, 1, 1, 0, 0, 0, 0, 0},
+        {"3x3 groups3 stride2", 2, 9, 9, 8, 15, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"depthwise 3x3", 1, 16, 14, 15, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"depthwise 3x3 relu wide", 2, 5, 9, 70, 5, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"depthwise 3x3 stride2", 1, 8, 17, 16, 8, 3, 3, 8, 2, 2, 1, 1, 1, 1, 1, 1, BD_ACT_CLIP},
+        {"depthwise 5x5", 1, 6, 20, 37, 6, 5, 5, 6, 1, 1, 1, 1, 2, 2, 2, 2, 0},
+        {"depthwise 5x5 stride2", 1, 4, 21, 22, 4, 5, 5, 4, 2, 2, 1, 1, 2, 2, 2, 2, 0},
+        {"depthwise 3x3 dilation2", 1, 3, 12, 40, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0},
+        {"depthwise 7x3 stride 2x3", 1, 3, 19, 41, 3, 7, 3, 3, 2, 3, 1, 1, 3, 1, 3, 1, 0},
+        {"depthwise multiplier2", 1, 4, 8, 9, 8, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"odd 1x4 kernel asym pads", 1, 5, 7, 9, 11, 1, 4, 1, 1, 1, 1, 1, 0, 2, 0, 1, 0},
+        {"4x2 stride3x1 pads", 1, 6, 13, 8, 7, 4, 2, 1, 3, 1, 1, 1, 2, 0, 1, 1, 0},
+        {"tiny 1x1 image", 1, 3, 1, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"kernel larger than image", 1, 2, 3, 3, 3, 5, 5, 1, 1, 1, 1, 1, 2, 2, 2, 2, 0},
+        {"big pads", 1, 2, 4, 5, 3, 3, 3, 1, 1, 1, 1, 1, 3, 4, 3, 4, BD_ACT_RELU},
+        {"resnet-like 3x3", 1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"many channels 3x3 (K blocks)", 1, 70, 6, 5, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+    };
+    int before = g_failed, count = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int rep = 0; rep < (g_quick ? 1 : 3); rep++) {
+            test_conv(&cases[i]);
+            count++;
+        }
+    printf("%s conv %s: %d cases\n", g_failed == before ? "ok" : "FAILED",
+           bd_kernels_isa_name(bd_kernels_get_isa()), count);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+static void test_dispatch(void) {
+    int ok = bd_kernels_isa_supported(BD_KERNELS_ISA_PORTABLE) &&
+             bd_kernels_set_isa(BD_KERNELS_ISA_PORTABLE) == 0 &&
+             bd_kernels_get_isa() == BD_KERNELS_ISA_PORTABLE && bd_kernels_gemm_mr() > 0 &&
+             bd_kernels_gemm_nr() > 0 && bd_kernels_set_isa((bd_kernels_isa)99) == -1 &&
+             bd_kernels_get_isa() == BD_KERNELS_ISA_PORTABLE &&
+             bd_kernels_set_isa(BD_KERNELS_ISA_AUTO) == 0 &&
+             bd_kernels_get_isa() != BD_KERNELS_ISA_AUTO;
+    if (ok) {
+        g_passed++;
+    } else {
+        g_failed++;
+        printf("FAIL dispatch\n");
+    }
+    printf("%s dispatch: best is %s (%s)\n", ok ? "ok" : "FAILED",
+           bd_kernels_isa_name(bd_kernels_get_isa()), bd_kernels_gemm_name());
+}
+
+/* A buffer packed under one instruction set is computed with that set's kernel even after the
+ * choice changes. */
+static void test_packed_across_isa(void) {
+    if (!bd_kernels_isa_supported(BD_KERNELS_ISA_AVX2)) return;
+    gemm_case c = {23, 41, 77, 0, 1, 1, 0, 0, 0};
+    gemm_data d = gemm_data_new(c);
+    bd_kernels_set_isa(BD_KERNELS_ISA_AVX2);
+    float *Bp = xmalloc(bd_f32_gemm_packed_b_bytes(c.K, c.N));
+    bd_f32_gemm_pack_b(c.K, c.N, d.B, d.ldb, c.transB, Bp);
+    bd_kernels_set_isa(BD_KERNELS_ISA_PORTABLE);
+    unsigned char *mask;
+    float *C = gemm_out(&d, 0, c.M, 0, c.N, &mask);
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(c.M, c.N, c.K));
+    bd_f32_gemm_packed_b(c.M, 0, c.N, c.K, d.A, d.lda, c.transA, Bp, C + d.ldc, d.ldc, d.bn, NULL,
+                         0, 0, 0.0f, 0.0f, s.p);
+    compare("packed under avx2, computed after switching to portable", C, d.ref, d.mag, mask,
+            (c.M + 2) * d.ldc);
+    bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
+    free(s.base);
+    free(C);
+    free(mask);
+    free(Bp);
+    gemm_data_free(&d);
+}
+
+/* K == 0: only the epilogue; A and B may be NULL then. */
+static void test_gemm_k0_null(void) {
+    float C[3 * 5], bn[5] = {1, 2, 3, 4, 5}, bm[3] = {10, 20, 30};
+    double ref[15], mag[15];
+    unsigned char mask[15];
+    for (int i = 0; i < 15; i++) {
+        C[i] = 100.0f;
+        ref[i] = 100.0 + bn[i % 5] + bm[i / 5];
+        mag[i] = ref[i];
+        mask[i] = 1;
+    }
+    scratch s = scratch_new(bd_f32_gemm_scratch_bytes(3, 5, 0));
+    bd_f32_gemm(3, 5, 0, NULL, 0, 0, NULL, 0, 0, C, 5, bn, bm, 1, 0, 0.0f, 0.0f, s.p);
+    compare("gemm K=0 with NULL A and B", C, ref, mag, mask, 15);
+    free(s.base);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            g_quick = 1;
+        } else {
+            fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    test_dispatch();
+    test_packed_across_isa();
+    static const bd_kernels_isa isas[] = {BD_KERNELS_ISA_PORTABLE, BD_KERNELS_ISA_AVX2,
+                                          BD_KERNELS_ISA_AVX512};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        if (!bd_kernels_isa_supported(isas[i])) {
+            printf("skip %s: not supported by this CPU\n", bd_kernels_isa_name(isas[i]));
+            continue;
+        }
+        bd_kernels_set_isa(isas[i]);
+        test_gemm_k0_null();
+        test_gemm_all();
+        test_conv_all();
+    }
+    bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
+}

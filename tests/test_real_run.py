@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Real models, compiled and run: bdc's executables against onnxruntime on the same input.
+
+Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR] [NAME ...]
+  --bdc           the bdc binary (default: $BDC, else <repo>/build/bdc)
+  --cache         where compiled executables are kept (default: $BDC_CACHE, else build/cache)
+  --models-cache  exported models (default: $BDC_MODEL_CACHE, else build/cache/models)
+  NAME            models to test (default: every model tests/tools/export_models.py knows)
+
+For every model: export it if the cache lacks it (tests/tools/export_models.py, fixed seeds),
+`bdc compile MODEL.onnx -o .../model --werror` (cached under CACHE/real_run/<name>-<sha256 of
+the model>/<bdc stamp>/, the stamp being the modification times of bdc and the runtime staged
+beside it), run the executable on the sample inputs NAME.input*.npy, run onnxruntime
+(CPUExecutionProvider, default session options) on the same inputs, and compare every output:
+dtype and shape exactly, values with np.allclose(rtol=1e-3, atol=1e-4). Prints per output the
+max absolute error and the max relative error (|bdc - ort| / max(|ort|, atol)), one line per
+model, and a closing `N passed, M failed`; exits 1 if any failed. bdc exit 3 (unsupported) is a
+failure here: these are the networks bdc exists for.
+
+Why atol 1e-4 (the node suite uses 1e-5): an output of a deep network is the end of thousands of
+float32 multiply-adds per layer over tens of layers. bdc and onnxruntime sum in different orders
+(blocked GEMMs and convolutions, folded BatchNorm, a polynomial exp), and float32 rounding of the
+large intermediate sums leaves absolute errors of order 1e-6..1e-5 of the activations' scale in
+every output element, including those whose value is near zero, where a relative tolerance
+gives no slack. The exported models' outputs have a scale of order 1 (see export_models.py), so
+1e-4 absolute is still four orders of magnitude below the errors a real bug produces (a wrong
+pad, a transposed weight, a missed bias give errors comparable to the outputs themselves).
+"""
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+import test_real_models as real  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+COMPILE_TIMEOUT_S = 1200
+RUN_TIMEOUT_S = 300
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def bdc_stamp(bdc):
+    """Changes whenever bdc or the runtime it links into executables is rebuilt."""
+    paths = [bdc] + sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(bdc)),
+                                                  "bdc-runtime", "lib", "*")))
+    return "%x" % max(os.stat(p).st_mtime_ns for p in paths if os.path.exists(p))
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def first_line(text):
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    for l in lines:  # prefer the line naming what went wrong
+        if "error" in l or "node " in l:
+            return l
+    return lines[0] if lines else "(no message)"
+
+
+def compile_cached(bdc, cache, name, model):
+    """Returns (folder holding `model` and info.json, None) or (None, problem)."""
+    top = os.path.join(cache, "real_run", "%s-%s" % (name, file_sha256(model)[:16]))
+    stamp = bdc_stamp(bdc)
+    entry = os.path.join(top, stamp)
+    if os.path.exists(os.path.join(entry, "info.json")):
+        return entry, None
+    os.makedirs(top, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="tmp-", dir=top)
+    try:
+        exe = os.path.join(tmp, "model")
+        t0 = time.time()
+        try:
+            r = subprocess.run([bdc, "compile", model, "-o", exe, "--werror", "-q"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               errors="replace", timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None, "bdc compile timed out after %d s" % COMPILE_TIMEOUT_S
+        if r.returncode < 0:
+            return None, "bdc compile killed by signal %d" % -r.returncode
+        if r.returncode != 0:
+            return None, "bdc compile exit %d%s: %s" % (
+                r.returncode, " (unsupported)" if r.returncode == 3 else "", first_line(r.stderr))
+        secs = time.time() - t0
+        info = subprocess.run([exe, "--info", "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, errors="replace",
+                              timeout=RUN_TIMEOUT_S)
+        if info.returncode != 0:
+            return None, "model --info exit %d: %s" % (info.returncode, first_line(info.stderr))
+        data = json.loads(info.stdout)
+        data["compile_seconds"] = secs
+        with open(os.path.join(tmp, "info.json"), "w") as f:
+            json.dump(data, f)
+        for old in os.listdir(top):
+            if not old.startswith("tmp-"):
+                shutil.rmtree(os.path.join(top, old), ignore_errors=True)
+        os.replace(tmp, entry)
+        return entry, None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def errors(got, want):
+    """(max abs error, max relative error) in float64; inf when NaNs disagree."""
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    with np.errstate(all="ignore"):
+        d = np.abs(g - w)
+        d = np.where(np.isnan(g) & np.isnan(w), 0.0, d)
+        d = np.where(np.isnan(d), np.inf, d)
+        rel = d / np.maximum(np.abs(w), ATOL)
+    return (float(d.max()), float(rel.max())) if d.size else (0.0, 0.0)
+
+
+def check_model(bdc, cache, models, name):
+    """Returns (ok, detail lines)."""
+    err = real.ensure_exported(models, name)
+    if err:
+        return False, [err]
+    path = os.path.join(models, name + ".onnx")
+    inputs = real.input_paths(models, name)
+    arrays = [np.load(p) for p in inputs]
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    graph_inputs = sess.get_inputs()
+    if len(graph_inputs) != len(arrays):
+        return False, ["%d graph inputs but %d sample inputs" % (len(graph_inputs), len(arrays))]
+    feeds = {i.name: a for i, a in zip(graph_inputs, arrays)}
+    names = [o.name for o in sess.get_outputs()]
+    reference = dict(zip(names, sess.run(names, feeds)))
+
+    entry, problem = compile_cached(bdc, cache, name, path)
+    if problem:
+        return False, [problem]
+    with open(os.path.join(entry, "info.json")) as f:
+        info = json.load(f)
+    files = {o["name"]: o["file"] for o in info["outputs"]}
+    args = []
+    for i, p in zip(graph_inputs, inputs):
+        args += ["--input", "%s=%s" % (i.name, p)]
+    lines, ok = [], True
+    with tempfile.TemporaryDirectory(prefix="bdc-real-run-") as out:
+        t0 = time.time()
+        try:
+            r = subprocess.run([os.path.join(entry, "model")] + args + ["--output-dir", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               errors="replace", timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return False, ["run timed out after %d s" % RUN_TIMEOUT_S]
+        if r.returncode != 0:
+            return False, ["run exit %d: %s" % (r.returncode, first_line(r.stderr))]
+        secs = time.time() - t0
+        for n in names:
+            want = reference[n]
+            if n not in files:
+                ok = False
+                lines.append("output %s: not an output of the executable" % n)
+                continue
+            got = np.load(os.path.join(out, files[n]), allow_pickle=False)
+            if got.dtype != want.dtype or got.shape != want.shape:
+                ok = False
+                lines.append("output %s: bdc %s%s, onnxruntime %s%s" % (
+                    n, got.dtype, list(got.shape), want.dtype, list(want.shape)))
+                continue
+            abs_err, rel_err = errors(got, want)
+            close = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+            ok = ok and close
+            lines.append("output %-20s %s%-16s max abs err %.3g, max rel err %.3g%s" % (
+                n, got.dtype, list(got.shape), abs_err, rel_err, "" if close else "  MISMATCH"))
+    lines.append("compiled in %.1f s, ran in %.2f s (one process, input reading included)"
+                 % (info.get("compile_seconds", 0.0), secs))
+    return ok, lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
+    ap.add_argument("--cache", default=os.environ.get("BDC_CACHE")
+                    or os.path.join("build", "cache"))
+    ap.add_argument("--models-cache", default=os.environ.get("BDC_MODEL_CACHE")
+                    or os.path.join("build", "cache", "models"))
+    ap.add_argument("models", nargs="*")
+    args = ap.parse_args()
+
+    known = real.model_names()
+    names = args.models or known
+    bad = [n for n in names if n not in known]
+    if bad:
+        ap.error("unknown model(s) %s; known: %s" % (" ".join(bad), " ".join(known)))
+    if not os.access(args.bdc, os.X_OK):
+        sys.stderr.write("test_real_run: bdc not found or not executable: %s "
+                         "(set BDC or pass --bdc)\n" % args.bdc)
+        return 1
+    os.makedirs(args.cache, exist_ok=True)
+    os.makedirs(args.models_cache, exist_ok=True)
+
+    passed = failed = 0
+    for name in names:
+        try:
+            ok, lines = check_model(args.bdc, args.cache, args.models_cache, name)
+        except Exception as e:  # a broken cache entry or ORT failure fails this model only
+            ok, lines = False, ["%s: %s" % (type(e).__name__, e)]
+        print("%s %-20s %s" % ("PASS" if ok else "FAIL", name, lines[0]), flush=True)
+        for l in lines[1:]:
+            print("     %-20s %s" % ("", l), flush=True)
+        passed += ok
+        failed += not ok
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
