@@ -2,11 +2,12 @@
 """Latency of bdc-compiled executables against onnxruntime on the real-model set.
 
 Usage: bench.py [--threads T] [--models a,b,...] [--runs N] [--warmup W] [--json FILE]
-                [--bdc PATH] [--cache DIR] [--models-cache DIR]
+                [--arch ARCH] [--bdc PATH] [--cache DIR] [--models-cache DIR]
 
 For every model of tests/tools/export_models.py (exported on first use into the models cache,
 $BDC_MODEL_CACHE or build/cache/models) on its sample input:
-  bdc   `bdc compile MODEL.onnx --werror` (cached like tests/test_real_run.py does), then
+  bdc   `bdc compile MODEL.onnx --werror [--arch ARCH]` (cached like tests/test_real_run.py
+        does), then
         `model --input ... --benchmark N --warmup W --json --threads T`: the executable times
         N runs after W warm-up runs with its own clock;
   ORT   onnxruntime's CPUExecutionProvider with intra_op_num_threads=T, inter_op_num_threads=1,
@@ -104,7 +105,8 @@ def bench_model(args, name):
     feeds_args = []
     for n, p in zip(names, inputs):
         feeds_args += ["--input", "%s=%s" % (n, p)]
-    entry, problem = real_run.compile_cached(args.bdc, args.cache, name, path)
+    flags = ["--arch", args.arch] if args.arch else []
+    entry, problem = real_run.compile_cached(args.bdc, args.cache, name, path, flags)
     if problem:
         row["error"] = problem
     else:
@@ -126,6 +128,8 @@ def main():
     ap.add_argument("--runs", type=int, default=50, help="timed runs per model (default 50)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--arch", help="passed to `bdc compile --arch` (e.g. native; default: "
+                                   "bdc's default, portable code)")
     ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
     ap.add_argument("--cache", default=os.environ.get("BDC_CACHE")
                     or os.path.join("build", "cache"))
@@ -147,8 +151,9 @@ def main():
     os.makedirs(args.cache, exist_ok=True)
     os.makedirs(args.models_cache, exist_ok=True)
 
-    print("bdc vs onnxruntime %s, %d thread(s), median of %d runs after %d warm-up, %s" % (
-        ort.__version__, args.threads, args.runs, args.warmup, cpu_name()))
+    print("bdc%s vs onnxruntime %s, %d thread(s), median of %d runs after %d warm-up, %s" % (
+        " --arch " + args.arch if args.arch else "", ort.__version__, args.threads, args.runs,
+        args.warmup, cpu_name()))
     print("%-20s %12s %12s %10s" % ("model", "bdc ms", "ORT ms", "bdc/ORT"))
     rows = []
     for name in names:
@@ -170,6 +175,7 @@ def main():
 
     if args.json:
         result = {"threads": args.threads, "runs": args.runs, "warmup": args.warmup,
+                  "arch": args.arch,
                   "cpu": cpu_name(), "onnxruntime": ort.__version__,
                   "geomean_ratio": geo, "models": rows}
         with open(args.json, "w") as f:

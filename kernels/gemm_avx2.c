@@ -57,32 +57,47 @@ BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float 
 }
 
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
-#define ACC_ZERO(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
+#define ACC_ZERO(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps()
 #define ACC_FMA(r)                                                                                 \
-    if (R > r) {                                                                                   \
-        __m256 ar = _mm256_broadcast_ss(a + r);                                                    \
-        c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                                                \
-        if (NV > 1) c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                                    \
-    }
+    do {                                                                                           \
+        if (R > r) {                                                                               \
+            __m256 ar = _mm256_broadcast_ss(a + r);                                                \
+            c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                                            \
+            if (NV > 1) c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                                \
+        }                                                                                          \
+    } while (0)
 #define ACC_STORE(r)                                                                               \
-    if (R > r && NV == 1)                                                                          \
-        store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);     \
-    else if (R > r)                                                                                \
-        store_row16(c + r * ldc, c##r##0, c##r##1, bn0, bn1, ep->bias_m ? ep->bias_m + r : NULL,   \
-                    ep, lo, hi);
+    do {                                                                                           \
+        if (R > r && NV == 1)                                                                      \
+            store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi); \
+        else if (R > r)                                                                            \
+            store_row16(c + r * ldc, c##r##0, c##r##1, bn0, bn1,                                   \
+                        ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);                           \
+    } while (0)
 
 /* R rows (1..6) x NV vectors of 8 columns (2: the whole tile, 1: its first half). */
 BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const float *a,
                                 const float *b, float *c, int64_t ldc, const bd_ukr_epi *ep) {
-    ACC_ZERO(0)
-    ACC_ZERO(1) ACC_ZERO(2) ACC_ZERO(3) ACC_ZERO(4) ACC_ZERO(5) for (int r = 0; r < R; r++) {
+    ACC_ZERO(0);
+    ACC_ZERO(1);
+    ACC_ZERO(2);
+    ACC_ZERO(3);
+    ACC_ZERO(4);
+    ACC_ZERO(5);
+    for (int r = 0; r < R; r++) {
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 15), _MM_HINT_T0);
     }
     for (int64_t k = 0; k < kc; k++) {
         __m256 b0 = _mm256_loadu_ps(b);
         __m256 b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
-        ACC_FMA(0) ACC_FMA(1) ACC_FMA(2) ACC_FMA(3) ACC_FMA(4) ACC_FMA(5) a += 6;
+        ACC_FMA(0);
+        ACC_FMA(1);
+        ACC_FMA(2);
+        ACC_FMA(3);
+        ACC_FMA(4);
+        ACC_FMA(5);
+        a += 6;
         b += 16;
     }
     __m256 bn0 = _mm256_setzero_ps(), bn1 = _mm256_setzero_ps();
@@ -91,7 +106,12 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
         if (NV > 1) bn1 = _mm256_loadu_ps(ep->bias_n + 8);
     }
     const __m256 lo = _mm256_set1_ps(ep->act_min), hi = _mm256_set1_ps(ep->act_max);
-    ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
+    ACC_STORE(0);
+    ACC_STORE(1);
+    ACC_STORE(2);
+    ACC_STORE(3);
+    ACC_STORE(4);
+    ACC_STORE(5);
 }
 #undef ACC_ZERO
 #undef ACC_FMA

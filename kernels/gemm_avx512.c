@@ -52,35 +52,59 @@ BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const floa
 }
 
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
-#define ACC_ZERO(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define ACC_ZERO(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps()
 #define ACC_FMA(r)                                                                                 \
-    if (R > r) {                                                                                   \
-        __m512 ar = _mm512_set1_ps(a[r]);                                                          \
-        c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);                                                \
-        if (NV > 1) c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);                                    \
-    }
+    do {                                                                                           \
+        if (R > r) {                                                                               \
+            __m512 ar = _mm512_set1_ps(a[r]);                                                      \
+            c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);                                            \
+            if (NV > 1) c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);                                \
+        }                                                                                          \
+    } while (0)
 #define ACC_STORE(r)                                                                               \
-    if (R > r && NV == 1)                                                                          \
-        store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);     \
-    else if (R > r)                                                                                \
-        store_row32(c + r * ldc, c##r##0, c##r##1, bn0, bn1, ep->bias_m ? ep->bias_m + r : NULL,   \
-                    ep, lo, hi);
+    do {                                                                                           \
+        if (R > r && NV == 1)                                                                      \
+            store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi); \
+        else if (R > r)                                                                            \
+            store_row32(c + r * ldc, c##r##0, c##r##1, bn0, bn1,                                   \
+                        ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);                           \
+    } while (0)
 
 /* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). */
 BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const float *a,
                                    const float *b, float *c, int64_t ldc, const bd_ukr_epi *ep) {
-    ACC_ZERO(0)
-    ACC_ZERO(1) ACC_ZERO(2) ACC_ZERO(3) ACC_ZERO(4) ACC_ZERO(5) ACC_ZERO(6) ACC_ZERO(7) ACC_ZERO(8)
-        ACC_ZERO(9) ACC_ZERO(10) ACC_ZERO(11) for (int r = 0; r < R; r++) {
+    ACC_ZERO(0);
+    ACC_ZERO(1);
+    ACC_ZERO(2);
+    ACC_ZERO(3);
+    ACC_ZERO(4);
+    ACC_ZERO(5);
+    ACC_ZERO(6);
+    ACC_ZERO(7);
+    ACC_ZERO(8);
+    ACC_ZERO(9);
+    ACC_ZERO(10);
+    ACC_ZERO(11);
+    for (int r = 0; r < R; r++) {
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
     }
     for (int64_t k = 0; k < kc; k++) {
         __m512 b0 = _mm512_loadu_ps(b);
         __m512 b1 = NV > 1 ? _mm512_loadu_ps(b + 16) : _mm512_setzero_ps();
-        ACC_FMA(0)
-        ACC_FMA(1) ACC_FMA(2) ACC_FMA(3) ACC_FMA(4) ACC_FMA(5) ACC_FMA(6) ACC_FMA(7) ACC_FMA(8)
-            ACC_FMA(9) ACC_FMA(10) ACC_FMA(11) a += 12;
+        ACC_FMA(0);
+        ACC_FMA(1);
+        ACC_FMA(2);
+        ACC_FMA(3);
+        ACC_FMA(4);
+        ACC_FMA(5);
+        ACC_FMA(6);
+        ACC_FMA(7);
+        ACC_FMA(8);
+        ACC_FMA(9);
+        ACC_FMA(10);
+        ACC_FMA(11);
+        a += 12;
         b += 32;
     }
     __m512 bn0 = _mm512_setzero_ps(), bn1 = _mm512_setzero_ps();
@@ -89,9 +113,18 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const 
         if (NV > 1) bn1 = _mm512_loadu_ps(ep->bias_n + 16);
     }
     const __m512 lo = _mm512_set1_ps(ep->act_min), hi = _mm512_set1_ps(ep->act_max);
-    ACC_STORE(0)
-    ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5) ACC_STORE(6) ACC_STORE(7)
-        ACC_STORE(8) ACC_STORE(9) ACC_STORE(10) ACC_STORE(11)
+    ACC_STORE(0);
+    ACC_STORE(1);
+    ACC_STORE(2);
+    ACC_STORE(3);
+    ACC_STORE(4);
+    ACC_STORE(5);
+    ACC_STORE(6);
+    ACC_STORE(7);
+    ACC_STORE(8);
+    ACC_STORE(9);
+    ACC_STORE(10);
+    ACC_STORE(11);
 }
 #undef ACC_ZERO
 #undef ACC_FMA

@@ -10,7 +10,7 @@ typedef struct bd_compile_opts {
     const char *model, *output;
     bool library;      /* --lib: static library + header instead of an executable */
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
-    const char *arch;     /* --arch: -march= for the generated code (NULL: the compiler's default) */
+    const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
     bool keep_temps;   /* --keep-temps */
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */

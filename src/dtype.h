@@ -2,7 +2,8 @@
  *
  * One X-macro table: enum name, ONNX code, printable name, bits per element, and whether the
  * compiler can compute with it yet (the loader reads every listed type; `supported` only decides
- * what `bdc inspect` reports as unsupported). */
+ * what `bdc inspect` reports as unsupported). float16 and bfloat16 are supported by the ops that
+ * copy elements or compute elementwise in float (support.c refuses them everywhere else). */
 #ifndef BD_DTYPE_H
 #define BD_DTYPE_H
 
@@ -20,13 +21,13 @@
     X(INT64,          7,  "int64",          64, true)                                          \
     X(STRING,         8,  "string",         0,  false)                                         \
     X(BOOL,           9,  "bool",           8,  true)                                          \
-    X(FLOAT16,        10, "float16",        16, false)                                         \
+    X(FLOAT16,        10, "float16",        16, true)                                          \
     X(DOUBLE,         11, "float64",        64, true)                                          \
     X(UINT32,         12, "uint32",         32, true)                                          \
     X(UINT64,         13, "uint64",         64, true)                                          \
     X(COMPLEX64,      14, "complex64",      64, false)                                         \
     X(COMPLEX128,     15, "complex128",     128, false)                                        \
-    X(BFLOAT16,       16, "bfloat16",       16, false)                                         \
+    X(BFLOAT16,       16, "bfloat16",       16, true)                                          \
     X(FLOAT8E4M3FN,   17, "float8e4m3fn",   8,  false)                                         \
     X(FLOAT8E4M3FNUZ, 18, "float8e4m3fnuz", 8,  false)                                         \
     X(FLOAT8E5M2,     19, "float8e5m2",     8,  false)                                         \

@@ -127,7 +127,9 @@ const char *bd_c_type(int dtype) {
     case BD_DT_UINT8:
     case BD_DT_BOOL: return "uint8_t";
     case BD_DT_INT16: return "int16_t";
-    case BD_DT_UINT16: return "uint16_t";
+    case BD_DT_UINT16:
+    case BD_DT_FLOAT16:  /* stored as bit patterns: bodies that compute convert with bd_h2f/bd_f2h */
+    case BD_DT_BFLOAT16: return "uint16_t";
     case BD_DT_INT32: return "int32_t";
     case BD_DT_UINT32: return "uint32_t";
     case BD_DT_INT64: return "int64_t";
@@ -315,6 +317,61 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_st
     bd_emit_close(e, NULL);
 }
 
+/* float16 / bfloat16, stored as uint16_t bit patterns. To float, exactly: bd_h2f, bd_bf2f. From
+ * float, to nearest even, overflowing to infinity, subnormals kept, NaN kept NaN (quiet, top payload
+ * bits): bd_f2h, bd_f2bf, written without branches on the value so that loops of them vectorize
+ * (F. Giesen's float/half conversions; the subnormal cases go through one exact float addition /
+ * subtraction, which the default rounding mode makes round to nearest even). From a double, rounded
+ * once (a double -> float -> half chain would round twice): bd_d2small(x, mantissa bits, exponent
+ * bits), named bd_d2h and bd_d2bf. */
+static void emit_half_prelude(bd_emitter *e) {
+    static const char *const lines[] = {
+        "static inline __attribute__((unused)) float bd_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }",
+        "static inline __attribute__((unused)) uint32_t bd_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }",
+        "static inline __attribute__((unused)) float bd_h2f(uint16_t h) {",
+        "    const uint32_t m = (uint32_t)(h & 0x7fffu) << 13, x = m & 0x0f800000u;",
+        "    const uint32_t s = (uint32_t)(h & 0x8000u) << 16;",
+        "    const float sub = bd_u2f(m + (113u << 23)) - 0x1p-14f; /* exact: 0 and subnormals */",
+        "    const uint32_t u = x == 0 ? bd_f2u(sub) : m + (x == 0x0f800000u ? 224u << 23 : 112u << 23);",
+        "    return bd_u2f(u | s);",
+        "}",
+        "static inline __attribute__((unused)) uint16_t bd_f2h(float f) {",
+        "    const uint32_t s = bd_f2u(f) & 0x80000000u, a = bd_f2u(f) ^ s;",
+        "    const uint32_t sub = bd_f2u(bd_u2f(a) + 0.5f) - 0x3f000000u; /* below 2^-14 */",
+        "    const uint32_t nrm = (a + 0xc8000fffu + ((a >> 13) & 1)) >> 13; /* rebias, round */",
+        "    const uint32_t big = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;",
+        "    return (uint16_t)((s >> 16) | (a >= 0x47800000u ? big : a < 0x38800000u ? sub : nrm));",
+        "}",
+        "static inline __attribute__((unused)) float bd_bf2f(uint16_t h) { return bd_u2f((uint32_t)h << 16); }",
+        "static inline __attribute__((unused)) uint16_t bd_f2bf(float f) {",
+        "    const uint32_t u = bd_f2u(f);",
+        "    const uint32_t nan = (u >> 16) | 0x40u, r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;",
+        "    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);",
+        "}",
+        "static inline __attribute__((unused)) uint16_t bd_d2small(double v, int mbits, int ebits) {",
+        "    uint64_t u; memcpy(&u, &v, 8);",
+        "    const uint64_t a = u & 0x7fffffffffffffffull, inf = ((1ull << ebits) - 1) << mbits;",
+        "    const uint16_t s = (uint16_t)((u >> 63) << (mbits + ebits));",
+        "    if (a > 0x7ff0000000000000ull)",
+        "        return (uint16_t)(s | inf | 1ull << (mbits - 1) | ((a >> (52 - mbits)) & ((1ull << mbits) - 1)));",
+        "    const int bias = (1 << (ebits - 1)) - 1, x = (int)(a >> 52) - 1023, sub = x < 1 - bias;",
+        "    const uint64_t m = (a & 0xfffffffffffffull) | (uint64_t)(a >> 52 != 0) << 52;",
+        "    const int shift = (sub ? 1 - bias - mbits : x - mbits) - (x - 52);",
+        "    uint64_t q = 0;",
+        "    if (shift < 54) {",
+        "        const uint64_t rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);",
+        "        q = m >> shift;",
+        "        q += rem > half || (rem == half && (q & 1));",
+        "    }",
+        "    const uint64_t bits = sub ? q : ((uint64_t)(x + bias) << mbits) + q - (1ull << mbits);",
+        "    return (uint16_t)(s | (bits < inf ? bits : inf));",
+        "}",
+        "static inline __attribute__((unused)) uint16_t bd_d2h(double v) { return bd_d2small(v, 10, 5); }",
+        "static inline __attribute__((unused)) uint16_t bd_d2bf(double v) { return bd_d2small(v, 7, 8); }",
+    };
+    for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
+}
+
 /* Helpers the bodies' expressions use: float-to-integer conversion without C's undefined
  * behaviour (NaN -> 0, saturating), and NaN-propagating selection for Min/Max. */
 static void emit_prelude(bd_emitter *e) {
@@ -332,6 +389,7 @@ static void emit_prelude(bd_emitter *e) {
                "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
     bd_emit(e, "static inline __attribute__((unused)) double bd_pick(double cur, double cand, int take) "
                "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
+    emit_half_prelude(e);
 }
 
 static char *lib_header(const bd_emitter *e, const char *name) {

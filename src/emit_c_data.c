@@ -380,7 +380,7 @@ bd_status bd_emit_body_GATHER(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
     return BD_OK;
 }
 
-/* ---------------------------------------------------------------- RESIZE */
+/* ---------------------------------------------------------------- RESIZE, nearest and linear */
 
 /* Nested lerps over the linear dims lin[level..nl): weights v (1 - w) / w, offset deltas dd. */
 static const char *lerp_expr(bd_emitter *e, const int *lin, int nl, int level, const char *off,
@@ -392,13 +392,12 @@ static const char *lerp_expr(bd_emitter *e, const int *lin, int nl, int level, c
     return bd_emit_str(e, "(vv%d * %s + ww%d * %s)", k, a, k, b);
 }
 
-bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
-    if (phase != BD_EMIT_BLOCK) return BD_OK;
+static bd_status emit_resize_sample(bd_emitter *e, const bd_nest *n, bd_diag *d) {
     const bd_resize_params *rp = (const bd_resize_params *)n->params;
     const bd_operand *xop = &n->operands[0], *yop = &n->operands[1];
     const bd_value *x = bd_graph_value(e->graph, xop->value), *y = bd_graph_value(e->graph, yop->value);
     const char *type = type_of(e, yop->value);
-    bool dbl = y->dtype == BD_DT_DOUBLE;
+    bool dbl = y->dtype == BD_DT_DOUBLE, linear = rp->interp == BD_INTERP_LINEAR;
     const char *wt = dbl ? "double" : "float";
     int r = n->n_iter;
     int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK];
@@ -424,7 +423,7 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
             return bd_fail(d, BD_ERR_IO, "out of memory for resize tables");
         }
         bd_resize_table(rp, k, i0, i1, w);
-        if (k == r - 1 && !rp->linear && n->tile[k] == n->extent[k] && out % x->dims[k] == 0 &&
+        if (k == r - 1 && !linear && n->tile[k] == n->extent[k] && out % x->dims[k] == 0 &&
             out / x->dims[k] >= 2 && out / x->dims[k] <= 8) {
             repeat = out / x->dims[k];
             for (size_t o = 0; o < cnt && repeat; o++)
@@ -442,7 +441,7 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
         int64_t off0 = bd_emit_blob(e, i0, cnt * sizeof *i0);
         bd_emit(e, "const int64_t *T%d = (const int64_t *)(bd_weights + %lld);", k, (long long)off0);
         if (repeat && k == r - 1) bd_emit(e, "(void)T%d;", k);
-        if (rp->linear) {
+        if (linear) {
             int64_t off1 = bd_emit_blob(e, i1, cnt * sizeof *i1);
             int64_t offw = dbl ? bd_emit_blob(e, wd, cnt * sizeof *wd) : bd_emit_blob(e, w, cnt * sizeof *w);
             bd_emit(e, "const int64_t *D%d = (const int64_t *)(bd_weights + %lld);", k, (long long)off1);
@@ -474,7 +473,7 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
             bd_emit(e, "const int64_t x%d = %s;", k, offset(e, xo, ik, xs[k]));
         } else {
             bd_emit(e, "const int64_t x%d = %s + T%d[i%d];", k, xo, k, k);
-            if (rp->linear) {
+            if (linear) {
                 bd_emit(e, "const int64_t dd%d = D%d[i%d];", k, k, k);
                 bd_emit(e, "const %s ww%d = W%d[i%d], vv%d = 1 - ww%d;", wt, k, k, k, k, k);
             }
@@ -489,7 +488,7 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
          * the block covers the inner dims whole. */
         bool inner_whole = k < r - 1;
         for (int j = k + 1; j < r; j++) inner_whole &= n->tile[j] == n->extent[j];
-        if (!rp->linear && rp->active[k] && inner_whole)
+        if (!linear && rp->active[k] && inner_whole)
             bd_emit(e, "if (i%d > lo[%d] && T%d[i%d] == T%d[i%d - 1]%s) { memcpy(&Y[y%d], &Y[y%d - %lld], "
                        "%lld * sizeof(%s)); continue; }", k, k, k, k, k, k,
                     ext[k] ? bd_emit_str(e, " && E%d[i%d] == E%d[i%d - 1]", k, k, k, k) : "", k, k,
@@ -497,8 +496,8 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
         xo = bd_emit_str(e, "x%d", k);
         yo = bd_emit_str(e, "y%d", k);
     }
-    const char *val = rp->linear ? bd_emit_str(e, "(%s)%s", type, lerp_expr(e, lin, nl, 0, xo, wt))
-                                 : bd_emit_str(e, "X[%s]", xo);
+    const char *val = linear ? bd_emit_str(e, "(%s)%s", type, lerp_expr(e, lin, nl, 0, xo, wt))
+                             : bd_emit_str(e, "X[%s]", xo);
     if (any_ext)
         bd_emit(e, "Y[%s] = %s ? (%s)%s : %s;", yo, ex, type,
                 literal(e, rp->extrapolation_value, y->dtype), val);
@@ -506,4 +505,163 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
         bd_emit(e, "Y[%s] = %s;", yo, val);
     for (int k = 0; k < r; k++) bd_emit_close(e, NULL);
     return BD_OK;
+}
+
+/* ---------------------------------------------------------------- RESIZE, filter modes */
+
+/* Tables of dim k for the filter modes (cubic, antialiased linear), embedded with the weights:
+ * TO<k> the input offsets and TW<k> the weights of each output index's taps, E<k> the
+ * extrapolation flags (when any is set). Returns whether E<k> exists, -1 when out of memory. */
+static int emit_filter_tables(bd_emitter *e, const bd_resize_params *rp, int k, int64_t stride,
+                              bool dbl) {
+    int taps = bd_resize_taps(rp, k);
+    size_t cnt = (size_t)rp->out_extent[k], nt = cnt * (size_t)taps;
+    int64_t *idx = malloc(nt * sizeof *idx);
+    double *w = malloc(nt * sizeof *w);
+    float *wf = malloc(nt * sizeof *wf);
+    bool *outside = malloc(cnt * sizeof *outside);
+    unsigned char *ex = malloc(cnt);
+    int any = idx && w && wf && outside && ex ? 0 : -1;
+    if (any == 0) {
+        bd_resize_filter(rp, k, idx, w, outside);
+        for (size_t i = 0; i < nt; i++) idx[i] *= stride, wf[i] = (float)w[i];
+        for (size_t o = 0; o < cnt; o++) any |= ex[o] = outside[o];
+        const char *wt = dbl ? "double" : "float";
+        int64_t offo = bd_emit_blob(e, idx, nt * sizeof *idx);
+        int64_t offw = dbl ? bd_emit_blob(e, w, nt * sizeof *w) : bd_emit_blob(e, wf, nt * sizeof *wf);
+        bd_emit(e, "const int64_t *TO%d = (const int64_t *)(bd_weights + %lld);", k, (long long)offo);
+        bd_emit(e, "const %s *TW%d = (const %s *)(bd_weights + %lld);", wt, k, wt, (long long)offw);
+        if (any) {
+            int64_t offe = bd_emit_blob(e, ex, cnt);
+            bd_emit(e, "const unsigned char *E%d = (const unsigned char *)(bd_weights + %lld);", k,
+                    (long long)offe);
+        }
+    }
+    free(idx), free(w), free(wf), free(outside), free(ex);
+    return any;
+}
+
+/* The weighted sum over the tap windows of dims act[level..na) read from `src` at `off`: one loop
+ * per dim, s<level> += weight * (the sum one level in), i.e. the separable product of the per-dim
+ * weights without forming it. Leaves the sum in s<level>. */
+static void emit_filter_sum(bd_emitter *e, const int *act, int na, int level, const char *src,
+                            const char *off, const char *wt, const int *taps) {
+    int k = act[level];
+    bd_emit(e, "%s s%d = 0;", wt, level);
+    bd_emit_open(e, "for (int t%d = 0; t%d < %d; t%d++)", k, k, taps[k], k);
+    const char *at = bd_emit_str(e, "%s + to%d[t%d]", off, k, k);
+    if (level + 1 == na) {
+        bd_emit(e, "s%d += tw%d[t%d] * (%s)%s[%s];", level, k, k, wt, src, at);
+    } else {
+        emit_filter_sum(e, act, na, level + 1, src, at, wt, taps);
+        bd_emit(e, "s%d += tw%d[t%d] * s%d;", level, k, k, level + 1);
+    }
+    bd_emit_close(e, NULL);
+}
+
+/* The row pass: R[0, qn) += the input span [qlo, qlo + qn) of the last active dim (with the dims
+ * inside it) over the tap windows of dims act[level..na-1), weighted by the product of their
+ * weights (`wprod` so far). */
+static void emit_filter_rows(bd_emitter *e, const int *act, int na, int level, const char *off,
+                             const char *wprod, const char *wt, const char *type, const int *taps) {
+    if (level == na - 1) {
+        bd_emit(e, "const %s *src = &X[%s + qlo];", type, off);
+        bd_emit(e, "for (int64_t q = 0; q < qn; q++) R[q] += %s * (%s)src[q];", wprod, wt);
+        return;
+    }
+    int k = act[level];
+    bd_emit_open(e, "for (int t%d = 0; t%d < %d; t%d++)", k, k, taps[k], k);
+    const char *w = bd_emit_str(e, "p%d", level);
+    if (level == 0) bd_emit(e, "const %s %s = tw%d[t%d];", wt, w, k, k);
+    else bd_emit(e, "const %s %s = %s * tw%d[t%d];", wt, w, wprod, k, k);
+    emit_filter_rows(e, act, na, level + 1, bd_emit_str(e, "%s + to%d[t%d]", off, k, k), w, wt,
+                     type, taps);
+    bd_emit_close(e, NULL);
+}
+
+/* Cubic and antialiased linear: every output element is the weighted sum over the product of its
+ * dims' tap windows. With one active dim that sum is read straight from X. With more, each output
+ * row of the last active dim L first combines the other active dims' windows into the row buffer
+ * R (rp->row_elems elements of scratch), over the span of input that the block's taps along L
+ * read, and the taps along L then read R: the filter applied one dim after the other, so a row
+ * costs (taps of the other dims) x (input span) + (taps along L) x (outputs) instead of their
+ * product. */
+static bd_status emit_resize_filter(bd_emitter *e, const bd_nest *n, bd_diag *d) {
+    const bd_resize_params *rp = (const bd_resize_params *)n->params;
+    const bd_operand *xop = &n->operands[0], *yop = &n->operands[1];
+    const bd_value *x = bd_graph_value(e->graph, xop->value), *y = bd_graph_value(e->graph, yop->value);
+    const char *type = type_of(e, yop->value);
+    bool dbl = y->dtype == BD_DT_DOUBLE;
+    const char *wt = dbl ? "double" : "float";
+    int r = n->n_iter;
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    bd_value_strides(x, xs);
+    bd_value_strides(y, ys);
+    bd_emit(e, "const %s *X = %s;", type, bd_emit_ptr(e, xop->value));
+    bd_emit(e, "%s *Y = %s;", type, bd_emit_ptr(e, yop->value));
+
+    bool ext[BD_MAX_RANK] = {false}, any_ext = false;
+    int act[BD_MAX_RANK], na = 0, taps[BD_MAX_RANK] = {0};
+    for (int k = 0; k < r; k++) {
+        if (!rp->active[k]) continue;
+        int has_ext = emit_filter_tables(e, rp, k, xs[k], dbl);
+        if (has_ext < 0) return bd_fail(d, BD_ERR_IO, "out of memory for resize tables");
+        ext[k] = has_ext;
+        any_ext |= ext[k];
+        taps[k] = bd_resize_taps(rp, k);
+        act[na++] = k;
+    }
+    BD_ASSERT(na > 0);
+    int last = act[na - 1];
+    bool rows = rp->row_elems > 0 && na >= 2;
+    if (rows) {
+        /* The input span the block's taps along `last` read (offsets of `last`, inner dims whole). */
+        bd_emit(e, "%s *R = (%s *)scratch;", wt, wt);
+        bd_emit(e, "int64_t qlo = TO%d[lo[%d] * %d], qhi = qlo;", last, last, taps[last]);
+        bd_emit_open(e, "for (int64_t j = lo[%d] * %d; j < hi[%d] * %d; j++)", last, taps[last],
+                     last, taps[last]);
+        bd_emit(e, "qlo = TO%d[j] < qlo ? TO%d[j] : qlo;", last, last);
+        bd_emit(e, "qhi = TO%d[j] > qhi ? TO%d[j] : qhi;", last, last);
+        bd_emit_close(e, NULL);
+        bd_emit(e, "const int64_t qn = qhi - qlo + %lld;", (long long)xs[last]);
+    }
+    const char *xo = "0", *yo = "0", *ex = NULL;
+    for (int k = 0; k < r; k++) {
+        if (rows && k == last) {
+            bd_emit(e, "for (int64_t q = 0; q < qn; q++) R[q] = 0;");
+            emit_filter_rows(e, act, na, 0, xo, "", wt, type, taps);
+            xo = "-qlo"; /* R holds the input from qlo on */
+        }
+        bd_emit_open(e, "for (int64_t i%d = lo[%d]; i%d < hi[%d]; i%d++)", k, k, k, k, k);
+        const char *ik = bd_emit_str(e, "i%d", k);
+        if (!rp->active[k]) {
+            bd_emit(e, "const int64_t x%d = %s;", k, offset(e, xo, ik, xs[k]));
+            xo = bd_emit_str(e, "x%d", k);
+        } else {
+            /* The taps add this dim's offsets (in the row pass or the final sum). */
+            bd_emit(e, "const int64_t *to%d = TO%d + i%d * %d;", k, k, k, taps[k]);
+            bd_emit(e, "const %s *tw%d = TW%d + i%d * %d;", wt, k, k, k, taps[k]);
+            if (ext[k]) {
+                bd_emit(e, "const int e%d = %s%sE%d[i%d];", k, ex ? ex : "", ex ? " | " : "", k, k);
+                ex = bd_emit_str(e, "e%d", k);
+            }
+        }
+        bd_emit(e, "const int64_t y%d = %s;", k, offset(e, yo, ik, ys[k]));
+        yo = bd_emit_str(e, "y%d", k);
+    }
+    if (rows) emit_filter_sum(e, &act[na - 1], 1, 0, "R", xo, wt, taps);
+    else emit_filter_sum(e, act, na, 0, "X", xo, wt, taps);
+    if (any_ext)
+        bd_emit(e, "Y[%s] = %s ? (%s)%s : (%s)s0;", yo, ex, type,
+                literal(e, rp->extrapolation_value, y->dtype), type);
+    else
+        bd_emit(e, "Y[%s] = (%s)s0;", yo, type);
+    for (int k = 0; k < r; k++) bd_emit_close(e, NULL);
+    return BD_OK;
+}
+
+bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
+    if (phase != BD_EMIT_BLOCK) return BD_OK;
+    if (bd_resize_uses_filter((const bd_resize_params *)n->params)) return emit_resize_filter(e, n, d);
+    return emit_resize_sample(e, n, d);
 }

@@ -5,7 +5,13 @@
  * of index x stride, with stride 0 along broadcast dims, so broadcasting needs no copies. The op
  * becomes one C expression over the loaded operands `a`, `b`, `c`, ...; integer arithmetic is
  * compiled with -fwrapv (ONNX integer overflow wraps), and the operations C leaves undefined
- * (division by zero, INT_MIN / -1, float-to-int out of range) are guarded. */
+ * (division by zero, INT_MIN / -1, float-to-int out of range) are guarded.
+ *
+ * float16 and bfloat16 operands are uint16_t bit patterns: they are loaded through bd_h2f / bd_bf2f
+ * (exact), the op computes in float, and the result is rounded back to nearest even by bd_f2h /
+ * bd_f2bf (the prelude in emit_c.c). Cast to a 16-bit float rounds once from its source: a double or
+ * integer source goes through bd_d2h / bd_d2bf, never through float first. Where, and Cast to the
+ * same type, move the bit patterns unchanged. */
 #include <float.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +20,11 @@
 
 static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "k",
                                             "m", "p", "q", "r", "s", "t", "u", "v"};
+
+static bool is_half(int dtype) { return dtype == BD_DT_FLOAT16 || dtype == BD_DT_BFLOAT16; }
+
+/* The dtype an operand is computed in once loaded: float for the 16-bit floats. */
+static int compute_dtype(int dtype) { return is_half(dtype) ? BD_DT_FLOAT : dtype; }
 
 /* `f` suffix of <math.h> functions for float, none for double. */
 static const char *math_suffix(int dtype) { return dtype == BD_DT_FLOAT ? "f" : ""; }
@@ -99,6 +110,10 @@ static const char *op_expr(bd_emitter *e, const bd_nest *nest, const bd_node *n,
     case BD_OP_WHERE: return "a ? b : c";
     case BD_OP_CAST: {
         if (out_dt == BD_DT_BOOL) return "a != 0";
+        /* Rounded by the store: from a float (a float32 or the other 16-bit type), else from a
+         * double holding the source exactly (integers of more than 53 bits are far beyond
+         * float16's range; for bfloat16 they round twice). */
+        if (is_half(out_dt)) return in_dt == BD_DT_FLOAT ? "a" : "(double)a";
         bool from_float = is_float, to_float = out_dt == BD_DT_FLOAT || out_dt == BD_DT_DOUBLE;
         if (from_float && !to_float) return bd_emit_str(e, "bd_f2i_%s((double)a)", bd_c_type(out_dt));
         return bd_emit_str(e, "(%s)a", bd_c_type(out_dt));
@@ -134,15 +149,26 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
     const bd_node *n = bd_emit_node(e, nest);
     const bd_operand *out = &nest->operands[nest->n_operands - 1];
     const bd_value *vout = bd_graph_value(g, out->value);
+    int out_dt = vout->dtype;
     int in_dt = bd_graph_value(g, nest->operands[n->op == BD_OP_WHERE ? 1 : 0].value)->dtype;
-    const char *expr = op_expr(e, nest, n, in_dt, vout->dtype);
+    /* Bit patterns move unchanged; everything else computes 16-bit floats in float. */
+    bool raw = n->op == BD_OP_WHERE || (n->op == BD_OP_CAST && in_dt == out_dt);
+    int cin = raw ? in_dt : compute_dtype(in_dt);
+    const char *expr = op_expr(e, nest, n, cin, out_dt);
     if (!expr) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "no C expression for this op and dtype");
+    const char *store;
+    if (raw || !is_half(out_dt))
+        store = bd_emit_str(e, "(%s)(%s)", bd_c_type(out_dt), expr);
+    else if (n->op == BD_OP_CAST && cin != BD_DT_FLOAT)
+        store = bd_emit_str(e, "%s(%s)", out_dt == BD_DT_FLOAT16 ? "bd_d2h" : "bd_d2bf", expr);
+    else
+        store = bd_emit_str(e, "%s(%s)", out_dt == BD_DT_FLOAT16 ? "bd_f2h" : "bd_f2bf", expr);
 
     int r = nest->n_iter;
     /* Pointers, then one loop per dim with running offsets per operand. */
     for (int k = 0; k < nest->n_operands; k++) {
         const bd_operand *o = &nest->operands[k];
-        bd_emit(e, "%s P%d = %s;", o->write ? bd_emit_str(e, "%s *", bd_c_type(vout->dtype))
+        bd_emit(e, "%s P%d = %s;", o->write ? bd_emit_str(e, "%s *", bd_c_type(out_dt))
                                            : bd_emit_str(e, "const %s *", bd_c_type(bd_graph_value(g, o->value)->dtype)),
                 k, bd_emit_ptr(e, o->value));
     }
@@ -164,11 +190,16 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
         const char *sum = "0";
         for (int i = 0; i < r; i++)
             if (stride[k][i]) sum = bd_emit_str(e, "%s + i%d * %lld", sum, i, (long long)stride[k][i]);
-        if (nest->operands[k].write) bd_emit(e, "const int64_t o%d = %s;", k, sum);
-        else bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(bd_graph_value(g, nest->operands[k].value)->dtype),
-                     operand_names[k], k, sum);
+        int dt = bd_graph_value(g, nest->operands[k].value)->dtype;
+        if (nest->operands[k].write)
+            bd_emit(e, "const int64_t o%d = %s;", k, sum);
+        else if (is_half(dt) && !raw)
+            bd_emit(e, "const float %s = %s(P%d[%s]);", operand_names[k],
+                    dt == BD_DT_FLOAT16 ? "bd_h2f" : "bd_bf2f", k, sum);
+        else
+            bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(dt), operand_names[k], k, sum);
     }
-    bd_emit(e, "P%d[o%d] = (%s)(%s);", nest->n_operands - 1, nest->n_operands - 1, bd_c_type(vout->dtype), expr);
+    bd_emit(e, "P%d[o%d] = %s;", nest->n_operands - 1, nest->n_operands - 1, store);
     for (int i = 0; i < r; i++) bd_emit_close(e, NULL);
     return BD_OK;
 }

@@ -243,10 +243,203 @@ bd_status bd_emit_body_CONV_TRANSPOSE(bd_emitter *e, const bd_nest *n, bd_emit_p
 
 /* ---------------------------------------------------------------- POOL */
 
+/* The lowest value of T: where a max starts. */
+static const char *pool_lowest(int dtype) {
+    switch (dtype) {
+    case BD_DT_FLOAT: return "-INFINITY";
+    case BD_DT_DOUBLE: return "(double)-INFINITY";
+    case BD_DT_INT8: return "-128";
+    default: return "0";
+    }
+}
+
+/* Emits `int64_t NAME = taps of a window starting at b (an expression) that fall inside [0, end)`,
+ * given kernel K and dilation dl: from the first tap at or after 0 to the last before end. */
+static void emit_taps(bd_emitter *e, const char *lo_name, const char *hi_name, const char *b,
+                      int64_t end, int64_t K, int64_t dl) {
+    if (lo_name)
+        bd_emit(e, "const int64_t %s = %s < 0 ? (-(%s) + %lld) / %lld : 0;", lo_name, b, b, ll(dl - 1), ll(dl));
+    bd_emit(e, "int64_t %s = %s >= %lld ? 0 : (%lld - (%s) + %lld) / %lld;", hi_name, b, ll(end), ll(end), b,
+            ll(dl - 1), ll(dl));
+    bd_emit(e, "if (%s > %lld) %s = %lld;", hi_name, ll(K), hi_name, ll(K));
+}
+
+/* Pooling without Indices, a row at a time: for every output position of the outer spatial axes,
+ * the block's run of the last axis accumulates in scratch, one input row per tap of the window,
+ * over the output columns that tap reaches inside the input (precomputed per tap), so the inner
+ * loop is a plain strided max or sum with no bounds tests. */
+static void emit_pool_rows(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
+    const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
+    const char *T = bd_c_type(x->dtype);
+    int nsp = pp->nsp, last = nsp - 1, li = 2 + last; /* last spatial axis, its iteration dim */
+    int64_t C = x->dims[1], xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    strides_of(nsp, x->dims + 2, xs);
+    strides_of(nsp, y->dims + 2, ys);
+    int64_t XS = xs[0] * x->dims[2], YS = ys[0] * y->dims[2];
+    int64_t W = x->dims[li], OW = y->dims[li], KW = pp->kernel[last];
+    int64_t s = pp->strides[last], dl = pp->dilations[last], p = pp->pads[last];
+    /* output columns [owlo, owhi) that tap kw reads inside the input */
+    char lo_list[4096] = "", hi_list[4096] = "";
+    size_t lo_len = 0, hi_len = 0;
+    for (int64_t kw = 0; kw < KW && kw < 256; kw++) {
+        int64_t off = kw * dl - p;
+        int64_t owlo = off >= 0 ? 0 : (-off + s - 1) / s;
+        int64_t owhi = W - off <= 0 ? 0 : (W - off + s - 1) / s;
+        if (owlo > OW) owlo = OW;
+        if (owhi > OW) owhi = OW;
+        lo_len += (size_t)snprintf(lo_list + lo_len, sizeof lo_list - lo_len, "%s%lld", kw ? ", " : "", ll(owlo));
+        hi_len += (size_t)snprintf(hi_list + hi_len, sizeof hi_list - hi_len, "%s%lld", kw ? ", " : "", ll(owhi));
+    }
+    bd_emit(e, "static const int64_t owlo[%lld] = {%s}, owhi[%lld] = {%s};", ll(KW), lo_list, ll(KW), hi_list);
+    bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
+    bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
+    bd_emit(e, "%s *acc = (%s *)(void *)scratch;", T, T);
+    bd_emit(e, "const int64_t c0 = lo[%d], c1 = hi[%d];", li, li);
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
+    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
+    bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(XS));
+    const char *yo = "0", *xo = "0", *cnt = "1";
+    for (int i = 0; i < last; i++) {
+        bd_emit_open(e, "for (int64_t o%d = lo[%d]; o%d < hi[%d]; o%d++)", i, 2 + i, i, 2 + i, i);
+        bd_emit(e, "const int64_t b%d = o%d * %lld - %lld;", i, i, ll(pp->strides[i]), ll(pp->pads[i]));
+        const char *b = bd_emit_str(e, "b%d", i);
+        emit_taps(e, bd_emit_str(e, "l%d", i), bd_emit_str(e, "h%d", i), b, x->dims[2 + i], pp->kernel[i],
+                  pp->dilations[i]);
+        if (pp->count_include_pad)
+            emit_taps(e, NULL, bd_emit_str(e, "e%d", i), b, x->dims[2 + i] + pp->pads[nsp + i],
+                      pp->kernel[i], pp->dilations[i]);
+        yo = bd_emit_str(e, "%s + o%d * %lld", yo, i, ll(ys[i]));
+        xo = bd_emit_str(e, "%s + (b%d + k%d * %lld) * %lld", xo, i, i, ll(pp->dilations[i]), ll(xs[i]));
+        cnt = pp->count_include_pad ? bd_emit_str(e, "%s * e%d", cnt, i)
+                                    : bd_emit_str(e, "%s * (h%d - l%d)", cnt, i, i);
+    }
+    bd_emit(e, "for (int64_t j = 0; j < c1 - c0; j++) acc[j] = %s;", pp->is_max ? pool_lowest(x->dtype) : "0");
+    for (int i = 0; i < last; i++)
+        bd_emit_open(e, "for (int64_t k%d = l%d; k%d < h%d; k%d++)", i, i, i, i, i);
+    bd_emit(e, "const %s *xr = xc + %s;", T, xo);
+    bd_emit_open(e, "for (int64_t kw = 0; kw < %lld; kw++)", ll(KW));
+    bd_emit(e, "const int64_t a = owlo[kw] > c0 ? owlo[kw] : c0, z = owhi[kw] < c1 ? owhi[kw] : c1;");
+    bd_emit(e, "const %s *xp = xr + kw * %lld - %lld;", T, ll(dl), ll(p));
+    if (pp->is_max)
+        bd_emit(e, "for (int64_t ow = a; ow < z; ow++) { const %s v = xp[ow * %lld]; acc[ow - c0] = v > acc[ow - c0] ? v : acc[ow - c0]; }",
+                T, ll(s));
+    else
+        bd_emit(e, "for (int64_t ow = a; ow < z; ow++) acc[ow - c0] += xp[ow * %lld];", ll(s));
+    bd_emit_close(e, NULL);
+    for (int i = 0; i < last; i++) bd_emit_close(e, NULL);
+    bd_emit(e, "%s *yr = Y + plane * %lld + %s;", T, ll(YS), yo);
+    if (pp->is_max) {
+        bd_emit(e, "for (int64_t ow = c0; ow < c1; ow++) yr[ow] = acc[ow - c0];");
+    } else {
+        bd_emit(e, "const %s outer = (%s)(%s);", T, T, cnt);
+        bd_emit_open(e, "for (int64_t ow = c0; ow < c1; ow++)");
+        bd_emit(e, "const int64_t bw = ow * %lld - %lld;", ll(s), ll(p));
+        if (pp->count_include_pad) {
+            emit_taps(e, NULL, "ew", "bw", W + pp->pads[nsp + last], KW, dl);
+            bd_emit(e, "yr[ow] = acc[ow - c0] / (outer * (%s)ew);", T);
+        } else {
+            emit_taps(e, "lw", "hw", "bw", W, KW, dl);
+            bd_emit(e, "yr[ow] = acc[ow - c0] / (outer * (%s)(hw - lw));", T);
+        }
+        bd_emit_close(e, NULL);
+    }
+    for (int i = 0; i < last; i++) bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+}
+
+/* 2-D pooling without Indices: output pixels whose whole window lies inside the input (the
+ * interior, most of them) take a straight-line max/sum over the window's taps at constant
+ * offsets; the others (borders) walk only the taps inside the input. */
+static void emit_pool_2d(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
+    const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
+    const char *T = bd_c_type(x->dtype);
+    int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
+    int64_t KH = pp->kernel[0], KW = pp->kernel[1], sh = pp->strides[0], sw = pp->strides[1];
+    int64_t dh = pp->dilations[0], dw = pp->dilations[1], ph = pp->pads[0], pw = pp->pads[1];
+    /* interior columns [owl, owh): every tap inside [0, W) */
+    int64_t owl = (pw + sw - 1) / sw, last = W - 1 + pw - (KW - 1) * dw;
+    int64_t owh = last < 0 ? 0 : last / sw + 1;
+    if (owh > OW) owh = OW;
+    if (owl > owh) owl = owh;
+    bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
+    bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
+    bd_emit(e, "const int64_t c0 = lo[3], c1 = hi[3];");
+    bd_emit(e, "const int64_t fa = c0 > %lld ? c0 : %lld, fz = c1 < %lld ? c1 : %lld;", ll(owl), ll(owl), ll(owh),
+            ll(owh));
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
+    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
+    bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(H * W));
+    bd_emit_open(e, "for (int64_t oh = lo[2]; oh < hi[2]; oh++)");
+    bd_emit(e, "const int64_t bh = oh * %lld - %lld;", ll(sh), ll(ph));
+    emit_taps(e, "lh", "hh", "bh", H, KH, dh);
+    if (pp->count_include_pad) emit_taps(e, NULL, "eh", "bh", H + pp->pads[2], KH, dh);
+    bd_emit(e, "const int full = lh == 0 && hh == %lld;", ll(KH));
+    bd_emit(e, "%s *yr = Y + plane * %lld + oh * %lld;", T, ll(OH * OW), ll(OW));
+    bd_emit(e, "int64_t ow = c0;");
+    bd_emit_open(e, "while (ow < c1)");
+    /* interior */
+    bd_emit_open(e, "if (full && ow >= fa && ow < fz)");
+    bd_emit_open(e, "for (; ow < fz; ow++)");
+    bd_emit(e, "const %s *xp = xc + bh * %lld + ow * %lld - %lld;", T, ll(W), ll(sw), ll(pw));
+    const char *acc = NULL;
+    for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) {
+            const char *tap = bd_emit_str(e, "xp[%lld]", ll(kh * dh * W + kw * dw));
+            if (!acc) {
+                bd_emit(e, "%s v = %s;", T, tap);
+                acc = "v";
+            } else if (pp->is_max) {
+                bd_emit(e, "v = %s > v ? %s : v;", tap, tap);
+            } else {
+                bd_emit(e, "v += %s;", tap);
+            }
+        }
+    if (pp->is_max) bd_emit(e, "yr[ow] = v;");
+    else bd_emit(e, "yr[ow] = v / (%s)%lld;", T, ll(KH * KW));
+    bd_emit_close(e, NULL);
+    bd_emit(e, "continue;");
+    bd_emit_close(e, NULL);
+    /* border */
+    bd_emit(e, "const int64_t bw = ow * %lld - %lld;", ll(sw), ll(pw));
+    emit_taps(e, "lw", "hw", "bw", W, KW, dw);
+    bd_emit(e, "%s v = %s;", T, pp->is_max ? pool_lowest(x->dtype) : "0");
+    bd_emit_open(e, "for (int64_t kh = lh; kh < hh; kh++)");
+    bd_emit(e, "const %s *xr = xc + (bh + kh * %lld) * %lld + bw;", T, ll(dh), ll(W));
+    if (pp->is_max)
+        bd_emit(e, "for (int64_t kw = lw; kw < hw; kw++) { const %s t = xr[kw * %lld]; v = t > v ? t : v; }", T, ll(dw));
+    else
+        bd_emit(e, "for (int64_t kw = lw; kw < hw; kw++) v += xr[kw * %lld];", ll(dw));
+    bd_emit_close(e, NULL);
+    if (pp->is_max) {
+        bd_emit(e, "yr[ow] = v;");
+    } else if (pp->count_include_pad) {
+        emit_taps(e, NULL, "ew", "bw", W + pp->pads[3], KW, dw);
+        bd_emit(e, "yr[ow] = v / (%s)(eh * ew);", T);
+    } else {
+        bd_emit(e, "yr[ow] = v / (%s)((hh - lh) * (hw - lw));", T);
+    }
+    bd_emit(e, "ow++;");
+    bd_emit_close(e, NULL); /* while */
+    bd_emit_close(e, NULL); /* oh */
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+}
+
 bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_pool_params *pp = (const bd_pool_params *)n->params;
+    if (pp->indices < 0 && pp->nsp == 2 && pp->kernel[0] * pp->kernel[1] <= 64) {
+        emit_pool_2d(e, n, pp);
+        return BD_OK;
+    }
+    if (pp->indices < 0 && pp->kernel[pp->nsp - 1] <= 256) {
+        emit_pool_rows(e, n, pp);
+        return BD_OK;
+    }
     const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
     const char *T = bd_c_type(x->dtype);
     bool fl = x->dtype == BD_DT_FLOAT || x->dtype == BD_DT_DOUBLE;

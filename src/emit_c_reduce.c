@@ -170,6 +170,7 @@ static void emit_reduce_columns(bd_emitter *e, int dt, const bd_reduce_params *p
     bd_emit(e, "%s *restrict yb = Y + (%s);", t, yoff);
     bd_emit(e, "%s *restrict A = (%s *)(void *)scratch;", at, at);
     bd_emit(e, "const int64_t j0 = lo[%d], n = hi[%d] - lo[%d], nv = n - n %% %s;", it, it, it, vec ? "VL" : "8");
+    bd_emit(e, "(void)nv; /* unused when nothing is reduced */");
     bd_emit(e, "for (int64_t j = 0; j < n; j++) A[j] = %s;", init);
     /* The innermost reduced loop steps four indices at a time (one load and store of the
      * accumulators per four rows), then one at a time for the rest. */
@@ -211,7 +212,6 @@ static void emit_reduce_columns(bd_emitter *e, int dt, const bd_reduce_params *p
     }
     if (!ng) { /* nothing reduced (noop, or only unit dims): one pass over the row */
         bd_emit(e, "const %s *restrict xr = xb + j0;", t);
-        bd_emit(e, "(void)nv;");
         bd_emit(e, "for (int64_t j = 0; j < n; j++) %s", acc_step(e, dt, prm->kind, "A[j]", "xr[j]"));
     }
     bd_emit(e, "for (int64_t j = 0; j < n; j++) yb[j0 + j] = %s;", acc_final(e, dt, prm->kind, prm->count, "A[j]"));
@@ -263,6 +263,7 @@ bd_status bd_emit_body_REDUCE(bd_emitter *e, const bd_nest *nest, bd_emit_phase 
         yoff = bd_emit_str(e, "%s + i%d * %lld", yoff, it, (long long)ys[it]);
     }
     bd_emit(e, "const %s *xb = X + (%s);", t, xoff);
+    bd_emit(e, "(void)xb; /* unused when a reduced extent is 0 */");
     if (column) {
         int it = prm->iter_of[inner];
         BD_ASSERT(xs[inner] == 1 && ys[it] == 1 && nest->scratch_bytes >= 8 * nest->tile[it]);

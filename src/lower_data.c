@@ -17,6 +17,7 @@
  * tables (bd_resize_table) are computed here to find the dims it leaves alone, and again by the
  * emitter. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower_data.h"
@@ -614,35 +615,51 @@ bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- Resize */
 
-void bd_resize_table(const bd_resize_params *p, int k, int64_t *idx0, int64_t *idx1, float *w1) {
+bool bd_resize_uses_filter(const bd_resize_params *p) {
+    return p->interp == BD_INTERP_CUBIC || (p->interp == BD_INTERP_LINEAR && p->antialias);
+}
+
+/* The input coordinate that output index o of dim k samples (coordinate_transformation_mode);
+ * false when the output element takes the extrapolation value instead. */
+static bool resize_source(const bd_resize_params *p, int k, int64_t o, double *xp) {
     int64_t in = p->in_extent[k], out = p->out_extent[k];
     double scale = p->scale[k], out_w = scale * (double)in, len = (double)in;
-    double rs = p->roi_start[k], re = p->roi_end[k];
+    double rs = p->roi_start[k], re = p->roi_end[k], xr = (double)o, x;
+    switch (p->coord) {
+    case BD_RESIZE_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)out / out_w, center = len / 2;
+        x = center * (1 - adjustment) + (xr + 0.5) / scale - 0.5;
+        break;
+    }
+    case BD_RESIZE_PYTORCH_HALF_PIXEL: x = out_w == 1 ? -0.5 : (xr + 0.5) / scale - 0.5; break;
+    case BD_RESIZE_ALIGN_CORNERS: x = out_w == 1 ? 0 : xr * (len - 1) / (out_w - 1); break;
+    case BD_RESIZE_ASYMMETRIC: x = xr / scale; break;
+    case BD_RESIZE_TF_HALF_PIXEL_FOR_NN:
+        /* onnxruntime leaves a dim of scale 1 alone here (the formula would shift it by half an
+         * element); TF, whose mode this is, never resamples such a dim either. */
+        x = scale == 1 ? xr : (xr + 0.5) / scale;
+        break;
+    case BD_RESIZE_TF_CROP_AND_RESIZE:
+        x = out_w == 1 ? (re - rs) * (len - 1) / 2 : xr * (re - rs) * (len - 1) / (out_w - 1);
+        x += rs * (len - 1);
+        break;
+    default: x = (xr + 0.5) / scale - 0.5; break;
+    }
+    /* A coordinate that is mathematically a multiple of 1/2 (where nearest rounding and the
+     * input's edges decide) but came out an ulp away is snapped to it. */
+    double twice = nearbyint(2 * x);
+    if (fabs(2 * x - twice) <= 1e-9 * (fabs(x) > 1 ? fabs(x) : 1)) x = twice / 2;
+    *xp = x;
+    if (!(x == x)) return false;
+    return p->coord != BD_RESIZE_TF_CROP_AND_RESIZE || (x >= 0 && x <= len - 1);
+}
+
+void bd_resize_table(const bd_resize_params *p, int k, int64_t *idx0, int64_t *idx1, float *w1) {
+    int64_t in = p->in_extent[k], out = p->out_extent[k];
+    double len = (double)in;
     for (int64_t o = 0; o < out; o++) {
-        double xr = (double)o, x;
-        bool outside = false;
-        switch (p->coord) {
-        case BD_RESIZE_HALF_PIXEL_SYMMETRIC: {
-            double adjustment = (double)out / out_w, center = len / 2;
-            x = center * (1 - adjustment) + (xr + 0.5) / scale - 0.5;
-            break;
-        }
-        case BD_RESIZE_PYTORCH_HALF_PIXEL: x = out_w == 1 ? -0.5 : (xr + 0.5) / scale - 0.5; break;
-        case BD_RESIZE_ALIGN_CORNERS: x = out_w == 1 ? 0 : xr * (len - 1) / (out_w - 1); break;
-        case BD_RESIZE_ASYMMETRIC: x = xr / scale; break;
-        case BD_RESIZE_TF_HALF_PIXEL_FOR_NN: x = (xr + 0.5) / scale; break;
-        case BD_RESIZE_TF_CROP_AND_RESIZE:
-            x = out_w == 1 ? (re - rs) * (len - 1) / 2 : xr * (re - rs) * (len - 1) / (out_w - 1);
-            x += rs * (len - 1);
-            break;
-        default: x = (xr + 0.5) / scale - 0.5; break;
-        }
-        /* A coordinate that is mathematically a multiple of 1/2 (where nearest rounding and the
-         * input's edges decide) but came out an ulp away is snapped to it. */
-        double twice = nearbyint(2 * x);
-        if (fabs(2 * x - twice) <= 1e-9 * (fabs(x) > 1 ? fabs(x) : 1)) x = twice / 2;
-        if (p->coord == BD_RESIZE_TF_CROP_AND_RESIZE) outside = x < 0 || x > len - 1;
-        if (outside || !(x == x)) {
+        double x;
+        if (!resize_source(p, k, o, &x)) {
             idx0[o] = -1;
             idx1[o] = 0;
             w1[o] = 0;
@@ -654,13 +671,13 @@ void bd_resize_table(const bd_resize_params *p, int k, int64_t *idx0, int64_t *i
         double fl = floor(x), ratio = x - fl;
         int64_t i0 = (int64_t)fl, i1 = i0 + 1;
         float w = (float)ratio;
-        if (!p->linear) {
+        if (p->interp == BD_INTERP_NEAREST) {
             bool up;
             switch (p->nearest) {
             case BD_NEAREST_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
             case BD_NEAREST_FLOOR: up = false; break;
             case BD_NEAREST_CEIL: up = ratio > 0; break;
-            case BD_NEAREST_SIMPLE: up = scale < 1 ? ratio > 0 : x < 0 && ratio > 0; break;
+            case BD_NEAREST_SIMPLE: up = p->scale[k] < 1 ? ratio > 0 : x < 0 && ratio > 0; break;
             default: up = ratio > 0.5; break;
             }
             i0 = up ? i1 : i0;
@@ -673,6 +690,68 @@ void bd_resize_table(const bd_resize_params *p, int k, int64_t *idx0, int64_t *i
         idx0[o] = i0 < 0 ? 0 : i0 >= in ? in - 1 : i0;
         idx1[o] = i1 < 0 ? 0 : i1 >= in ? in - 1 : i1;
         w1[o] = idx0[o] == idx1[o] ? 0 : w;
+    }
+}
+
+/* The filter of the spec's reference (onnx/reference/ops/op_resize.py): a kernel of half-width
+ * `support` (1: the linear tent, 2: the cubic of coefficient A) whose taps sit at integer offsets
+ * from the sample point; antialias stretches it by 1/scale when downsampling, so that every input
+ * element within the footprint of an output element contributes. The window's first tap lies
+ * `first_tap` indices from the sample's floor. */
+static double filter_scale(const bd_resize_params *p, int k) {
+    return p->antialias && p->scale[k] < 1 ? p->scale[k] : 1.0;
+}
+
+static int64_t filter_first_tap(const bd_resize_params *p, int k) {
+    double support = p->interp == BD_INTERP_CUBIC ? 2 : 1;
+    return (int64_t)floor(-support / filter_scale(p, k)) + 1;
+}
+
+static double filter_kernel(const bd_resize_params *p, double t) {
+    t = fabs(t);
+    if (p->interp == BD_INTERP_LINEAR) return t < 1 ? 1 - t : 0;
+    double a = p->cubic_coeff_a;
+    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
+
+int bd_resize_taps(const bd_resize_params *p, int k) {
+    return (int)(2 - 2 * filter_first_tap(p, k));
+}
+
+void bd_resize_filter(const bd_resize_params *p, int k, int64_t *idx, double *w, bool *outside) {
+    int64_t in = p->in_extent[k], out = p->out_extent[k], first = filter_first_tap(p, k);
+    int taps = bd_resize_taps(p, k);
+    double fs = filter_scale(p, k);
+    for (int64_t o = 0; o < out; o++) {
+        int64_t *ix = idx + o * taps;
+        double *wt = w + o * taps, x;
+        outside[o] = !resize_source(p, k, o, &x);
+        if (outside[o]) {
+            for (int t = 0; t < taps; t++) ix[t] = 0, wt[t] = 0;
+            continue;
+        }
+        /* Beyond this every tap is outside the input on the same side: nothing changes. */
+        double margin = (double)taps + 1;
+        if (x < -margin) x = -margin;
+        if (x > (double)in + margin) x = (double)in + margin;
+        /* The sample's left neighbour and its distance from it, in (0, 1] as the reference has
+         * it (an integer x counts as 1 past its left neighbour). */
+        double base = floor(x), ratio = x - base;
+        if (ratio == 0) base -= 1, ratio = 1;
+        double sum = 0;
+        for (int t = 0; t < taps; t++) {
+            int64_t i = (int64_t)base + first + t;
+            wt[t] = filter_kernel(p, ((double)(first + t) - ratio) * fs);
+            if (p->exclude_outside && (i < 0 || i >= in)) wt[t] = 0;
+            sum += wt[t];
+            ix[t] = i < 0 ? 0 : i >= in ? in - 1 : i;
+        }
+        /* The antialiased kernels are normalised to sum 1; so are the weights left by
+         * exclude_outside (when any are). A plain cubic sums to 1 already. */
+        if ((p->antialias || p->exclude_outside) && sum != 0)
+            for (int t = 0; t < taps; t++) wt[t] /= sum;
     }
 }
 
@@ -721,8 +800,38 @@ static bd_status resize_nearest_of(bd_graph *g, const bd_node *n, bd_diag *d, bd
                         bd_quote(s));
 }
 
-/* Linear interpolation visits 2^k corners for k resized dims. */
-enum { RESIZE_MAX_LINEAR_DIMS = 5 };
+/* Whether dim k's sampling is the identity (every output index reads its own input index with
+ * weight 1): 1 yes, 0 no, -1 out of memory. */
+static int resize_dim_identity(const bd_resize_params *p, int k) {
+    int64_t out = p->out_extent[k];
+    if (out != p->in_extent[k]) return 0;
+    size_t taps = bd_resize_uses_filter(p) ? (size_t)bd_resize_taps(p, k) : 2, cnt = (size_t)out;
+    int64_t *idx = malloc(cnt * taps * sizeof *idx);
+    double *w = malloc(cnt * taps * sizeof *w);
+    float *w1 = malloc(cnt * sizeof *w1);
+    bool *outside = malloc(cnt * sizeof *outside);
+    int identity = idx && w && w1 && outside ? 1 : -1;
+    if (identity > 0 && bd_resize_uses_filter(p)) {
+        bd_resize_filter(p, k, idx, w, outside);
+        for (size_t o = 0; o < cnt && identity > 0; o++) {
+            double own = 0, other = 0;
+            for (size_t t = 0; t < taps; t++) {
+                if (idx[o * taps + t] == (int64_t)o) own += w[o * taps + t];
+                else other += fabs(w[o * taps + t]);
+            }
+            identity = !outside[o] && fabs(own - 1) < 1e-12 && other < 1e-12;
+        }
+    } else if (identity > 0) {
+        bd_resize_table(p, k, idx, idx + cnt, w1);
+        for (size_t o = 0; o < cnt && identity > 0; o++) identity = idx[o] == (int64_t)o && w1[o] == 0;
+    }
+    free(idx), free(w), free(w1), free(outside);
+    return identity;
+}
+
+/* Linear interpolation visits 2^k corners for k resized dims. A filter's row buffer is at most
+ * 4 MiB of float per thread. */
+enum { RESIZE_MAX_LINEAR_DIMS = 5, RESIZE_MAX_ROW_ELEMS = 1 << 20 };
 
 bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
@@ -736,19 +845,26 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     memset(&rp, 0, sizeof rp);
 
     const char *mode = bd_attr_string(g, n, "mode", "nearest");
-    if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0)
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' '%s' is not supported "
-                            "(nearest and linear are)", bd_quote(mode));
-    rp.linear = strcmp(mode, "linear") == 0;
-    if (n->opset >= 18 && bd_attr_int(n, "antialias", 0) != 0)
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'antialias' = 1 is not supported");
-    if (rp.linear && y->dtype != BD_DT_FLOAT && y->dtype != BD_DT_DOUBLE)
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' 'linear' on %s data is not "
-                            "supported (float32 and float64 are)", bd_dtype_name(y->dtype));
+    if (strcmp(mode, "nearest") == 0) rp.interp = BD_INTERP_NEAREST;
+    else if (strcmp(mode, "linear") == 0) rp.interp = BD_INTERP_LINEAR;
+    else if (strcmp(mode, "cubic") == 0 && n->opset >= 11) rp.interp = BD_INTERP_CUBIC;
+    else
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' '%s' is not supported",
+                            bd_quote(mode));
+    /* antialias only changes linear and cubic (the spec: "linear and cubic interpolation modes
+     * will use an antialiasing filter when downscaling"). */
+    rp.antialias = n->opset >= 18 && bd_attr_int(n, "antialias", 0) != 0 &&
+                   rp.interp != BD_INTERP_NEAREST;
+    /* exclude_outside matters only where taps can fall outside the input, i.e. for the filters
+     * (a plain linear sample is clamped into the input, its weights summing to 1 anyway). */
+    rp.exclude_outside = n->opset >= 11 && bd_attr_int(n, "exclude_outside", 0) != 0;
+    rp.cubic_coeff_a = bd_attr_float(n, "cubic_coeff_a", -0.75f);
+    if (rp.interp != BD_INTERP_NEAREST && y->dtype != BD_DT_FLOAT && y->dtype != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' '%s' on %s data is not "
+                            "supported (float32 and float64 are)", bd_quote(mode),
+                            bd_dtype_name(y->dtype));
     if ((s = resize_coord_of(g, n, d, &rp.coord)) || (s = resize_nearest_of(g, n, d, &rp.nearest)))
         return s;
-    /* exclude_outside renormalises the weights of samples outside the input; nearest and linear
-     * samples are clamped into it already, so it changes nothing for them. */
     rp.extrapolation_value = bd_attr_float(n, "extrapolation_value", 0.0f);
 
     int64_t axes[BD_MAX_RANK];
@@ -830,22 +946,29 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     /* Dims whose table is the identity need no sampling. */
     int n_linear = 0;
     for (int k = 0; k < r; k++) {
-        int64_t out = y->dims[k];
-        int64_t *i0 = bd_arena_array(&g->model->arena, (size_t)out, sizeof *i0);
-        int64_t *i1 = bd_arena_array(&g->model->arena, (size_t)out, sizeof *i1);
-        float *w = bd_arena_array(&g->model->arena, (size_t)out, sizeof *w);
-        if (!i0 || !i1 || !w) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
-        bd_resize_table(&rp, k, i0, i1, w);
-        bool identity = out == x->dims[k];
-        for (int64_t o = 0; o < out && identity; o++) identity = i0[o] == o && w[o] == 0;
+        int identity = resize_dim_identity(&rp, k);
+        if (identity < 0) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
         rp.active[k] = !identity;
-        n_linear += rp.active[k] && rp.linear;
+        n_linear += rp.active[k] && rp.interp == BD_INTERP_LINEAR && !bd_resize_uses_filter(&rp);
     }
     if (n_linear > RESIZE_MAX_LINEAR_DIMS)
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "linear resize of %d axes at once (at most "
                             "%d are supported)", n_linear, RESIZE_MAX_LINEAR_DIMS);
 
+    /* The filter modes combine the active dims but the last into a per-thread row buffer first
+     * (emit_c_data.c): the last one's input extent times the dims inside it, unless that is huge
+     * (then each output sums over the product of the windows directly). */
+    int last = -1, n_active = 0;
+    for (int k = 0; k < r; k++)
+        if (rp.active[k]) last = k, n_active++;
+    if (bd_resize_uses_filter(&rp) && n_active >= 2) {
+        int64_t row = 1;
+        for (int k = last; k < r; k++) row *= x->dims[k];
+        if (row <= RESIZE_MAX_ROW_ELEMS) rp.row_elems = row;
+    }
+
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_RESIZE, y);
+    nest->scratch_bytes = rp.row_elems * (y->dtype == BD_DT_DOUBLE ? 8 : 4);
     bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, r);
     for (int k = 0; k < r; k++)
         xo->dims[k] = rp.active[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}

@@ -56,8 +56,13 @@ typedef enum bd_resize_nearest {
     BD_NEAREST_SIMPLE, /* opset 10: truncate when upsampling, ceil when downsampling */
 } bd_resize_nearest;
 
+typedef enum bd_resize_interp { BD_INTERP_NEAREST, BD_INTERP_LINEAR, BD_INTERP_CUBIC } bd_resize_interp;
+
 typedef struct bd_resize_params {
-    bool linear;                   /* else nearest */
+    bd_resize_interp interp;
+    bool antialias;                /* linear/cubic: the filter widened by 1/scale when downsampling */
+    bool exclude_outside;          /* taps outside the input get weight 0, the rest renormalised */
+    double cubic_coeff_a;
     bd_resize_coord coord;
     bd_resize_nearest nearest;
     double extrapolation_value;    /* tf_crop_and_resize outside the input */
@@ -65,11 +70,24 @@ typedef struct bd_resize_params {
     double roi_start[BD_MAX_RANK], roi_end[BD_MAX_RANK];
     int64_t in_extent[BD_MAX_RANK], out_extent[BD_MAX_RANK];
     bool active[BD_MAX_RANK];      /* dims whose sampling is not the identity */
+    int64_t row_elems;             /* filter modes, 2+ active dims: elements of the per-thread row
+                                      buffer the active dims but the last are combined into */
 } bd_resize_params;
+
+/* Nearest and plain linear sample each dim at one or two input indices, through bd_resize_table;
+ * cubic and antialiased linear weigh a window of taps per output index (bd_resize_filter). */
+bool bd_resize_uses_filter(const bd_resize_params *p);
 
 /* Sampling table of dim k: for each output index o, the input indices idx0[o], idx1[o] (clamped
  * to the extent) and the weight w1[o] of idx1 (weight of idx0 = 1 - w1; nearest: idx1 == idx0,
  * w1 == 0); idx0[o] == -1 when the output element takes the extrapolation value. */
 void bd_resize_table(const bd_resize_params *p, int k, int64_t *idx0, int64_t *idx1, float *w1);
+
+/* Filter table of dim k: bd_resize_taps(p, k) taps per output index o; tap t reads input index
+ * idx[o * taps + t] (clamped to the extent, which is what the spec's edge padding amounts to) with
+ * weight w[o * taps + t]; outside[o] when the output element takes the extrapolation value (its
+ * taps then read index 0 with weight 0). */
+int bd_resize_taps(const bd_resize_params *p, int k);
+void bd_resize_filter(const bd_resize_params *p, int k, int64_t *idx, double *w, bool *outside);
 
 #endif

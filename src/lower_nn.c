@@ -9,24 +9,22 @@
  * product, the input channels of an ungrouped convolution) are FULL.
  *
  * Tilings aim at enough blocks for every thread (dynamic scheduling balances uneven ones) while
- * keeping each block big enough that the micro-kernels run at speed: convolutions cut output rows
- * first (the weights of a channel tile stay in cache) and then output channels in multiples of
- * the GEMM register tile; matrix products cut the larger of M and N. The geometry helpers
- * (window reading, auto_pad resolution) repeat the ones of infer_nn.c, which computes the same
- * extents for shape inference: here they also give the pads actually applied. */
+ * keeping each block big enough that the micro-kernels run at speed. Convolutions and float32
+ * matrix products that run on kernels/ pick their tile by a small search over a cost model (the
+ * register-tile work, the packing each block repeats, a dispatch cost), scored over 1 to 8
+ * threads; depthwise convolutions cut channels; the generated loops cut leading dims. The
+ * geometry helpers (window reading, auto_pad resolution) repeat the ones of infer_nn.c, which
+ * computes the same extents for shape inference: here they also give the pads actually applied. */
 #include <math.h>
 #include <string.h>
 
 #include "lower_nn.h"
 #include "passes.h"
 
-/* Work (multiply-adds) worth one block, and the most blocks one op is cut into. Convolutions
- * use bigger blocks: every block re-packs (im2col) the input columns it reads. */
-enum {
-    NN_BLOCK_WORK = 1 << 19, NN_MAX_BLOCKS = 32,
-    CONV_BLOCK_WORK = 1 << 20, CONV_MAX_BLOCKS = 16,
-    MM_BLOCK_WORK = 1 << 20, MM_MAX_BLOCKS = 16
-};
+/* Work (multiply-adds) worth one block, and the most blocks one op is cut into (generated-loop
+ * convolutions, matrix products); enough for a few threads with dynamic scheduling, few enough
+ * that each block keeps the micro-kernels busy. */
+enum { CONV_BLOCK_WORK = 1 << 20, CONV_MAX_BLOCKS = 16, MM_BLOCK_WORK = 1 << 20, MM_MAX_BLOCKS = 16 };
 
 static int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -65,12 +63,6 @@ static int64_t tile_blocks(const bd_nest *nest, const int64_t *tile) {
     int64_t b = 1;
     for (int i = 0; i < nest->n_iter; i++) b *= ceil_div(nest->extent[i], tile[i] ? tile[i] : 1);
     return b;
-}
-
-/* How many blocks an op with `work` multiply-adds deserves. */
-static int64_t wanted_blocks(int64_t work) {
-    int64_t b = work / NN_BLOCK_WORK;
-    return b < 1 ? 1 : b > NN_MAX_BLOCKS ? NN_MAX_BLOCKS : b;
 }
 
 /* ---------------------------------------------------------------- sliding windows */
@@ -199,11 +191,11 @@ static double spread_cost(int64_t blocks, double cost) {
 }
 
 /* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
- * (channel tile, row tile): each block computes mt x K x cols multiply-adds on register tiles of
- * 12 rows x 32 columns (partial tiles cost whole ones), re-packs its K x cols input columns
- * (about as costly as 1/40 of a multiply-add column of 32 rows... measured: ~0.8 cycle per
- * element against 32 multiply-adds per cycle) and pays a fixed dispatch cost. Channel tiles are
- * whole groups when the convolution is grouped. */
+ * (channel tile, row tile), in cycles of the AVX-512 kernel: a block computes mt x K x cols
+ * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
+ * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
+ * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
+ * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
 static void conv_gemm_tiling(bd_nest *nest, int64_t K, int64_t Mg, int64_t group) {
     int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
     int64_t inner = 1;
@@ -291,8 +283,7 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
 
     int64_t ksize = 1;
     for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
-    int64_t mstep = depthwise ? 8 : group > 1 ? Mg * imax64(1, 48 / Mg) : 48;
-    if (group > 1 && !depthwise && mstep % Mg) mstep = Mg * ceil_div(mstep, Mg);
+    int64_t mstep = group > 1 ? Mg * imax64(1, 48 / Mg) : 48; /* whole groups */
     if (cp->packed && !depthwise) conv_gemm_tiling(nest, Cg * ksize, Mg, group);
     else if (cp->packed) dwconv_tiling(nest, ksize);
     else conv_tiling(nest, Cg * ksize, mstep, mstep, true, 1);
@@ -443,6 +434,8 @@ bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
     int64_t ksize = 1;
     for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
     bd_nest_tile_default(nest, imax64(64, (1 << 16) / ksize));
+    /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
+    nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
 
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     ox->dims[0] = affine(0, 1, 0, 0);
@@ -521,32 +514,43 @@ static void batch_strides(const bd_value *v, bd_operand *o, const bd_value *y, i
  * create time, its own columns of B), so with a packed B the rows are cut first (in multiples of
  * 48, a multiple of every register tile's MR) and the columns only down to 128; otherwise the
  * larger of the two is halved. */
-/* (rows, columns) tile of an R x N product: see matmul_tiling. */
-static void matmul_tile_2d(const bd_matmul_params *mp, int64_t R, int64_t want, int64_t *mt_out,
-                           int64_t *nt_out, bool has_m, bool has_n) {
-    int64_t mt = has_m ? R : 1, nt = has_n ? mp->N : 1;
-    int64_t blocks = 1;
-    while (blocks < want) {
-        bool n_ok = nt >= 256, m_ok = mt >= 96;
-        bool cut_n = mp->b_packed ? !m_ok && n_ok : n_ok && (!m_ok || nt / 64 >= mt / 48);
-        if (cut_n) nt = round_up(ceil_div(nt, 2), 64);
-        else if (m_ok) mt = round_up(ceil_div(mt, 2), 12);
-        else if (has_m && mt >= 24) mt = round_up(ceil_div(mt, 2), 12);
-        else break;
-        blocks = ceil_div(has_m ? R : 1, mt) * ceil_div(has_n ? mp->N : 1, nt);
+/* (rows, columns) tile of an R x N float32 product split into `batches` independent products,
+ * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, partial
+ * ones whole), packing its rows of A, packing (or, when pre-packed, streaming) its columns of B,
+ * and a fixed dispatch cost. */
+static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
+                          bool has_n, int64_t *mt_out, int64_t *nt_out) {
+    int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
+    if (!has_m) R = 1;
+    double best = -1;
+    *mt_out = R;
+    *nt_out = N;
+    for (int64_t km = 1; km <= 32 && km <= R; km++) {
+        int64_t mt = km == 1 ? R : round_up(ceil_div(R, km), 12);
+        if (ceil_div(R, mt) != km) continue;
+        for (int64_t kn = 1; kn <= 32 && kn <= N; kn++) {
+            int64_t nt = kn == 1 ? N : round_up(ceil_div(N, kn), 32);
+            if (ceil_div(N, nt) != kn) continue;
+            double gemm = (double)round_up(mt, 12) * (double)K * (double)round_up(nt, 32) / 32.0;
+            double pack_a = 1.5 * (double)mt * (double)K * (double)ceil_div(nt, 2048);
+            double pack_b = (mp->b_packed ? 0.1 : 1.0) * (double)K * (double)nt;
+            double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0);
+            if (best < 0 || total < best * 0.999) {
+                best = total;
+                *mt_out = mt;
+                *nt_out = nt;
+            }
+        }
     }
-    *mt_out = mt;
-    *nt_out = nt;
 }
 
 /* Merged rows (see bd_matmul_params): tile the R = batch x M rows as one axis. */
 static void matmul_tiling_merged(bd_nest *nest, bd_matmul_params *mp) {
-    int nb = mp->n_batch, mi = mp->m_iter;
+    int mi = mp->m_iter;
     int64_t R = 1;
     for (int i = 0; i <= mi; i++) R *= nest->extent[i];
-    int64_t want = imin64(MM_MAX_BLOCKS, imax64(1, R * mp->N * imax64(mp->K, 1) / MM_BLOCK_WORK));
     int64_t rt, nt;
-    matmul_tile_2d(mp, R, want, &rt, &nt, true, mp->n_iter >= 0);
+    matmul_search(mp, R, 1, true, mp->n_iter >= 0, &rt, &nt);
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
     if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
@@ -562,29 +566,35 @@ static void matmul_tiling_merged(bd_nest *nest, bd_matmul_params *mp) {
     } else {
         mp->cut_rows = R / imax64(nest->extent[0], 1);
     }
-    (void)nb;
     bd_nest_tile(nest, tile);
 }
 
-static void matmul_tiling(bd_nest *nest, const bd_matmul_params *mp) {
+/* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); float32 products
+ * search their (M, N) tile, other types (generated loops) halve the larger of M and N until the
+ * op has about one block per MM_BLOCK_WORK multiply-adds. */
+static void matmul_tiling(bd_nest *nest, const bd_matmul_params *mp, bool f32) {
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
-    int64_t per_batch = mp->M * mp->N * imax64(mp->K, 1);
+    int64_t per_batch = mp->M * mp->N * imax64(mp->K, 1), batches = 1;
     for (int i = 0; i < mp->n_batch; i++) tile[i] = 1;
     if (mp->n_batch > 0) {
         int last = mp->n_batch - 1;
         tile[last] = imax64(1, imin64(nest->extent[last], MM_BLOCK_WORK / imax64(per_batch, 1)));
     }
-    int64_t total = per_batch;
-    for (int i = 0; i < mp->n_batch; i++) total *= nest->extent[i];
-    int64_t want = imin64(MM_MAX_BLOCKS, imax64(1, total / MM_BLOCK_WORK));
+    for (int i = 0; i < mp->n_batch; i++) batches *= ceil_div(nest->extent[i], tile[i]);
+    if (f32) {
+        int64_t mt, nt;
+        matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
+        if (mp->m_iter >= 0) tile[mp->m_iter] = mt;
+        if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
+        bd_nest_tile(nest, tile);
+        return;
+    }
+    int64_t want = imin64(MM_MAX_BLOCKS, imax64(1, per_batch * batches / MM_BLOCK_WORK));
     while (tile_blocks(nest, tile) < want) {
         int64_t mt = mp->m_iter >= 0 ? tile[mp->m_iter] : 1;
         int64_t nt = mp->n_iter >= 0 ? tile[mp->n_iter] : 1;
-        bool n_ok = nt >= 256, m_ok = mt >= 96;
-        bool cut_n = mp->b_packed ? !m_ok && n_ok : n_ok && (!m_ok || nt / 64 >= mt / 48);
-        if (cut_n) tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
-        else if (m_ok) tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
+        if (mp->n_iter >= 0 && nt >= 128 && (mt < 96 || nt >= mt)) tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
         else if (mp->m_iter >= 0 && mt >= 24) tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
         else break;
     }
@@ -683,8 +693,9 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
         mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
         (void)k;
     }
-    if (mp->merged) matmul_tiling_merged(nest, mp);
-    else matmul_tiling(nest, mp);
+    if (mp->merged && a->dtype == BD_DT_FLOAT) matmul_tiling_merged(nest, mp);
+    else matmul_tiling(nest, mp, a->dtype == BD_DT_FLOAT);
+    mp->merged &= a->dtype == BD_DT_FLOAT;
     if (a->dtype == BD_DT_FLOAT) {
         int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
         if (mp->merged) mt = nest->tile[mp->cut] * mp->cut_rows;

@@ -15,7 +15,7 @@
 enum {
     REDUCE_WORK_TARGET = 16384, /* input elements a reduction block reads, about */
     REDUCE_MIN_ROW = 64,        /* least tile of a column reduction's contiguous inner dim */
-    SOFTMAX_TILE = 4096,        /* elements per softmax block, about (rows are never cut) */
+    SOFTMAX_TILE = 2048,        /* elements per softmax block, about (rows are never cut) */
 };
 
 /* Tiles the nest with the dims marked `whole` uncut and the others cut from the innermost out so

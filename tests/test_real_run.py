@@ -75,9 +75,13 @@ def first_line(text):
     return lines[0] if lines else "(no message)"
 
 
-def compile_cached(bdc, cache, name, model):
-    """Returns (folder holding `model` and info.json, None) or (None, problem)."""
-    top = os.path.join(cache, "real_run", "%s-%s" % (name, file_sha256(model)[:16]))
+def compile_cached(bdc, cache, name, model, flags=()):
+    """Returns (folder holding `model` and info.json, None) or (None, problem). flags: more
+    `bdc compile` options (e.g. --arch), part of the cache key."""
+    key = file_sha256(model)[:16]
+    if flags:
+        key += "-" + hashlib.sha256(" ".join(flags).encode()).hexdigest()[:8]
+    top = os.path.join(cache, "real_run", "%s-%s" % (name, key))
     stamp = bdc_stamp(bdc)
     entry = os.path.join(top, stamp)
     if os.path.exists(os.path.join(entry, "info.json")):
@@ -88,7 +92,7 @@ def compile_cached(bdc, cache, name, model):
         exe = os.path.join(tmp, "model")
         t0 = time.time()
         try:
-            r = subprocess.run([bdc, "compile", model, "-o", exe, "--werror", "-q"],
+            r = subprocess.run([bdc, "compile", model, "-o", exe, "--werror", "-q"] + list(flags),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                errors="replace", timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
