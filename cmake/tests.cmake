@@ -23,5 +23,7 @@ bdc_add_test(cli COMMAND bash tests/test_cli.sh $<TARGET_FILE:bdc> LABELS "sanit
 bdc_add_test(malformed COMMAND bash tests/test_malformed.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(node_shapes COMMAND ${BDC_PYTHON} tests/test_node_shapes.py LABELS "sanitize")
 bdc_add_test(real_models COMMAND ${BDC_PYTHON} tests/test_real_models.py LABELS "sanitize")
+bdc_add_test(node_run COMMAND ${BDC_PYTHON} tests/test_node_run.py LABELS "sanitize")
 bdc_add_test(lib COMMAND bash tests/test_lib.sh $<TARGET_FILE:bdc> LABELS "sanitize")
+bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py LABELS "sanitize")

@@ -319,34 +319,36 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_st
 
 /* float16 / bfloat16, stored as uint16_t bit patterns. To float, exactly: bd_h2f, bd_bf2f. From
  * float, to nearest even, overflowing to infinity, subnormals kept, NaN kept NaN (quiet, top payload
- * bits): bd_f2h, bd_f2bf, written without branches on the value so that loops of them vectorize
- * (F. Giesen's float/half conversions; the subnormal cases go through one exact float addition /
- * subtraction, which the default rounding mode makes round to nearest even). From a double, rounded
- * once (a double -> float -> half chain would round twice): bd_d2small(x, mantissa bits, exponent
- * bits), named bd_d2h and bd_d2bf. */
+ * bits): bd_f2h, bd_f2bf. These are F. Giesen's float/half conversions with every case computed
+ * and picked by bit masks, no branch or ?: on the value, so that loops of them vectorize (GCC does
+ * not if-convert a float operation under -ftrapping-math); the subnormal cases go through one exact
+ * float addition / subtraction, which the default rounding mode rounds to nearest even. From a
+ * double, rounded once (double -> float -> half would round twice): bd_d2small(x, mantissa bits,
+ * exponent bits), named bd_d2h and bd_d2bf. */
 static void emit_half_prelude(bd_emitter *e) {
     static const char *const lines[] = {
         "static inline __attribute__((unused)) float bd_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }",
         "static inline __attribute__((unused)) uint32_t bd_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }",
+        "static inline __attribute__((unused)) uint32_t bd_mask(int c) { return (uint32_t)0 - (uint32_t)c; }",
         "static inline __attribute__((unused)) float bd_h2f(uint16_t h) {",
-        "    const uint32_t m = (uint32_t)(h & 0x7fffu) << 13, x = m & 0x0f800000u;",
-        "    const uint32_t s = (uint32_t)(h & 0x8000u) << 16;",
-        "    const float sub = bd_u2f(m + (113u << 23)) - 0x1p-14f; /* exact: 0 and subnormals */",
-        "    const uint32_t u = x == 0 ? bd_f2u(sub) : m + (x == 0x0f800000u ? 224u << 23 : 112u << 23);",
-        "    return bd_u2f(u | s);",
+        "    const uint32_t m = (uint32_t)(h & 0x7fffu) << 13, x = m & 0x0f800000u, z = bd_mask(x == 0);",
+        "    const uint32_t sub = bd_f2u(bd_u2f(m + (113u << 23)) - 0x1p-14f); /* exact: 0, subnormals */",
+        "    const uint32_t nrm = m + (112u << 23) + (bd_mask(x == 0x0f800000u) & (112u << 23));",
+        "    return bd_u2f((uint32_t)(h & 0x8000u) << 16 | (sub & z) | (nrm & ~z));",
         "}",
         "static inline __attribute__((unused)) uint16_t bd_f2h(float f) {",
         "    const uint32_t s = bd_f2u(f) & 0x80000000u, a = bd_f2u(f) ^ s;",
         "    const uint32_t sub = bd_f2u(bd_u2f(a) + 0.5f) - 0x3f000000u; /* below 2^-14 */",
         "    const uint32_t nrm = (a + 0xc8000fffu + ((a >> 13) & 1)) >> 13; /* rebias, round */",
-        "    const uint32_t big = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;",
-        "    return (uint16_t)((s >> 16) | (a >= 0x47800000u ? big : a < 0x38800000u ? sub : nrm));",
+        "    const uint32_t big = 0x7c00u | (bd_mask(a > 0x7f800000u) & (0x200u | ((a >> 13) & 0x3ffu)));",
+        "    const uint32_t mb = bd_mask(a >= 0x47800000u), ms = bd_mask(a < 0x38800000u);",
+        "    return (uint16_t)((s >> 16) | (big & mb) | (sub & ms) | (nrm & ~(mb | ms)));",
         "}",
         "static inline __attribute__((unused)) float bd_bf2f(uint16_t h) { return bd_u2f((uint32_t)h << 16); }",
         "static inline __attribute__((unused)) uint16_t bd_f2bf(float f) {",
-        "    const uint32_t u = bd_f2u(f);",
-        "    const uint32_t nan = (u >> 16) | 0x40u, r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;",
-        "    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);",
+        "    const uint32_t u = bd_f2u(f), nan = bd_mask((u & 0x7fffffffu) > 0x7f800000u);",
+        "    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;",
+        "    return (uint16_t)((nan & ((u >> 16) | 0x40u)) | (~nan & r));",
         "}",
         "static inline __attribute__((unused)) uint16_t bd_d2small(double v, int mbits, int ebits) {",
         "    uint64_t u; memcpy(&u, &v, 8);",
@@ -372,6 +374,51 @@ static void emit_half_prelude(bd_emitter *e) {
     for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
 }
 
+/* Float32 exp, tanh and erf written as straight-line code so that loops calling them vectorize
+ * (libm's are scalar calls): exp by range reduction to [-ln2/2, ln2/2] and Cephes' polynomial
+ * (relative error ~2e-7); tanh by Cephes' odd polynomial below 0.625 and 1 - 2/(e^2x + 1) above;
+ * erf by its Taylor series below 0.5 and Abramowitz-Stegun 7.1.26 above (absolute error 1.5e-7). */
+static void emit_math_prelude(bd_emitter *e) {
+    static const char *const lines[] = {
+        "static inline __attribute__((unused)) float bd_exp_v(float x) {",
+        "    float c = x < -87.33654f ? -87.33654f : x > 88.72283f ? 88.72283f : x;",
+        "    float n = floorf(c * 1.44269504f + 0.5f);",
+        "    n = n > 127.0f ? 127.0f : n;",
+        "    float r = c - n * 0.693359375f;",
+        "    r = r + n * 2.12194440e-4f;",
+        "    float p = 1.9875691500e-4f;",
+        "    p = p * r + 1.3981999507e-3f;",
+        "    p = p * r + 8.3334519073e-3f;",
+        "    p = p * r + 4.1665795894e-2f;",
+        "    p = p * r + 1.6666665459e-1f;",
+        "    p = p * r + 5.0000001201e-1f;",
+        "    p = p * r * r + r + 1.0f;",
+        "    int32_t bits = ((int32_t)n + 127) << 23;",
+        "    float scale;",
+        "    memcpy(&scale, &bits, sizeof scale);",
+        "    float y = p * scale;",
+        "    return x != x ? x : x > 88.72283f ? INFINITY : x < -87.33654f ? 0.0f : y;",
+        "}",
+        "static inline __attribute__((unused)) float bd_tanh_v(float x) {",
+        "    float ax = fabsf(x), z = x * x;",
+        "    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z"
+        " + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;",
+        "    float big = 1.0f - 2.0f / (bd_exp_v(2.0f * (ax > 9.0f ? 9.0f : ax)) + 1.0f);",
+        "    return ax < 0.625f ? small : x < 0 ? -big : big;",
+        "}",
+        "static inline __attribute__((unused)) float bd_erf_v(float x) {",
+        "    float ax = fabsf(x), z = x * x;",
+        "    float small = x * (1.1283791671f + z * (-0.3761263890f + z * (0.1128379167f"
+        " + z * (-0.0268661706f + z * 0.0052239776f))));",
+        "    float t = 1.0f / (1.0f + 0.3275911f * ax);",
+        "    float big = 1.0f - ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t"
+        " - 0.284496736f) * t + 0.254829592f) * t * bd_exp_v(-z);",
+        "    return ax < 0.5f ? small : x < 0 ? -big : big;",
+        "}",
+    };
+    for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
+}
+
 /* Helpers the bodies' expressions use: float-to-integer conversion without C's undefined
  * behaviour (NaN -> 0, saturating), and NaN-propagating selection for Min/Max. */
 static void emit_prelude(bd_emitter *e) {
@@ -390,6 +437,7 @@ static void emit_prelude(bd_emitter *e) {
     bd_emit(e, "static inline __attribute__((unused)) double bd_pick(double cur, double cand, int take) "
                "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
     emit_half_prelude(e);
+    emit_math_prelude(e);
 }
 
 static char *lib_header(const bd_emitter *e, const char *name) {
@@ -436,7 +484,9 @@ bd_status bd_emit_c(const bd_program *p, const bd_emit_opts *opts, bd_c_program 
     }
     scratch_bytes = align64(scratch_bytes);
 
-    bd_emit_comment(&e, "Generated by bdc " BDC_VERSION " from ", e.graph->model->path);
+    /* The file name only: the same model compiled from another folder gives the same source. */
+    const char *base = strrchr(e.graph->model->path, '/');
+    bd_emit_comment(&e, "Generated by bdc " BDC_VERSION " from ", base ? base + 1 : e.graph->model->path);
     bd_emit(&e, "/* Do not edit: regenerate with bdc compile. */");
     bd_emit(&e, "#include <math.h>");
     bd_emit(&e, "#include <stdint.h>");

@@ -12,7 +12,8 @@
  * sampling tables (input offsets and weights, computed at compile time and embedded with the
  * weights) and interpolates linearly with nested lerps over the 2^k corners; nearest copies an
  * output row whose source row repeats, and writes each input element f times for an integer
- * upsampling factor f of the innermost dim. */
+ * upsampling factor f of the innermost dim. Cubic and antialiased linear weigh a window of taps
+ * per output index and dim, applied one dim after the other through a per-thread row buffer. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,8 +529,10 @@ static int emit_filter_tables(bd_emitter *e, const bd_resize_params *rp, int k, 
         for (size_t o = 0; o < cnt; o++) any |= ex[o] = outside[o];
         const char *wt = dbl ? "double" : "float";
         int64_t offo = bd_emit_blob(e, idx, nt * sizeof *idx);
-        int64_t offw = dbl ? bd_emit_blob(e, w, nt * sizeof *w) : bd_emit_blob(e, wf, nt * sizeof *wf);
-        bd_emit(e, "const int64_t *TO%d = (const int64_t *)(bd_weights + %lld);", k, (long long)offo);
+        int64_t offw = dbl ? bd_emit_blob(e, w, nt * sizeof *w)
+                           : bd_emit_blob(e, wf, nt * sizeof *wf);
+        bd_emit(e, "const int64_t *TO%d = (const int64_t *)(bd_weights + %lld);", k,
+                (long long)offo);
         bd_emit(e, "const %s *TW%d = (const %s *)(bd_weights + %lld);", wt, k, wt, (long long)offw);
         if (any) {
             int64_t offe = bd_emit_blob(e, ex, cnt);
@@ -615,7 +618,7 @@ static bd_status emit_resize_filter(bd_emitter *e, const bd_nest *n, bd_diag *d)
     int last = act[na - 1];
     bool rows = rp->row_elems > 0 && na >= 2;
     if (rows) {
-        /* The input span the block's taps along `last` read (offsets of `last`, inner dims whole). */
+        /* The input span that the block's taps along `last` read (inner dims whole). */
         bd_emit(e, "%s *R = (%s *)scratch;", wt, wt);
         bd_emit(e, "int64_t qlo = TO%d[lo[%d] * %d], qhi = qlo;", last, last, taps[last]);
         bd_emit_open(e, "for (int64_t j = lo[%d] * %d; j < hi[%d] * %d; j++)", last, taps[last],
@@ -662,6 +665,10 @@ static bd_status emit_resize_filter(bd_emitter *e, const bd_nest *n, bd_diag *d)
 
 bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     if (phase != BD_EMIT_BLOCK) return BD_OK;
-    if (bd_resize_uses_filter((const bd_resize_params *)n->params)) return emit_resize_filter(e, n, d);
+    const bd_resize_params *rp = (const bd_resize_params *)n->params;
+    bool any_active = false;
+    for (int k = 0; k < n->n_iter; k++) any_active |= rp->active[k];
+    /* (With no active dim, the sampling body is the copy it amounts to.) */
+    if (bd_resize_uses_filter(rp) && any_active) return emit_resize_filter(e, n, d);
     return emit_resize_sample(e, n, d);
 }

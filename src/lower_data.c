@@ -14,8 +14,9 @@
  * per input writing its slice of the output (an AFFINE write with the concat offset), Split one
  * nest per output reading its slice, so each piece depends only on the producer blocks it touches
  * and the concat itself disappears. Pad, Gather and Resize have their own bodies; Resize's sampling
- * tables (bd_resize_table) are computed here to find the dims it leaves alone, and again by the
- * emitter. */
+ * tables (bd_resize_table for nearest and linear, bd_resize_filter for cubic and antialiased
+ * linear, whose windows of taps follow the spec's reference implementation) are computed here to
+ * find the dims it leaves alone, and again by the emitter. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -732,7 +733,8 @@ void bd_resize_filter(const bd_resize_params *p, int k, int64_t *idx, double *w,
             for (int t = 0; t < taps; t++) ix[t] = 0, wt[t] = 0;
             continue;
         }
-        /* Beyond this every tap is outside the input on the same side: nothing changes. */
+        /* Beyond this every tap lies outside the input on the same side, so all read the edge
+         * element with weights summing to 1 (or, with exclude_outside, nothing): no change. */
         double margin = (double)taps + 1;
         if (x < -margin) x = -margin;
         if (x > (double)in + margin) x = (double)in + margin;
@@ -823,7 +825,8 @@ static int resize_dim_identity(const bd_resize_params *p, int k) {
         }
     } else if (identity > 0) {
         bd_resize_table(p, k, idx, idx + cnt, w1);
-        for (size_t o = 0; o < cnt && identity > 0; o++) identity = idx[o] == (int64_t)o && w1[o] == 0;
+        for (size_t o = 0; o < cnt && identity > 0; o++)
+            identity = idx[o] == (int64_t)o && w1[o] == 0;
     }
     free(idx), free(w), free(w1), free(outside);
     return identity;

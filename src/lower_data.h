@@ -56,11 +56,15 @@ typedef enum bd_resize_nearest {
     BD_NEAREST_SIMPLE, /* opset 10: truncate when upsampling, ceil when downsampling */
 } bd_resize_nearest;
 
-typedef enum bd_resize_interp { BD_INTERP_NEAREST, BD_INTERP_LINEAR, BD_INTERP_CUBIC } bd_resize_interp;
+typedef enum bd_resize_interp {
+    BD_INTERP_NEAREST,
+    BD_INTERP_LINEAR,
+    BD_INTERP_CUBIC,
+} bd_resize_interp;
 
 typedef struct bd_resize_params {
     bd_resize_interp interp;
-    bool antialias;                /* linear/cubic: the filter widened by 1/scale when downsampling */
+    bool antialias;                /* linear, cubic: the filter widened by 1/scale to downsample */
     bool exclude_outside;          /* taps outside the input get weight 0, the rest renormalised */
     double cubic_coeff_a;
     bd_resize_coord coord;

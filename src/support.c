@@ -97,12 +97,28 @@ static const char *node_problem(bd_graph *g, const bd_node *n, char *buf, size_t
     return NULL;
 }
 
+/* The runtime (runtime/bdrt.h) has no bfloat16 in its dtype list, so an executable whose inputs or
+ * outputs are bfloat16 would refuse its own descriptor at start: refused here until it has one.
+ * bfloat16 values inside the graph are fine. */
+static const char *io_problem(const bd_value *v, const char *what, char *buf, size_t len) {
+    int dt = v->dtype ? v->dtype : v->decl_dtype;
+    if (dt != BD_DT_BFLOAT16) return NULL;
+    snprintf(buf, len, "graph %s '%s' is bfloat16, which the runtime cannot read or write yet", what,
+             bd_quote(v->name));
+    return buf;
+}
+
 int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx) {
     char buf[512];
     int count = 0;
     for (size_t i = 0; i < g->inputs.len; i++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, i));
-        if (value_problem(v, buf, sizeof buf)) report(ctx, NULL, v, buf), count++;
+        if (value_problem(v, buf, sizeof buf) || io_problem(v, "input", buf, sizeof buf))
+            report(ctx, NULL, v, buf), count++;
+    }
+    for (size_t i = 0; i < g->outputs.len; i++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
+        if (io_problem(v, "output", buf, sizeof buf)) report(ctx, NULL, v, buf), count++;
     }
     for (size_t i = 0; i < g->nodes.len; i++) {
         const bd_node *n = bd_graph_node(g, (int)i);
