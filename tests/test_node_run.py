@@ -378,8 +378,13 @@ def main():
                     c.key, entry, os.path.basename(args.xfail), xfail[entry]))
             elif c.status == "pass":
                 passed += 1
+            elif not entry:
+                # Refusing is honest, but every refusal is listed with its reason in the file.
+                failed += 1
+                print("  UNLISTED UNSUPPORTED %s: %s (add it to %s with its reason)" % (
+                    c.key, c.reason, os.path.basename(args.xfail)))
             elif args.verbose:
-                print("  unsupported %s: %s" % (c.key, c.reason))
+                print("  unsupported %s: %s  [# %s]" % (c.key, c.reason, xfail[entry]))
         if xfailed:
             print("[%s] %d expected failure(s) (%s)" % (label, xfailed,
                                                         os.path.basename(args.xfail)))
