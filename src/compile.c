@@ -161,7 +161,8 @@ static bd_status native_build(const bd_compile_opts *o, bd_workdir *w, const cha
     char march[96];
     snprintf(march, sizeof march, "-march=%s", o->arch ? o->arch : "native");
     /* -ffp-contract=fast: -std=c11 would otherwise forbid fusing a*b+c into one FMA. */
-    char *cc_model[] = {(char *)cc, "-std=c11", "-O3", "-fwrapv", "-fno-math-errno",
+    /* -fno-trapping-math: lets the selects in the generated exp/tanh/erf vectorize. */
+    char *cc_model[] = {(char *)cc, "-std=c11", "-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
                         "-ffp-contract=fast", "-Wall", "-Wextra", (char *)werror, march, inc, "-c",
                         "model.c", "-o", "model.o", NULL};
     cmd.argv = cc_model;
@@ -236,6 +237,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets or dtypes bdc cannot compile "
                     "yet (listed above)");
     if (!s && o->dump_graph) bd_graph_dump(m->graph, stderr);
+    prog.fusion = o->no_fusion ? BD_FUSION_NONE : BD_FUSION_OP;
     if (!s) s = bd_lower(m->graph, &prog, d);
     if (!s && o->dump_tiles) bd_program_dump(&prog, stderr);
     if (!s) progress_step(&pr, "lower to loop nests");

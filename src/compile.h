@@ -9,6 +9,7 @@
 typedef struct bd_compile_opts {
     const char *model, *output;
     bool library;      /* --lib: static library + header instead of an executable */
+    bool no_fusion;    /* --fusion none: one nest per node (the ablation baseline) */
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
     const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
     bool keep_temps;   /* --keep-temps */

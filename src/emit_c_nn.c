@@ -8,7 +8,11 @@
  * float64 convolutions, transposed convolutions, pooling, integer matrix products, the
  * normalisations) is a generated loop nest whose sizes are compile-time constants. Loops walk
  * each block's [lo, hi) ranges; window loops start and stop at the first and last tap that falls
- * inside the input, so the inner loops carry no bounds tests. */
+ * inside the input, so the inner loops carry no bounds tests.
+ *
+ * Fused epilogues (fuse.h): Relu and Clip run inside the micro-kernels; a residual Add and the
+ * activations the kernels lack (LeakyRelu, HardSwish, SiLU) run in generated loops over the block
+ * the kernel has just written, while it is still in cache. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +45,27 @@ static const char *flit(bd_emitter *e, double x, int dtype) {
 
 static long long ll(int64_t v) { return (long long)v; }
 
-/* The fused activation applied to expression v. */
+/* The fused activation applied to expression v (a name or a parenthesised expression). */
 static const char *act_expr(bd_emitter *e, int act, float lo, float hi, int dtype, const char *v) {
+    bool f32 = dtype == BD_DT_FLOAT;
     if (act == BD_NN_ACT_RELU) return bd_emit_str(e, "(%s < 0 ? 0 : %s)", v, v);
+    if (act == BD_NN_ACT_LEAKY_RELU)
+        return bd_emit_str(e, "(%s < 0 ? %s * %s : %s)", v, flit(e, lo, dtype), v, v);
+    if (act == BD_NN_ACT_SILU)
+        return bd_emit_str(e, "(%s / (%s + %s(-%s)))", v, flit(e, 1.0, dtype), f32 ? "bd_exp_v" : "exp", v);
+    if (act == BD_NN_ACT_HARD_SWISH) /* x * max(0, min(1, x / 6 + 1/2)) */
+        return bd_emit_str(e, "(%s * %s(%s, %s(%s, %s * %s + %s)))", v, f32 ? "fmaxf" : "fmax",
+                           flit(e, 0.0, dtype), f32 ? "fminf" : "fmin", flit(e, 1.0, dtype), v,
+                           flit(e, 1.0 / 6.0, dtype), flit(e, 0.5, dtype));
     if (act == BD_NN_ACT_CLIP)
         return bd_emit_str(e, "(%s < %s ? %s : %s > %s ? %s : %s)", v, flit(e, lo, dtype),
                            flit(e, lo, dtype), v, flit(e, hi, dtype), flit(e, hi, dtype), v);
     return v;
 }
+
+/* The activation the micro-kernels apply themselves (the others run in generated code after
+ * them). */
+static int kernel_act(int act) { return act <= BD_NN_ACT_CLIP ? act : BD_NN_ACT_NONE; }
 
 /* In create(): fail (NULL) when the scratch reserved per thread is below `need_expr` bytes. */
 static void emit_scratch_check(bd_emitter *e, const bd_nest *n, const char *need_expr) {
@@ -109,12 +126,30 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     }
     emit_conv2d_shape(e, cp, x, y);
     const char *bias = cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL";
+    int kact = cp->res >= 0 ? BD_NN_ACT_NONE : kernel_act(cp->act); /* act follows the residual */
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit(e, "bd_f32_conv2d_tile(&sh, %s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
                "%s, %s, %d, %s, %s, scratch);",
             operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
-            cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", cp->act,
+            cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
             flit(e, cp->act_min, BD_DT_FLOAT), flit(e, cp->act_max, BD_DT_FLOAT));
+    if (kact != cp->act || cp->res >= 0) {
+        /* residual and activation over the block's output just written, still in cache */
+        int r = y->rank;
+        int64_t ys[BD_MAX_RANK];
+        strides_of(r, y->dims, ys);
+        bd_emit(e, "float *Yb = %s + n * %lld;", operand_ptr(e, n, cp->y), ll(ys[0]));
+        if (cp->res >= 0) bd_emit(e, "const float *Rb = %s + n * %lld;", operand_ptr(e, n, cp->res), ll(ys[0]));
+        const char *off = "0";
+        for (int i = 1; i < r; i++) {
+            bd_emit_open(e, "for (int64_t e%d = lo[%d]; e%d < hi[%d]; e%d++)", i, i, i, i, i);
+            off = bd_emit_str(e, "%s + e%d * %lld", off, i, ll(ys[i]));
+        }
+        if (cp->res >= 0) bd_emit(e, "const float v = Yb[%s] + Rb[%s];", off, off);
+        else bd_emit(e, "const float v = Yb[%s];", off);
+        bd_emit(e, "Yb[%s] = %s;", off, act_expr(e, cp->act, cp->act_min, cp->act_max, BD_DT_FLOAT, "v"));
+        for (int i = 1; i < r; i++) bd_emit_close(e, NULL);
+    }
     bd_emit_close(e, NULL);
 }
 
@@ -133,6 +168,7 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, cp->x));
     bd_emit(e, "const %s *Wt = %s;", T, operand_ptr(e, n, cp->w));
     if (cp->b >= 0) bd_emit(e, "const %s *Bv = %s;", T, operand_ptr(e, n, cp->b));
+    if (cp->res >= 0) bd_emit(e, "const %s *R = %s;", T, operand_ptr(e, n, cp->res));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, cp->y));
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit_open(e, "for (int64_t m = lo[1]; m < hi[1]; m++)");
@@ -140,6 +176,7 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
             ll(XS));
     bd_emit(e, "const %s *wm = Wt + m * %lld;", T, ll(Cg * KS));
     bd_emit(e, "%s *ym = Y + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
+    if (cp->res >= 0) bd_emit(e, "const %s *rm = R + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
     bd_emit(e, "const %s bias = %s;", T, cp->b >= 0 ? "Bv[m]" : "0");
     for (int i = 0; i < nsp; i++) {
         int64_t s = cp->strides[i], dl = cp->dilations[i], K = cp->kernel[i], I = x->dims[2 + i];
@@ -165,7 +202,8 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
     bd_emit_close(e, NULL); /* c */
     const char *yo = "0";
     for (int i = 0; i < nsp; i++) yo = bd_emit_str(e, "%s + o%d * %lld", yo, i, ll(ys[i]));
-    bd_emit(e, "ym[%s] = %s;", yo, act_expr(e, cp->act, cp->act_min, cp->act_max, y->dtype, "(acc + bias)"));
+    const char *sum = cp->res >= 0 ? bd_emit_str(e, "(acc + bias + rm[%s])", yo) : "(acc + bias)";
+    bd_emit(e, "ym[%s] = %s;", yo, act_expr(e, cp->act, cp->act_min, cp->act_max, y->dtype, sum));
     for (int i = 0; i < nsp; i++) bd_emit_close(e, NULL);
     bd_emit_close(e, NULL); /* m */
     bd_emit_close(e, NULL); /* n */
@@ -202,6 +240,7 @@ bd_status bd_emit_body_CONV_TRANSPOSE(bd_emitter *e, const bd_nest *n, bd_emit_p
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, cp->x));
     bd_emit(e, "const %s *Wt = %s;", T, operand_ptr(e, n, cp->w));
     if (cp->b >= 0) bd_emit(e, "const %s *Bv = %s;", T, operand_ptr(e, n, cp->b));
+    if (cp->res >= 0) bd_emit(e, "const %s *R = %s;", T, operand_ptr(e, n, cp->res));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, cp->y));
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit_open(e, "for (int64_t m = lo[1]; m < hi[1]; m++)");
@@ -209,6 +248,7 @@ bd_status bd_emit_body_CONV_TRANSPOSE(bd_emitter *e, const bd_nest *n, bd_emit_p
     bd_emit(e, "const %s *xg = X + (n * %lld + grp * %lld) * %lld;", T, ll(C), ll(Cg), ll(XS));
     bd_emit(e, "const %s *wg = Wt + (grp * %lld + ml) * %lld;", T, ll(Cg * Mg), ll(KS));
     bd_emit(e, "%s *ym = Y + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
+    if (cp->res >= 0) bd_emit(e, "const %s *rm = R + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
     bd_emit(e, "const %s bias = %s;", T, cp->b >= 0 ? "Bv[m]" : "0");
     for (int i = 0; i < nsp; i++) {
         bd_emit_open(e, "for (int64_t o%d = lo[%d]; o%d < hi[%d]; o%d++)", i, 2 + i, i, 2 + i, i);
@@ -234,7 +274,8 @@ bd_status bd_emit_body_CONV_TRANSPOSE(bd_emitter *e, const bd_nest *n, bd_emit_p
     for (int i = 0; i < nsp; i++) bd_emit_close(e, NULL);
     const char *yo = "0";
     for (int i = 0; i < nsp; i++) yo = bd_emit_str(e, "%s + o%d * %lld", yo, i, ll(ys[i]));
-    bd_emit(e, "ym[%s] = %s;", yo, act_expr(e, cp->act, cp->act_min, cp->act_max, y->dtype, "(acc + bias)"));
+    const char *sum = cp->res >= 0 ? bd_emit_str(e, "(acc + bias + rm[%s])", yo) : "(acc + bias)";
+    bd_emit(e, "ym[%s] = %s;", yo, act_expr(e, cp->act, cp->act_min, cp->act_max, y->dtype, sum));
     for (int i = 0; i < nsp; i++) bd_emit_close(e, NULL);
     bd_emit_close(e, NULL);
     bd_emit_close(e, NULL);
@@ -638,6 +679,7 @@ static void mm_epilogue(bd_emitter *e, const bd_nest *n, const bd_matmul_params 
         if (add_c)
             v = mp->beta == 1.0f ? bd_emit_str(e, "%s + %s", v, cv)
                                  : bd_emit_str(e, "%s + %s * %s", v, flit(e, mp->beta, dtype), cv);
+        if (mp->res >= 0) v = bd_emit_str(e, "%s + Rv[yo + i * %lld + j]", v, ll(mm_layout_of(mp).ldy));
     } else if (!scale_alpha && (!add_c || mp->beta == 1.0f)) {
         if (add_c) v = bd_emit_str(e, "%s + %s", v, cv);
     } else {
@@ -682,12 +724,14 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     }
     bool post_alpha = mp->alpha != 1.0f && !mp->alpha_in_b;
     bool add_c = mp->c_mode == BD_MM_C_GENERAL;
-    bool epilogue = post_alpha || add_c;
-    int act = epilogue ? BD_NN_ACT_NONE : mp->act;
+    bool epilogue = post_alpha || add_c || mp->res >= 0;
+    int act = epilogue ? BD_NN_ACT_NONE : kernel_act(mp->act);
+    epilogue |= act != mp->act; /* an activation the kernels lack: generated, on the block */
     const char *bias = mm_bias_ptr(e, n, mp);
     bd_emit(e, "const float *A = %s;", operand_ptr(e, n, mp->a));
     if (!mp->b_packed) bd_emit(e, "const float *B = %s;", operand_ptr(e, n, mp->b));
     if (add_c) bd_emit(e, "const float *Cv = %s;", operand_ptr(e, n, mp->c));
+    if (mp->res >= 0) bd_emit(e, "const float *Rv = %s;", operand_ptr(e, n, mp->res));
     bd_emit(e, "float *Y = %s;", operand_ptr(e, n, mp->y));
     int loops = mm_open_batches(e, n, mp);
     const char *arow = mp->trans_a ? "m0" : bd_emit_str(e, "m0 * %lld", ll(l.lda));

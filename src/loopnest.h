@@ -100,8 +100,13 @@ typedef struct bd_nest {
 #define BD_NEST_PARAMS(nest, type)                                                                 \
     ((void)sizeof(char[sizeof(type) <= sizeof((nest)->params) ? 1 : -1]), (type *)(nest)->params)
 
+/* --fusion: none = one nest per node; op = a Conv/Gemm/MatMul absorbs a following bias, residual
+ * Add and activation into its epilogue (fuse.c). Set before bd_lower. */
+typedef enum bd_fusion { BD_FUSION_NONE = 0, BD_FUSION_OP = 1 } bd_fusion;
+
 typedef struct bd_program {
     bd_graph *graph;
+    bd_fusion fusion;
     bd_vec nests; /* bd_nest, in a valid execution order */
 } bd_program;
 

@@ -4,11 +4,13 @@
  * An elementwise nest iterates over the output; each input reads the same index, or index 0 along
  * a broadcast dim: exactly the IDENTITY / broadcast access maps. Tiles keep the trailing dims whole
  * (contiguous inner loops) up to a few thousand elements. */
+#include "fuse.h"
 #include "loopnest.h"
 
 enum { ELEMENTWISE_TILE = 16384 };
 
 bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
+    if (bd_fuse_absorbed(p, node)) return BD_OK; /* computed in its producer's epilogue */
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
     bd_value *out = bd_node_out(g, n, 0);

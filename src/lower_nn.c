@@ -14,10 +14,15 @@
  * register-tile work, the packing each block repeats, a dispatch cost), scored over 1 to 8
  * threads; depthwise convolutions cut channels; the generated loops cut leading dims. The
  * geometry helpers (window reading, auto_pad resolution) repeat the ones of infer_nn.c, which
- * computes the same extents for shape inference: here they also give the pads actually applied. */
+ * computes the same extents for shape inference: here they also give the pads actually applied.
+ *
+ * Epilogue fusion (fuse.h): a Conv, ConvTranspose, Gemm or MatMul may absorb the bias Add,
+ * residual Add and activation that consume its output; its nest then reads their extra operands
+ * (bias, residual), writes the last absorbed node's output, and the absorbed nodes get no nest. */
 #include <math.h>
 #include <string.h>
 
+#include "fuse.h"
 #include "lower_nn.h"
 #include "passes.h"
 
@@ -276,7 +281,11 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     memcpy(cp->strides, win.strides, sizeof cp->strides);
     memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
     memcpy(cp->pads, win.pads, sizeof cp->pads);
-    cp->act = BD_NN_ACT_NONE;
+    bd_fuse_epilogue ep;
+    bd_fuse_match(p, node, &ep); /* the activation it absorbs, and the value it then writes */
+    cp->act = ep.act;
+    cp->act_min = ep.act_min;
+    cp->act_max = ep.act_max;
     /* 1-D convolutions run as 2-D ones of height 1. */
     cp->packed = x->dtype == BD_DT_FLOAT && w->constant && (nsp == 1 || nsp == 2);
     bool depthwise = group == C && group == M;
@@ -316,8 +325,13 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
         ob->dims[0] = affine(1, 1, 0, 0);
         cp->b = 2;
     }
+    cp->res = -1;
+    if (ep.residual >= 0) { /* an absorbed residual Add: read where the block writes */
+        cp->res = nest->n_operands;
+        bd_access_identity(bd_nest_operand(nest, ep.residual, false, y->rank), 0);
+    }
     cp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_access_identity(bd_nest_operand(nest, ep.out, true, y->rank), 0);
     return BD_OK;
 }
 
@@ -364,6 +378,11 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     memcpy(cp->strides, win.strides, sizeof cp->strides);
     memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
     memcpy(cp->pads, win.pads, sizeof cp->pads);
+    bd_fuse_epilogue ep;
+    bd_fuse_match(p, node, &ep);
+    cp->act = ep.act;
+    cp->act_min = ep.act_min;
+    cp->act_max = ep.act_max;
     int64_t ksize = 1;
     for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
     /* Each output element gathers about Cg * ksize / stride^nsp products. */
@@ -393,8 +412,13 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
         ob->dims[0] = affine(1, 1, 0, 0);
         cp->b = 2;
     }
+    cp->res = -1;
+    if (ep.residual >= 0) { /* an absorbed residual Add: read where the block writes */
+        cp->res = nest->n_operands;
+        bd_access_identity(bd_nest_operand(nest, ep.residual, false, y->rank), 0);
+    }
     cp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_access_identity(bd_nest_operand(nest, ep.out, true, y->rank), 0);
     return BD_OK;
 }
 
@@ -622,7 +646,11 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
     mp->alpha = 1.0f;
     mp->beta = 1.0f;
     mp->c = -1;
-    mp->act = BD_NN_ACT_NONE;
+    bd_fuse_epilogue ep;
+    bd_fuse_match(p, node, &ep); /* bias Add and activation it absorbs, and the value written */
+    mp->act = ep.act;
+    mp->act_min = ep.act_min;
+    mp->act_max = ep.act_max;
     bool a_vec = false, b_vec = false;
     if (gemm) {
         mp->trans_a = bd_attr_int(n, "transA", 0) != 0;
@@ -681,9 +709,20 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
                          ? BD_MM_C_BIAS_N
                          : BD_MM_C_GENERAL;
         if (mp->beta == 0.0f && mp->c_mode == BD_MM_C_GENERAL) mp->c_mode = BD_MM_C_NONE;
+    } else if (ep.bias >= 0) { /* an absorbed Add of a bias along N (MatMul, float32) */
+        const bd_value *bv = bd_graph_value(g, ep.bias);
+        mp->c = nest->n_operands;
+        bd_access_broadcast(bd_nest_operand(nest, ep.bias, false, bv->rank), bv, y);
+        mp->beta = 1.0f;
+        mp->c_mode = BD_MM_C_BIAS_N;
+    }
+    mp->res = -1;
+    if (ep.residual >= 0) {
+        mp->res = nest->n_operands;
+        bd_access_identity(bd_nest_operand(nest, ep.residual, false, y->rank), 0);
     }
     mp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_access_identity(bd_nest_operand(nest, ep.out, true, y->rank), 0);
 
     /* A's batch axes contiguous like the output's (no broadcasting, no transpose): rows merge */
     mp->merged = !gemm && !a_vec && b_shared && mp->n_batch > 0;

@@ -12,8 +12,13 @@
 
 enum { BD_NN_MAX_SPATIAL = BD_MAX_RANK - 2 };
 
-/* Fused activation of an epilogue; the values equal BD_ACT_* of kernels/bd_kernels.h. */
-enum { BD_NN_ACT_NONE = 0, BD_NN_ACT_RELU = 1, BD_NN_ACT_CLIP = 2 };
+/* Fused activation of an epilogue (fuse.h decides which). NONE, RELU and CLIP equal BD_ACT_* of
+ * kernels/bd_kernels.h and run inside the micro-kernels; the others are applied by generated code
+ * to the block just computed. LEAKY_RELU keeps its alpha in act_min. */
+enum {
+    BD_NN_ACT_NONE = 0, BD_NN_ACT_RELU = 1, BD_NN_ACT_CLIP = 2,
+    BD_NN_ACT_LEAKY_RELU = 3, BD_NN_ACT_HARD_SWISH = 4, BD_NN_ACT_SILU = 5
+};
 
 /* Conv and ConvTranspose. pads are the resolved leading pads then trailing pads. */
 typedef struct bd_conv_params {
@@ -27,6 +32,7 @@ typedef struct bd_conv_params {
     bool packed;   /* Conv: float32, 1-D or 2-D, constant W: packed weights + bd_f32_conv2d_tile */
     int act;       /* BD_NN_ACT_* applied to the output */
     float act_min, act_max;
+    int res;       /* an absorbed residual Add: operand of Y's shape added before act, or -1 */
 } bd_conv_params;
 
 /* MaxPool and AveragePool. */
@@ -74,8 +80,9 @@ typedef struct bd_matmul_params {
     bool alpha_in_b;     /* b_packed and alpha != 1: B is scaled by alpha before packing */
     /* Element strides of A, B and Y along each output batch axis (0 where A or B broadcasts). */
     int64_t a_bstride[BD_MAX_RANK], b_bstride[BD_MAX_RANK], y_bstride[BD_MAX_RANK];
-    int act;
+    int act;             /* BD_NN_ACT_*, after C (or the absorbed bias) and the residual */
     float act_min, act_max;
+    int res;             /* an absorbed residual Add: operand of Y's shape, or -1 */
 } bd_matmul_params;
 
 enum { BD_NORM_BATCH = 0, BD_NORM_LAYER = 1 };

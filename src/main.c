@@ -21,6 +21,8 @@ static const char usage_text[] =
     "      --arch ARCH               CPU to generate code for (-march=ARCH); default native:\n"
     "                                this machine's; x86-64 or x86-64-v3 for portable binaries\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
+    "      --fusion none|op          op (default): Conv/Gemm/MatMul absorb a following bias,\n"
+    "                                residual Add and activation; none: one nest per node\n"
     "      --emit-dir DIR            also write the generated sources to DIR\n"
     "      --keep-temps              keep the temporary build folder (its path is printed)\n"
     "      --dump=graph,tiles        print the inferred graph / the tiled loop nests to stderr\n"
@@ -67,12 +69,16 @@ static int cmd_compile(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
-            strcmp(a, "--arch") == 0) {
+            strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0) {
             if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
             const char *v = argv[++i];
             if (strcmp(a, "-o") == 0) o.output = v;
             else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
-            else if (strcmp(a, "--arch") == 0) {
+            else if (strcmp(a, "--fusion") == 0) {
+                if (strcmp(v, "none") != 0 && strcmp(v, "op") != 0)
+                    return usage_error("compile: --fusion '%s': expected none or op", v);
+                o.no_fusion = strcmp(v, "none") == 0;
+            } else if (strcmp(a, "--arch") == 0) {
                 /* It becomes one -march= argument: keep it to what such names contain. */
                 if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(v))
                     return usage_error("compile: --arch '%s' is not a CPU name", v);

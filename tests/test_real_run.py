@@ -132,7 +132,7 @@ def errors(got, want):
     return (float(d.max()), float(rel.max())) if d.size else (0.0, 0.0)
 
 
-def check_model(bdc, cache, models, name):
+def check_model(bdc, cache, models, name, fusion):
     """Returns (ok, detail lines)."""
     err = real.ensure_exported(models, name)
     if err:
@@ -148,7 +148,7 @@ def check_model(bdc, cache, models, name):
     names = [o.name for o in sess.get_outputs()]
     reference = dict(zip(names, sess.run(names, feeds)))
 
-    entry, problem = compile_cached(bdc, cache, name, path)
+    entry, problem = compile_cached(bdc, cache, name, path, ("--fusion", fusion))
     if problem:
         return False, [problem]
     with open(os.path.join(entry, "info.json")) as f:
@@ -198,6 +198,8 @@ def main():
                     or os.path.join("build", "cache"))
     ap.add_argument("--models-cache", default=os.environ.get("BDC_MODEL_CACHE")
                     or os.path.join("build", "cache", "models"))
+    ap.add_argument("--fusion", choices=("op", "none"), default="op",
+                    help="bdc compile --fusion mode: every mode must match onnxruntime")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
 
@@ -216,7 +218,7 @@ def main():
     passed = failed = 0
     for name in names:
         try:
-            ok, lines = check_model(args.bdc, args.cache, args.models_cache, name)
+            ok, lines = check_model(args.bdc, args.cache, args.models_cache, name, args.fusion)
         except Exception as e:  # a broken cache entry or ORT failure fails this model only
             ok, lines = False, ["%s: %s" % (type(e).__name__, e)]
         print("%s %-20s %s" % ("PASS" if ok else "FAIL", name, lines[0]), flush=True)
