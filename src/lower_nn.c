@@ -253,6 +253,26 @@ static void dwconv_tiling(bd_nest *nest, int64_t ksize) {
     bd_nest_tile(nest, tile);
 }
 
+/* The operands after X and W that Conv and ConvTranspose share: the bias (one per output channel),
+ * an absorbed residual Add (read where the block writes), and the written output. */
+static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, const bd_node *n, bool has_bias,
+                               const bd_fuse_epilogue *ep, int rank) {
+    cp->w = 1;
+    cp->b = -1;
+    if (has_bias) {
+        bd_operand *ob = bd_nest_operand(nest, n->inputs[2], false, 1);
+        ob->dims[0] = affine(1, 1, 0, 0);
+        cp->b = 2;
+    }
+    cp->res = -1;
+    if (ep->residual >= 0) {
+        cp->res = nest->n_operands;
+        bd_access_identity(bd_nest_operand(nest, ep->residual, false, rank), 0);
+    }
+    cp->y = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, ep->out, true, rank), 0);
+}
+
 bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -318,20 +338,7 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     cp->x = 0;
     bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
     ow->dims[0] = affine(1, 1, 0, 0);
-    cp->w = 1;
-    cp->b = -1;
-    if (b) {
-        bd_operand *ob = bd_nest_operand(nest, n->inputs[2], false, 1);
-        ob->dims[0] = affine(1, 1, 0, 0);
-        cp->b = 2;
-    }
-    cp->res = -1;
-    if (ep.residual >= 0) { /* an absorbed residual Add: read where the block writes */
-        cp->res = nest->n_operands;
-        bd_access_identity(bd_nest_operand(nest, ep.residual, false, y->rank), 0);
-    }
-    cp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, ep.out, true, y->rank), 0);
+    conv_tail_operands(nest, cp, n, b != NULL, &ep, y->rank);
     return BD_OK;
 }
 
@@ -405,20 +412,7 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
     ow->dims[0] = ox->dims[1];
     if (group == 1) ow->dims[1] = affine(1, 1, 0, 0);
-    cp->w = 1;
-    cp->b = -1;
-    if (b) {
-        bd_operand *ob = bd_nest_operand(nest, n->inputs[2], false, 1);
-        ob->dims[0] = affine(1, 1, 0, 0);
-        cp->b = 2;
-    }
-    cp->res = -1;
-    if (ep.residual >= 0) { /* an absorbed residual Add: read where the block writes */
-        cp->res = nest->n_operands;
-        bd_access_identity(bd_nest_operand(nest, ep.residual, false, y->rank), 0);
-    }
-    cp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, ep.out, true, y->rank), 0);
+    conv_tail_operands(nest, cp, n, b != NULL, &ep, y->rank);
     return BD_OK;
 }
 
