@@ -11,7 +11,7 @@ SUDO=""
 
 apt_packages=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev
               libonnx-dev libonnx-testdata python3 python3-pip python3-torch python3-torchvision
-              clang)
+              clang strace)
 
 if [ -z "${BDC_NO_INSTALL:-}" ]; then
   missing=()

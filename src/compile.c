@@ -231,7 +231,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     char rt[BD_PATH_MAX];
     bd_status s = bd_output_check(o->output, d);
     if (!s) s = find_runtime(rt, sizeof rt, d);
-    if (!s) s = bd_compile_front(o->model, NULL, &m, d);
+    if (!s) s = bd_compile_front(o->model, &o->limits, &m, d);
     if (!s) progress_step(&pr, "load, verify, infer, fold");
     if (!s && bd_support_check(m->graph, print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets or dtypes bdc cannot compile "
@@ -245,7 +245,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
-    bd_emit_opts eo = {.library = o->library, .lib_name = prefix, .weights_symbol = wsym};
+    bd_emit_opts eo = {.library = o->library, .lib_name = prefix, .weights_symbol = wsym,
+                       .max_activation_bytes = o->limits.max_activation_bytes};
     if (!s) s = bd_emit_c(&prog, &eo, &c, d);
     if (!s) progress_step(&pr, "emit C");
     if (!s) s = bd_workdir_create(&w, o->keep_temps, d);

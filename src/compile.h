@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "util.h"
+#include "passes.h"
 
 typedef struct bd_compile_opts {
     const char *model, *output;
@@ -17,6 +17,7 @@ typedef struct bd_compile_opts {
     bool progress;     /* stage names and times on stderr */
     bool werror;       /* --werror: build the generated C with -Werror */
     bool dump_graph, dump_tiles; /* --dump=graph,tiles */
+    bd_limits limits;  /* --max-weights, --max-activations, --max-nodes (else the defaults) */
 } bd_compile_opts;
 
 bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);

@@ -219,7 +219,8 @@ int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) {
     return off;
 }
 
-static bd_status plan_storage(bd_emitter *e, int64_t *arena_bytes, bd_diag *d) {
+/* Places every intermediate value in the arena; *largest is the biggest one (-1 if none). */
+static bd_status plan_storage(bd_emitter *e, int64_t *arena_bytes, int *largest, bd_diag *d) {
     bd_graph *g = e->graph;
     const bd_program *p = e->prog;
     size_t nv = g->values.len;
@@ -262,6 +263,7 @@ static bd_status plan_storage(bd_emitter *e, int64_t *arena_bytes, bd_diag *d) {
                 }
                 index[v] = n_ranges;
                 ranges[n_ranges++] = (live_range){(int)v, (int)i, (int)i, align64(bytes ? bytes : 1), 0};
+                if (*largest < 0 || bytes > ranges[index[*largest]].bytes) *largest = v;
             }
             ranges[index[v]].last = (int)i;
         }
@@ -477,12 +479,23 @@ bd_status bd_emit_c(const bd_program *p, const bd_emit_opts *opts, bd_c_program 
     for (size_t i = 0; i < p->nests.len; i++) e.nest_slot[i] = -1;
     e.blob = BD_VEC(unsigned char);
     int64_t arena_bytes = 0, scratch_bytes = 0;
-    bd_status s = plan_storage(&e, &arena_bytes, d);
+    int largest = -1;
+    bd_status s = plan_storage(&e, &arena_bytes, &largest, d);
     for (size_t i = 0; i < p->nests.len; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         if (n->scratch_bytes > scratch_bytes) scratch_bytes = n->scratch_bytes;
     }
     scratch_bytes = align64(scratch_bytes);
+    /* The executable allocates this much when it starts: refuse here rather than fail there. */
+    if (!s && opts->max_activation_bytes > 0 && arena_bytes + scratch_bytes > opts->max_activation_bytes) {
+        const bd_value *big = largest >= 0 ? bd_graph_value(e.graph, largest) : NULL;
+        char shape[256] = "-";
+        if (big) bd_shape_str(big, shape, sizeof shape);
+        s = bd_fail(d, BD_ERR_IO, "the model needs %lld bytes of activation memory, above the limit of "
+                    "%lld (largest tensor '%s': %s%s); raise it with --max-activations",
+                    (long long)(arena_bytes + scratch_bytes), (long long)opts->max_activation_bytes,
+                    big ? bd_quote(big->name) : "-", big ? bd_dtype_name(big->dtype) : "", shape);
+    }
 
     /* The file name only: the same model compiled from another folder gives the same source. */
     const char *base = strrchr(e.graph->model->path, '/');

@@ -88,6 +88,7 @@ typedef struct bd_emit_opts {
     bool library;          /* emit <name>_create/_run/_destroy + header instead of main() */
     const char *lib_name;  /* C identifier prefix for --lib (already sanitised) */
     const char *weights_symbol; /* assembler symbol of the embedded constants */
+    int64_t max_activation_bytes; /* arena + scratch above this fails with BD_ERR_IO (0: no cap) */
 } bd_emit_opts;
 
 bd_status bd_emit_c(const bd_program *p, const bd_emit_opts *opts, bd_c_program *out, bd_diag *d);

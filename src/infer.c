@@ -30,15 +30,21 @@ static bool outputs_known(bd_graph *g, const bd_node *n) {
 }
 
 bd_status bd_infer_graph(bd_graph *g, bd_diag *d) {
+    int64_t folded_bytes = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
         if (n->dead || !node_supported_opset(n)) continue;
         const bd_op_info *info = bd_op_info_of(n->op);
         bd_status s = info->infer(g, n, d);
         if (s) return s;
-        if (info->fold != bd_fold_none && inputs_constant(g, n) && outputs_known(g, n)) {
+        if (info->fold != bd_fold_none && folded_bytes < BD_FOLD_MAX_TOTAL_BYTES &&
+            inputs_constant(g, n) && outputs_known(g, n)) {
             s = info->fold(g, n, d);
             if (s) return s;
+            for (int k = 0; k < n->n_outputs; k++) {
+                const bd_value *v = bd_node_out(g, n, k);
+                if (v && v->constant) folded_bytes += v->constant->nbytes;
+            }
         }
     }
     return BD_OK;

@@ -380,6 +380,33 @@ bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* ---------------------------------------------------------------- ConstantOfShape */
+
+/* Small results fold (infer_shape_ops.c); one too big to fold (or past the folding budget) is a
+ * COPY nest broadcasting the one-element `value` (a constant value added to the graph) to y. */
+bd_status bd_lower_constant_of_shape(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    if (bd_node_out(g, n, 0)->constant) return BD_OK;
+    bd_status s = need_static(d, n, bd_node_out(g, n, 0), "output");
+    if (s || numel_of(bd_node_out(g, n, 0)) == 0) return s;
+    const bd_attr *a = bd_node_attr(n, "value");
+    bd_tensor *t = a && a->t ? a->t : bd_tensor_new(&g->model->arena, BD_DT_FLOAT, 0, NULL);
+    int fill = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *fv = bd_graph_value(g, fill), *y = bd_node_out(g, n, 0);
+    fv->dtype = t->dtype;
+    fv->rank = t->rank;
+    for (int i = 0; i < t->rank; i++) fv->dims[i] = t->dims[i];
+    fv->constant = t;
+    bd_nest *nest = copy_nest(p, node, fill, n->outputs[0]);
+    bd_access_broadcast(&nest->operands[0], fv, y);
+    copy_finish(nest, n->outputs[0], y->rank);
+    tile_default(nest);
+    bd_copy_params *cp = copy_params(nest); /* in_stride all 0: every element reads the value */
+    row_strides(y, cp->out_stride);
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- Concat and Split */
 
 bd_status bd_lower_concat(bd_program *p, int node, bd_diag *d) {

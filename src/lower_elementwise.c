@@ -31,8 +31,9 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
-/* Constant, ConstantOfShape, Range and Shape fold whenever shapes are static; a graph output that
- * is such a constant gets a CONSTANT nest that copies it into the caller's buffer. */
+/* Constant, Range and Shape fold whenever shapes are static (ConstantOfShape too, unless it is too
+ * big: lower_data.c); a graph output that is such a constant gets a CONSTANT nest that copies it
+ * into the caller's buffer. */
 bd_status bd_lower_constant(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);

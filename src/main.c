@@ -2,7 +2,10 @@
  * documented exit code and a one-line message on stderr. */
 #define _POSIX_C_SOURCE 200809L /* isatty */
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +30,10 @@ static const char usage_text[] =
     "      --keep-temps              keep the temporary build folder (its path is printed)\n"
     "      --dump=graph,tiles        print the inferred graph / the tiled loop nests to stderr\n"
     "      --werror                  build the generated C with -Werror\n"
+    "      --max-weights SIZE        refuse models with more initializer bytes (default 8G)\n"
+    "      --max-activations SIZE    refuse models whose intermediate tensors need more memory\n"
+    "                                at run time (default 32G); SIZE takes a K, M or G suffix\n"
+    "      --max-nodes N             refuse models with more nodes (default 1000000)\n"
     "      -v                        print every native command and stage times\n"
     "      -q                        no progress output\n"
     "  inspect MODEL.onnx [--json]   load, verify and shape-infer MODEL; print its inputs, outputs,\n"
@@ -64,8 +71,24 @@ static int cmd_inspect(int argc, char **argv) {
     return s;
 }
 
+/* "123", "64K", "512M", "8G" (powers of 1024) to a positive count; false if malformed. */
+static bool parse_size(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno || v <= 0) return false;
+    int shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    else if (*end == 'M' || *end == 'm') shift = 20;
+    else if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) end++;
+    if (*end || v > (INT64_MAX >> shift)) return false;
+    *out = (int64_t)v << shift;
+    return true;
+}
+
 static int cmd_compile(int argc, char **argv) {
-    bd_compile_opts o = {.progress = isatty(2)};
+    bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
@@ -88,6 +111,15 @@ static int cmd_compile(int argc, char **argv) {
                 fprintf(stderr, "bdc: error: target '%s' is not available yet (cpu only)\n", v);
                 return BD_ERR_UNSUPPORTED;
             }
+        } else if (strcmp(a, "--max-weights") == 0 || strcmp(a, "--max-activations") == 0 ||
+                   strcmp(a, "--max-nodes") == 0) {
+            int64_t v;
+            if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
+            if (!parse_size(argv[++i], &v))
+                return usage_error("compile: expected a positive size such as 512M, got '%s'", argv[i]);
+            if (strcmp(a, "--max-weights") == 0) o.limits.max_weight_bytes = v;
+            else if (strcmp(a, "--max-activations") == 0) o.limits.max_activation_bytes = v;
+            else o.limits.max_nodes = v;
         } else if (strcmp(a, "--lib") == 0) o.library = true;
         else if (strcmp(a, "--keep-temps") == 0) o.keep_temps = true;
         else if (strcmp(a, "--werror") == 0) o.werror = true;

@@ -28,6 +28,7 @@ const bd_limits bd_default_limits = {
     .max_weight_bytes = (int64_t)8 << 30, /* 8 GiB of initializers */
     .max_nodes = 1000000,
     .max_graph_depth = 32,
+    .max_activation_bytes = (int64_t)32 << 30, /* 32 GiB of intermediate tensors */
 };
 
 /* Protobuf nesting allowed before protobuf-c runs: comfortably above real models (a subgraph
@@ -336,7 +337,7 @@ static bd_status load_tensor(loader *L, const Onnx__TensorProto *t, bd_tensor **
         return tensor_fail(L, BD_ERR_INVALID, t, "its byte size overflows int64");
     if (!bd_add_i64(L->weight_bytes, nbytes, &L->weight_bytes) ||
         L->weight_bytes > L->lim->max_weight_bytes)
-        return tensor_fail(L, BD_ERR_IO, t, "weights exceed the limit of %lld bytes",
+        return tensor_fail(L, BD_ERR_IO, t, "weights exceed the limit of %lld bytes (see --max-weights)",
                            (long long)L->lim->max_weight_bytes);
 
     /* Check the stored size before allocating, so a lying header cannot make us allocate. */
@@ -665,7 +666,7 @@ static bd_status load_graph(loader *L, const Onnx__GraphProto *gp, bd_graph *par
      * out-of-order reference told apart from an undefined name. */
     L->node_count += (int64_t)gp->n_node;
     if (L->node_count > L->lim->max_nodes)
-        return bd_fail(d, BD_ERR_IO, "the model has more than %lld nodes (limit)",
+        return bd_fail(d, BD_ERR_IO, "the model has more than %lld nodes, the limit (see --max-nodes)",
                        (long long)L->lim->max_nodes);
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *np = gp->node[i];

@@ -5,12 +5,15 @@
 
 #include "graph.h"
 
-/* Resource caps applied while loading (a model beyond them fails with BD_ERR_IO). */
+/* Resource caps (a model beyond them fails with BD_ERR_IO, exit 4). All but the activation cap
+ * are applied while loading, before the data they count is allocated; the activation cap is
+ * applied to the planned arena when C is emitted (bd_emit_opts), before the executable exists. */
 typedef struct bd_limits {
-    int64_t max_file_bytes;     /* model file plus external data */
-    int64_t max_weight_bytes;   /* sum of initializer bytes */
-    int64_t max_nodes;          /* nodes across all graphs */
-    int max_graph_depth;        /* nesting of subgraphs */
+    int64_t max_file_bytes;       /* model file plus external data */
+    int64_t max_weight_bytes;     /* sum of initializer bytes */
+    int64_t max_nodes;            /* nodes across all graphs */
+    int max_graph_depth;          /* nesting of subgraphs */
+    int64_t max_activation_bytes; /* the generated program's arena + scratch */
 } bd_limits;
 extern const bd_limits bd_default_limits;
 
@@ -55,7 +58,10 @@ bool bd_norm_axis(int64_t axis, int rank, int *out);
  * value is absent, not constant, not an integer type or too long. */
 bool bd_value_const_ints(const bd_value *v, int64_t *out, int max, int *n);
 
-/* Largest tensor (elements) that constant folding materialises; bigger results stay runtime work. */
+/* Largest tensor (elements) that constant folding materialises; bigger results stay runtime work.
+ * Folding stops altogether once BD_FOLD_MAX_TOTAL_BYTES have been folded, so that the compiler's
+ * memory stays proportional to the model file whatever chain of folds a model asks for. */
 #define BD_FOLD_MAX_ELEMS (1 << 20)
+#define BD_FOLD_MAX_TOTAL_BYTES ((int64_t)256 << 20)
 
 #endif
