@@ -61,7 +61,8 @@ int bd_kernels_gemm_nr(void);
 enum {
     BD_ACT_NONE = 0, /* identity */
     BD_ACT_RELU = 1, /* max(x, 0) */
-    BD_ACT_CLIP = 2  /* min(max(x, act_min), act_max) */
+    BD_ACT_CLIP = 2, /* min(max(x, act_min), act_max) */
+    BD_ACT_SILU = 3  /* x * sigmoid(x) (relative error below 1e-6; NaN stays NaN) */
 };
 
 /* ---- GEMM --------------------------------------------------------------------------------- */

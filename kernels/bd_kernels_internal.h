@@ -11,6 +11,8 @@
 #ifndef BD_KERNELS_INTERNAL_H
 #define BD_KERNELS_INTERNAL_H
 
+#include <math.h>
+
 #include "bd_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -34,6 +36,8 @@ typedef struct bd_ukr_epi {
     int load_c;          /* add the C already in memory */
     int act;             /* BD_ACT_*, applied last */
     float act_min, act_max;
+    int cols;            /* columns of C that exist (1..NR): only a kernel with partial_cols
+                          * honours it (reading and writing no others); the rest need NR */
 } bd_ukr_epi;
 
 /* C[0:m, 0:NR] = a * b (+ epilogue), a: packed MR-row panel, b: packed NR-column panel, both
@@ -69,6 +73,7 @@ typedef struct bd_gemm_kernel {
     bd_ukr_fn ukr;
     bd_ukr_fn ukr_half; /* columns [0, NR/2) only (same panels), or NULL */
     bd_dw_fn dw;
+    int partial_cols;   /* ukr/ukr_half store bd_ukr_epi.cols < NR columns themselves (masked) */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -157,7 +162,21 @@ size_t bd_gemm_scratch_bytes_all(int64_t M, int64_t N, int64_t K, int a_packed);
 static inline float bd_act_apply(float v, int act, float lo, float hi) {
     if (act == BD_ACT_RELU) return v < 0.0f ? 0.0f : v;
     if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
+    if (act == BD_ACT_SILU) return v / (1.0f + expf(-v));
     return v;
 }
+
+/* The vector SiLU below computes exp(t) as 2^n * p(r), t = n ln2 + r, |r| <= ln2/2, with Cephes'
+ * expf polynomial, after clamping t = -x to [-87, 80] (NaN kept: min/max return their second
+ * operand on NaN): e^-87 is still a normal float, and past 80 the result is 0 to within 1e-33.
+ * The division becomes a reciprocal estimate refined by one Newton step. */
+#define BD_EXP_P0 1.9875691500e-4f
+#define BD_EXP_P1 1.3981999507e-3f
+#define BD_EXP_P2 8.3334519073e-3f
+#define BD_EXP_P3 4.1665795894e-2f
+#define BD_EXP_P4 1.6666665459e-1f
+#define BD_EXP_P5 5.0000001201e-1f
+#define BD_LN2_HI 0.693359375f
+#define BD_LN2_LO (-2.12194440e-4f)
 
 #endif /* BD_KERNELS_INTERNAL_H */

@@ -167,7 +167,7 @@ const bd_gemm_kernel bd_f32_gemm_kernel_portable = {"bd_f32_gemm_portable_4x16",
                                                     512,
                                                     bd_f32_gemm_portable_4x16,
                                                     NULL,
-                                                    bd_f32_dwconv_portable};
+                                                    bd_f32_dwconv_portable, 0};
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 
@@ -316,13 +316,15 @@ typedef struct macro_args {
 
 static void macro_kernel(const macro_args *g) {
     const int mr = g->kd->mr, nr = g->kd->nr;
-    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi};
-    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f};
+    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr};
+    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr};
     for (int64_t jp = 0; jp * nr < g->coff + g->ncols; jp++) {
         int j_lo = jp == 0 ? g->coff : 0;
         int j_hi = (int)imin(nr, g->coff + g->ncols - jp * nr);
         int64_t cj = jp * nr + j_lo - g->coff;
         const float *b = g->bp + jp * g->bstride;
+        /* a column edge that fits in half a tile computes only that half */
+        bd_ukr_fn ukr = j_hi <= nr / 2 && g->kd->ukr_half ? g->kd->ukr_half : g->kd->ukr;
         for (int64_t ip = 0; ip * mr < g->roff + g->mrows; ip++) {
             int i_lo = ip == 0 ? g->roff : 0;
             int i_hi = (int)imin(mr, g->roff + g->mrows - ip * mr);
@@ -331,13 +333,13 @@ static void macro_kernel(const macro_args *g) {
             float *c = g->C + ci * g->ldc + cj;
             const float *bn = g->bias_n ? g->bias_n + cj : NULL;
             const float *bm = g->bias_m ? g->bias_m + ci : NULL;
-            if (i_lo == 0 && j_lo == 0 && j_hi == nr) {
+            if (i_lo == 0 && j_lo == 0 && (j_hi == nr || g->kd->partial_cols)) {
                 e.bias_n = bn;
                 e.bias_m = bm;
-                g->kd->ukr(g->kc, a, b, c, g->ldc, i_hi, &e);
+                e.cols = j_hi;
+                ukr(g->kc, a, b, c, g->ldc, i_hi, &e);
             } else {
-                /* a column edge that fits in half a tile computes only that half */
-                bd_ukr_fn ukr = j_hi <= nr / 2 && g->kd->ukr_half ? g->kd->ukr_half : g->kd->ukr;
+                /* the tile starts inside a pre-packed panel, or the kernel cannot cut columns */
                 ukr(g->kc, a, b, g->tmp, nr, i_hi, &plain);
                 edge_epilogue(g->tmp + i_lo * nr + j_lo, nr, c, g->ldc, i_hi - i_lo, j_hi - j_lo,
                               bn, bm, g->load_c, g->act, g->lo, g->hi);

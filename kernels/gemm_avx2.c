@@ -22,10 +22,30 @@
 #define BD_AVX2   __attribute__((target("avx2,fma")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
+BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
+    __m256 t = _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_min_ps(_mm256_set1_ps(80.0f), _mm256_sub_ps(_mm256_setzero_ps(), x)));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_HI), t);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_LO), r);
+    __m256 y = _mm256_set1_ps(BD_EXP_P0);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P1));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P2));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P3));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P4));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P5));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 d = _mm256_fmadd_ps(y, _mm256_castsi256_ps(e), _mm256_set1_ps(1.0f)); /* 1 + e^-x */
+    __m256 q = _mm256_rcp_ps(d);
+    q = _mm256_mul_ps(q, _mm256_fnmadd_ps(d, q, _mm256_set1_ps(2.0f)));
+    return _mm256_mul_ps(x, q);
+}
+
 BD_INLINE BD_AVX2 __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     /* max/min return their second operand when one is NaN: NaN passes through */
     if (act == BD_ACT_RELU) return _mm256_max_ps(_mm256_setzero_ps(), v);
     if (act == BD_ACT_CLIP) return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+    if (act == BD_ACT_SILU) return silu8(v);
     return v;
 }
 
@@ -200,7 +220,7 @@ BD_AVX2 void bd_f32_dwconv_avx2(const bd_dw_job *j) {
 
 const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {
     "bd_f32_gemm_avx2_6x16", BD_KERNELS_ISA_AVX2, 6, 16, 256, 240, 2048, 512, bd_f32_gemm_avx2_6x16,
-    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2};
+    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2, 0};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

@@ -17,38 +17,60 @@
 #define BD_AVX512 __attribute__((target("avx512f")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
+BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
+    __m512 t = _mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_HI), t);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_LO), r);
+    __m512 y = _mm512_set1_ps(BD_EXP_P0);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P1));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P2));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P3));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P4));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P5));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 d = _mm512_fmadd_ps(y, _mm512_castsi512_ps(e), _mm512_set1_ps(1.0f)); /* 1 + e^-x */
+    __m512 q = _mm512_rcp14_ps(d);
+    q = _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.0f)));
+    return _mm512_mul_ps(x, q);
+}
+
 BD_INLINE BD_AVX512 __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
     /* max/min return their second operand when one is NaN: NaN passes through */
     if (act == BD_ACT_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
     if (act == BD_ACT_CLIP) return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    if (act == BD_ACT_SILU) return silu16(v);
     return v;
 }
 
-/* The epilogue of one row of the tile: + C, + column bias, + row bias, activation, store. */
+/* The epilogue of one row of the tile: + C, + column bias, + row bias, activation, store; only
+ * the columns in masks m0 (0..15) and m1 (16..31) are read or written. */
 BD_INLINE BD_AVX512 void store_row32(float *cr, __m512 v0, __m512 v1, __m512 bn0, __m512 bn1,
-                                     const float *bm, const bd_ukr_epi *ep, __m512 lo, __m512 hi) {
+                                     const float *bm, const bd_ukr_epi *ep, __m512 lo, __m512 hi,
+                                     __mmask16 m0, __mmask16 m1) {
     v0 = _mm512_add_ps(v0, bn0);
     v1 = _mm512_add_ps(v1, bn1);
     if (ep->load_c) {
-        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(cr));
-        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(cr + 16));
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
     }
     if (bm) {
         __m512 b = _mm512_set1_ps(*bm);
         v0 = _mm512_add_ps(v0, b);
         v1 = _mm512_add_ps(v1, b);
     }
-    _mm512_storeu_ps(cr, act16(v0, ep->act, lo, hi));
-    _mm512_storeu_ps(cr + 16, act16(v1, ep->act, lo, hi));
+    _mm512_mask_storeu_ps(cr, m0, act16(v0, ep->act, lo, hi));
+    if (m1) _mm512_mask_storeu_ps(cr + 16, m1, act16(v1, ep->act, lo, hi));
 }
 
 /* The same for a half tile (16 columns). */
 BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const float *bm,
-                                    const bd_ukr_epi *ep, __m512 lo, __m512 hi) {
+                                    const bd_ukr_epi *ep, __m512 lo, __m512 hi, __mmask16 m0) {
     v0 = _mm512_add_ps(v0, bn0);
-    if (ep->load_c) v0 = _mm512_add_ps(v0, _mm512_loadu_ps(cr));
+    if (ep->load_c) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
     if (bm) v0 = _mm512_add_ps(v0, _mm512_set1_ps(*bm));
-    _mm512_storeu_ps(cr, act16(v0, ep->act, lo, hi));
+    _mm512_mask_storeu_ps(cr, m0, act16(v0, ep->act, lo, hi));
 }
 
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
@@ -64,10 +86,11 @@ BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const floa
 #define ACC_STORE(r)                                                                               \
     do {                                                                                           \
         if (R > r && NV == 1)                                                                      \
-            store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi); \
+            store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, \
+                       m0);                                                                        \
         else if (R > r)                                                                            \
             store_row32(c + r * ldc, c##r##0, c##r##1, bn0, bn1,                                   \
-                        ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);                           \
+                        ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, m0, m1);                   \
     } while (0)
 
 /* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). */
@@ -107,10 +130,14 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const 
         a += 12;
         b += 32;
     }
+    /* columns that exist: ep->cols of the 16 * NV computed */
+    const int cols = ep->cols < 16 * NV ? ep->cols : 16 * NV;
+    const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
+    const __mmask16 m1 = cols >= 32 ? (__mmask16)0xFFFF : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
     __m512 bn0 = _mm512_setzero_ps(), bn1 = _mm512_setzero_ps();
     if (ep->bias_n) {
-        bn0 = _mm512_loadu_ps(ep->bias_n);
-        if (NV > 1) bn1 = _mm512_loadu_ps(ep->bias_n + 16);
+        bn0 = _mm512_maskz_loadu_ps(m0, ep->bias_n);
+        if (NV > 1) bn1 = _mm512_maskz_loadu_ps(m1, ep->bias_n + 16);
     }
     const __m512 lo = _mm512_set1_ps(ep->act_min), hi = _mm512_set1_ps(ep->act_max);
     ACC_STORE(0);
@@ -177,7 +204,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   512,
                                                   bd_f32_gemm_avx512_12x32,
                                                   bd_f32_gemm_avx512_12x16,
-                                                  bd_f32_dwconv_avx2};
+                                                  bd_f32_dwconv_avx2,
+                                                  1};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bd_kernels.h"
 #include "emit_c.h"
 #include "lower_nn.h"
 
@@ -63,9 +64,16 @@ static const char *act_expr(bd_emitter *e, int act, float lo, float hi, int dtyp
     return v;
 }
 
-/* The activation the micro-kernels apply themselves (the others run in generated code after
- * them). */
-static int kernel_act(int act) { return act <= BD_NN_ACT_CLIP ? act : BD_NN_ACT_NONE; }
+/* The activation the micro-kernels apply themselves, as their BD_ACT_* (the others run in
+ * generated code after them; compare with BD_NN_ACT_NONE to tell). */
+static int kernel_act(int act) {
+    switch (act) {
+    case BD_NN_ACT_RELU: return BD_ACT_RELU;
+    case BD_NN_ACT_CLIP: return BD_ACT_CLIP;
+    case BD_NN_ACT_SILU: return BD_ACT_SILU;
+    default: return BD_ACT_NONE;
+    }
+}
 
 /* In create(): fail (NULL) when the scratch reserved per thread is below `need_expr` bytes. */
 static void emit_scratch_check(bd_emitter *e, const bd_nest *n, const char *need_expr) {
@@ -126,14 +134,14 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     }
     emit_conv2d_shape(e, cp, x, y);
     const char *bias = cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL";
-    int kact = cp->res >= 0 ? BD_NN_ACT_NONE : kernel_act(cp->act); /* act follows the residual */
+    int kact = cp->res >= 0 ? BD_ACT_NONE : kernel_act(cp->act); /* act follows the residual */
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit(e, "bd_f32_conv2d_tile(&sh, %s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
                "%s, %s, %d, %s, %s, scratch);",
             operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
             cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
             flit(e, cp->act_min, BD_DT_FLOAT), flit(e, cp->act_max, BD_DT_FLOAT));
-    if (kact != cp->act || cp->res >= 0) {
+    if (cp->res >= 0 || (kact == BD_ACT_NONE && cp->act != BD_NN_ACT_NONE)) {
         /* residual and activation over the block's output just written, still in cache */
         int r = y->rank;
         int64_t ys[BD_MAX_RANK];
@@ -725,8 +733,9 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     bool post_alpha = mp->alpha != 1.0f && !mp->alpha_in_b;
     bool add_c = mp->c_mode == BD_MM_C_GENERAL;
     bool epilogue = post_alpha || add_c || mp->res >= 0;
-    int act = epilogue ? BD_NN_ACT_NONE : kernel_act(mp->act);
-    epilogue |= act != mp->act; /* an activation the kernels lack: generated, on the block */
+    int act = epilogue ? BD_ACT_NONE : kernel_act(mp->act);
+    /* an activation the kernels lack: generated, on the block */
+    epilogue |= act == BD_ACT_NONE && mp->act != BD_NN_ACT_NONE;
     const char *bias = mm_bias_ptr(e, n, mp);
     bd_emit(e, "const float *A = %s;", operand_ptr(e, n, mp->a));
     if (!mp->b_packed) bd_emit(e, "const float *B = %s;", operand_ptr(e, n, mp->b));

@@ -71,6 +71,7 @@ static scratch scratch_new(size_t bytes) {
 static double act_ref(double v, int act, float lo, float hi) {
     if (act == BD_ACT_RELU) return v < 0 ? 0 : v;
     if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
+    if (act == BD_ACT_SILU) return v / (1.0 + exp(-v));
     return v;
 }
 
@@ -318,7 +319,7 @@ static void test_gemm_all(void) {
                 if (g_quick && (mi + ni + ki) % 5) continue;
                 gemm_case c = {sizes[mi],     sizes[ni],     ksizes[ki],
                                (int)irand(2), (int)irand(2), (int)irand(2),
-                               (int)irand(2), (int)irand(2), (int)irand(3)};
+                               (int)irand(2), (int)irand(2), (int)irand(4)};
                 gemm_data d = gemm_data_new(c);
                 test_gemm_plain(&d);
                 cases++;
@@ -335,7 +336,7 @@ static void test_gemm_all(void) {
     /* every transpose/epilogue combination on awkward sizes, K over several depth blocks */
     for (int t = 0; t < 32; t++) {
         gemm_case c = {37,           45,           600,          t & 1, (t >> 1) & 1,
-                       (t >> 2) & 1, (t >> 3) & 1, (t >> 4) & 1, t % 3};
+                       (t >> 2) & 1, (t >> 3) & 1, (t >> 4) & 1, t % 4};
         gemm_data d = gemm_data_new(c);
         test_gemm_plain(&d);
         test_gemm_packed_b(&d);
@@ -491,6 +492,10 @@ static void test_conv_all(void) {
         {"big pads", 1, 2, 4, 5, 3, 3, 3, 1, 1, 1, 1, 1, 3, 4, 3, 4, BD_ACT_RELU},
         {"resnet-like 3x3", 1, 32, 28, 28, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
         {"many channels 3x3 (K blocks)", 1, 70, 6, 5, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"1x1 silu", 1, 24, 10, 13, 40, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, BD_ACT_SILU},
+        {"3x3 pad1 silu edge columns", 1, 9, 7, 7, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_SILU},
+        {"depthwise 3x3 silu", 1, 16, 14, 40, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_SILU},
+        {"depthwise 5x5 stride2 silu", 1, 8, 21, 22, 8, 5, 5, 8, 2, 2, 1, 1, 2, 2, 2, 2, BD_ACT_SILU},
     };
     int before = g_failed, count = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
