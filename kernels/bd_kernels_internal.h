@@ -45,6 +45,23 @@ typedef struct bd_ukr_epi {
 typedef void (*bd_ukr_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m,
                           const bd_ukr_epi *ep);
 
+/* Where a tile computed from B rows read in place (bd_ukr_direct_fn) goes: its 32 columns are
+ * up to BD_UKR_MAX_SEGS runs of consecutive output pixels; run s covers the columns whose bit is
+ * set in mask[s] and puts column L at c + coff[s] + L (row i at + i * ldc). */
+enum { BD_UKR_MAX_SEGS = 4 };
+typedef struct bd_ukr_out {
+    int nseg;
+    uint32_t mask[BD_UKR_MAX_SEGS];
+    int64_t coff[BD_UKR_MAX_SEGS];
+} bd_ukr_out;
+
+/* As bd_ukr_fn, but row k of the B panel is the 32 floats at b + boff[k] (unpacked, read in
+ * place), and the tile is stored through `out`. Only bias_m, load_c and the activation of the
+ * epilogue apply. */
+typedef void (*bd_ukr_direct_fn)(int64_t kc, const float *a, const float *b, const int64_t *boff,
+                                 float *c, int64_t ldc, int m, const bd_ukr_out *out,
+                                 const bd_ukr_epi *ep);
+
 /* Depthwise convolution of some output rows of one channel, from input rows that conv2d.c has
  * zero-padded and split by column stride (phase q of a row holds padded columns q, q+sw, ...):
  * output row o, column ow = bias + sum over taps t of w[t] * (rows + o*sh*sw*row_len)[tap_off[t]
@@ -74,6 +91,7 @@ typedef struct bd_gemm_kernel {
     bd_ukr_fn ukr_half; /* columns [0, NR/2) only (same panels), or NULL */
     bd_dw_fn dw;
     int partial_cols;   /* ukr/ukr_half store bd_ukr_epi.cols < NR columns themselves (masked) */
+    bd_ukr_direct_fn ukr_direct; /* NR == 32 kernels only, or NULL */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;

@@ -7,7 +7,8 @@
  * a time, and im2col_pack writes that block straight into the NR-column panel layout the
  * micro-kernel reads ("implicit im2col"), with zeros where the window falls in the padding.
  * So a tile of any size needs only the GEMM's fixed scratch. A 1x1 convolution with stride 1 and
- * no padding is a plain GEMM on the input rows and skips im2col.
+ * no padding is a plain GEMM on the input rows and skips im2col; so does any other stride-1
+ * convolution with wide enough rows on kernels that can read B in place (direct_tile below).
  *
  * Depthwise convolutions (group == C == M) have one input channel per output channel, too little
  * reuse for a GEMM. Each channel's input rows for a chunk of output rows are copied once into
@@ -440,6 +441,99 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
     }
 }
 
+/* ---- direct stride-1 convolution (no im2col) ------------------------------------------------ */
+
+/* With unit strides, lay the output pixels of a tile out on rows of the padded input width
+ * Wp = OW + (KW-1)*dw: pixel (r, ow) is column j = r*Wp + ow. Then row k = (c, kh, kw) of the B
+ * operand is one contiguous run of a zero-padded copy Xp of the tile's input rows, starting at
+ * c*CS + kh*dh*Wp + kw*dw. The micro-kernel reads those runs in place through a table of row
+ * offsets, so the block copies its input once instead of KH*KW times (im2col). The Wp - OW
+ * columns per row that are not pixels are computed but never stored (the kernel stores each
+ * 32-column panel as runs of consecutive pixels), which is why this path is taken only when
+ * they are at most an eighth of the row. */
+typedef struct direct_geom {
+    int64_t Wp, rows_in, cs, offs_floats, xp_floats;
+} direct_geom;
+
+static direct_geom direct_geometry(const bd_conv2d_shape *s, int64_t nrows) {
+    direct_geom g;
+    g.Wp = s->OW + (s->KW - 1) * s->dil_w;
+    g.rows_in = nrows + (s->KH - 1) * s->dil_h;
+    g.cs = g.rows_in * g.Wp;
+    g.offs_floats = round_up(2 * (s->C / s->group) * s->KH * s->KW, 16);
+    g.xp_floats = (s->C / s->group) * g.cs + 64; /* the last panel reads up to 31 floats past */
+    return g;
+}
+
+static int direct_ok(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    int64_t waste = (s->KW - 1) * s->dil_w;
+    return kd->ukr_direct && kd->nr == 32 && s->stride_h == 1 && s->stride_w == 1 &&
+           !is_pointwise(s) && s->OW >= 16 && waste * 8 <= s->OW;
+}
+
+static size_t direct_scratch_floats(const bd_conv2d_shape *s, int64_t nrows) {
+    direct_geom g = direct_geometry(s, nrows);
+    return (size_t)(16 + g.offs_floats + g.xp_floats);
+}
+
+/* Output channels [m_lo, m_hi) of group g (m_lo a multiple of MR), output rows [oh0, oh1). */
+static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *xg,
+                        const float *apacked, const float *bias_m, float *c, int64_t m_lo,
+                        int64_t m_hi, int64_t oh0, int64_t oh1, int act, float act_min,
+                        float act_max, void *scratch) {
+    const int64_t Cg = s->C / s->group, KH = s->KH, KW = s->KW, Kd = Cg * KH * KW;
+    const int64_t H = s->H, W = s->W, OW = s->OW, nrows = oh1 - oh0, mr = kd->mr;
+    const direct_geom g = direct_geometry(s, nrows);
+    uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    int64_t *boff = (int64_t *)u;
+    float *xp = (float *)u + g.offs_floats;
+    /* the zero-padded input rows, channel by channel */
+    const int64_t ih0 = oh0 - s->pad_top, left = s->pad_left;
+    const int64_t cols_lo = imin(imax(left, 0), g.Wp), cols_hi = imax(cols_lo, imin(left + W, g.Wp));
+    for (int64_t ch = 0; ch < Cg; ch++) {
+        for (int64_t r = 0; r < g.rows_in; r++) {
+            float *d = xp + ch * g.cs + r * g.Wp;
+            int64_t ih = ih0 + r;
+            if (ih < 0 || ih >= H) {
+                memset(d, 0, (size_t)g.Wp * sizeof(float));
+                continue;
+            }
+            memset(d, 0, (size_t)cols_lo * sizeof(float));
+            memcpy(d + cols_lo, xg + (ch * H + ih) * W + (cols_lo - left),
+                   (size_t)(cols_hi - cols_lo) * sizeof(float));
+            memset(d + cols_hi, 0, (size_t)(g.Wp - cols_hi) * sizeof(float));
+        }
+    }
+    memset(xp + Cg * g.cs, 0, 64 * sizeof(float));
+    for (int64_t k = 0; k < Kd; k++) {
+        int64_t ch = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+        boff[k] = ch * g.cs + kh * s->dil_h * g.Wp + kw * s->dil_w;
+    }
+    /* depth in equal chunks of at most the kernel's kc */
+    const int64_t nk = (Kd + kd->kc - 1) / kd->kc, kc_even = (Kd + nk - 1) / nk;
+    const int64_t ldc = s->OH * OW, total = (nrows - 1) * g.Wp + OW;
+    for (int64_t j0 = 0; j0 < total; j0 += 32) {
+        bd_ukr_out out = {0, {0}, {0}};
+        for (int64_t r = j0 / g.Wp; r < nrows && r * g.Wp < j0 + 32; r++) {
+            int64_t a = imax(r * g.Wp, j0) - j0, b = imin(r * g.Wp + OW, j0 + 32) - j0;
+            if (a >= b) continue;
+            BD_KCHECK(out.nseg < BD_UKR_MAX_SEGS);
+            out.mask[out.nseg] = (b >= 32 ? 0xFFFFFFFFu : (1u << b) - 1u) & ~((1u << a) - 1u);
+            out.coff[out.nseg++] = j0 - r * (g.Wp - OW); /* column L -> pixel j0 + L - r*(Wp-OW) */
+        }
+        for (int64_t pc = 0; pc < Kd; pc += kc_even) {
+            const int64_t kc = imin(kc_even, Kd - pc);
+            const int first = pc == 0, last = pc + kc >= Kd;
+            for (int64_t i0 = m_lo; i0 < m_hi; i0 += mr) {
+                bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i0 - m_lo) : NULL, !first,
+                                 last ? act : BD_ACT_NONE, act_min, act_max, 32};
+                kd->ukr_direct(kc, apacked + (i0 / mr) * Kd * mr + pc * mr, xp + j0, boff + pc,
+                               c + (i0 - m_lo) * ldc, ldc, (int)imin(mr, m_hi - i0), &out, &ep);
+            }
+        }
+    }
+}
+
 /* ---- packing and tiles --------------------------------------------------------------------- */
 
 size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
@@ -475,7 +569,9 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     if (oh_tile > s->OH) oh_tile = s->OH;
     if (is_depthwise(s)) return dw_scratch_floats(s) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
-    return bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
+    size_t gemm = bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
+    size_t direct = direct_scratch_floats(s, oh_tile) * sizeof(float);
+    return direct_ok(bd_gemm_kernel_current(), s) && direct > gemm ? direct : gemm;
 }
 
 void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
@@ -510,6 +606,11 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         bd_raw_matrix xm = {xg, HW, 0};
         im2col_ctx ictx = {s, xg, x + s->N * s->C * HW, oh0};
         bd_operand b = {NULL, NULL, im2col_for(kd), &ictx};
+        if (direct_ok(kd, s) && m_lo % kd->mr == 0) {
+            direct_tile(kd, s, xg, a.packed, ep.bias_m, c, m_lo, m_hi, oh0, oh1, act, act_min,
+                        act_max, scratch);
+            continue;
+        }
         if (is_pointwise(s)) { /* B is the input itself: Cg rows of H*W pixels */
             xm.p = xg + oh0 * s->W;
             b.pack_b = bd_pack_b_raw;

@@ -220,7 +220,7 @@ BD_AVX2 void bd_f32_dwconv_avx2(const bd_dw_job *j) {
 
 const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {
     "bd_f32_gemm_avx2_6x16", BD_KERNELS_ISA_AVX2, 6, 16, 256, 240, 2048, 512, bd_f32_gemm_avx2_6x16,
-    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2, 0};
+    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2, 0, NULL};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

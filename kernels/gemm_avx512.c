@@ -73,6 +73,35 @@ BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const floa
     _mm512_mask_storeu_ps(cr, m0, act16(v0, ep->act, lo, hi));
 }
 
+/* The epilogue of one row of a direct tile: + row bias, + C (gathered from the runs), activation,
+ * one masked store per run and half. */
+BD_INLINE BD_AVX512 void store_runs(float *cr, __m512 v0, __m512 v1, const float *bm,
+                                    const bd_ukr_epi *ep, __m512 lo, __m512 hi,
+                                    const bd_ukr_out *o) {
+    if (bm) {
+        __m512 b = _mm512_set1_ps(*bm);
+        v0 = _mm512_add_ps(v0, b);
+        v1 = _mm512_add_ps(v1, b);
+    }
+    if (ep->load_c) {
+        __m512 o0 = _mm512_setzero_ps(), o1 = _mm512_setzero_ps();
+        for (int s = 0; s < o->nseg; s++) {
+            const float *p = cr + o->coff[s];
+            o0 = _mm512_mask_loadu_ps(o0, (__mmask16)(o->mask[s] & 0xFFFFu), p);
+            o1 = _mm512_mask_loadu_ps(o1, (__mmask16)(o->mask[s] >> 16), p + 16);
+        }
+        v0 = _mm512_add_ps(v0, o0);
+        v1 = _mm512_add_ps(v1, o1);
+    }
+    v0 = act16(v0, ep->act, lo, hi);
+    v1 = act16(v1, ep->act, lo, hi);
+    for (int s = 0; s < o->nseg; s++) {
+        float *p = cr + o->coff[s];
+        _mm512_mask_storeu_ps(p, (__mmask16)(o->mask[s] & 0xFFFFu), v0);
+        _mm512_mask_storeu_ps(p + 16, (__mmask16)(o->mask[s] >> 16), v1);
+    }
+}
+
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
 #define ACC_ZERO(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps()
 #define ACC_FMA(r)                                                                                 \
@@ -85,7 +114,10 @@ BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const floa
     } while (0)
 #define ACC_STORE(r)                                                                               \
     do {                                                                                           \
-        if (R > r && NV == 1)                                                                      \
+        if (R > r && D)                                                                            \
+            store_runs(c + r * ldc, c##r##0, c##r##1, ep->bias_m ? ep->bias_m + r : NULL, ep, lo,  \
+                       hi, out);                                                                   \
+        else if (R > r && NV == 1)                                                                      \
             store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, \
                        m0);                                                                        \
         else if (R > r)                                                                            \
@@ -93,9 +125,11 @@ BD_INLINE BD_AVX512 void store_half(float *cr, __m512 v0, __m512 bn0, const floa
                         ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, m0, m1);                   \
     } while (0)
 
-/* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). */
-BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const float *a,
-                                   const float *b, float *c, int64_t ldc, const bd_ukr_epi *ep) {
+/* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). D (direct):
+ * B row k is read in place at b + boff[k] and the tile is stored through `out` (NV == 2). */
+BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64_t kc, const float *a,
+                                   const float *b, const int64_t *boff, float *c, int64_t ldc,
+                                   const bd_ukr_out *out, const bd_ukr_epi *ep) {
     ACC_ZERO(0);
     ACC_ZERO(1);
     ACC_ZERO(2);
@@ -108,13 +142,14 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const 
     ACC_ZERO(9);
     ACC_ZERO(10);
     ACC_ZERO(11);
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < R && !D; r++) {
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
     }
     for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_loadu_ps(b);
-        __m512 b1 = NV > 1 ? _mm512_loadu_ps(b + 16) : _mm512_setzero_ps();
+        const float *bk = D ? b + boff[k] : b;
+        __m512 b0 = _mm512_loadu_ps(bk);
+        __m512 b1 = NV > 1 ? _mm512_loadu_ps(bk + 16) : _mm512_setzero_ps();
         ACC_FMA(0);
         ACC_FMA(1);
         ACC_FMA(2);
@@ -128,7 +163,7 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const 
         ACC_FMA(10);
         ACC_FMA(11);
         a += 12;
-        b += 32;
+        if (!D) b += 32;
     }
     /* columns that exist: ep->cols of the 16 * NV computed */
     const int cols = ep->cols < 16 * NV ? ep->cols : 16 * NV;
@@ -160,18 +195,18 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, int64_t kc, const 
 static BD_AVX512 void bd_f32_gemm_avx512_12x32(int64_t kc, const float *a, const float *b, float *c,
                                                int64_t ldc, int m, const bd_ukr_epi *ep) {
     switch (m) {
-    case 12: ukr_12x32(12, 2, kc, a, b, c, ldc, ep); break;
-    case 11: ukr_12x32(11, 2, kc, a, b, c, ldc, ep); break;
-    case 10: ukr_12x32(10, 2, kc, a, b, c, ldc, ep); break;
-    case 9: ukr_12x32(9, 2, kc, a, b, c, ldc, ep); break;
-    case 8: ukr_12x32(8, 2, kc, a, b, c, ldc, ep); break;
-    case 7: ukr_12x32(7, 2, kc, a, b, c, ldc, ep); break;
-    case 6: ukr_12x32(6, 2, kc, a, b, c, ldc, ep); break;
-    case 5: ukr_12x32(5, 2, kc, a, b, c, ldc, ep); break;
-    case 4: ukr_12x32(4, 2, kc, a, b, c, ldc, ep); break;
-    case 3: ukr_12x32(3, 2, kc, a, b, c, ldc, ep); break;
-    case 2: ukr_12x32(2, 2, kc, a, b, c, ldc, ep); break;
-    default: ukr_12x32(1, 2, kc, a, b, c, ldc, ep); break;
+    case 12: ukr_12x32(12, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 11: ukr_12x32(11, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 10: ukr_12x32(10, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 9: ukr_12x32(9, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 8: ukr_12x32(8, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 7: ukr_12x32(7, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 6: ukr_12x32(6, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 5: ukr_12x32(5, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 4: ukr_12x32(4, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 3: ukr_12x32(3, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 2: ukr_12x32(2, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    default: ukr_12x32(1, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
     }
 }
 
@@ -179,18 +214,39 @@ static BD_AVX512 void bd_f32_gemm_avx512_12x32(int64_t kc, const float *a, const
 static BD_AVX512 void bd_f32_gemm_avx512_12x16(int64_t kc, const float *a, const float *b, float *c,
                                                int64_t ldc, int m, const bd_ukr_epi *ep) {
     switch (m) {
-    case 12: ukr_12x32(12, 1, kc, a, b, c, ldc, ep); break;
-    case 11: ukr_12x32(11, 1, kc, a, b, c, ldc, ep); break;
-    case 10: ukr_12x32(10, 1, kc, a, b, c, ldc, ep); break;
-    case 9: ukr_12x32(9, 1, kc, a, b, c, ldc, ep); break;
-    case 8: ukr_12x32(8, 1, kc, a, b, c, ldc, ep); break;
-    case 7: ukr_12x32(7, 1, kc, a, b, c, ldc, ep); break;
-    case 6: ukr_12x32(6, 1, kc, a, b, c, ldc, ep); break;
-    case 5: ukr_12x32(5, 1, kc, a, b, c, ldc, ep); break;
-    case 4: ukr_12x32(4, 1, kc, a, b, c, ldc, ep); break;
-    case 3: ukr_12x32(3, 1, kc, a, b, c, ldc, ep); break;
-    case 2: ukr_12x32(2, 1, kc, a, b, c, ldc, ep); break;
-    default: ukr_12x32(1, 1, kc, a, b, c, ldc, ep); break;
+    case 12: ukr_12x32(12, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 11: ukr_12x32(11, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 10: ukr_12x32(10, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 9: ukr_12x32(9, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 8: ukr_12x32(8, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 7: ukr_12x32(7, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 6: ukr_12x32(6, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 5: ukr_12x32(5, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 4: ukr_12x32(4, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 3: ukr_12x32(3, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 2: ukr_12x32(2, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    default: ukr_12x32(1, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    }
+}
+
+/* B read in place, stored through runs (convolutions without im2col, conv2d.c). */
+static BD_AVX512 void bd_f32_conv_direct_avx512_12x32(int64_t kc, const float *a, const float *b,
+                                                      const int64_t *boff, float *c, int64_t ldc,
+                                                      int m, const bd_ukr_out *out,
+                                                      const bd_ukr_epi *ep) {
+    switch (m) {
+    case 12: ukr_12x32(12, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 11: ukr_12x32(11, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 10: ukr_12x32(10, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 9: ukr_12x32(9, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 8: ukr_12x32(8, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 7: ukr_12x32(7, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 6: ukr_12x32(6, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 5: ukr_12x32(5, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 4: ukr_12x32(4, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 3: ukr_12x32(3, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 2: ukr_12x32(2, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    default: ukr_12x32(1, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
     }
 }
 
@@ -205,7 +261,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   bd_f32_gemm_avx512_12x32,
                                                   bd_f32_gemm_avx512_12x16,
                                                   bd_f32_dwconv_avx2,
-                                                  1};
+                                                  1,
+                                                  bd_f32_conv_direct_avx512_12x32};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */

@@ -150,6 +150,15 @@ static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
     return (kc * nc + mc * kc + 32 * 32 + 64) * 4 + 64;
 }
 
+/* An upper bound of the scratch of kernels/'s direct (im2col-free) stride-1 convolution of a
+ * tile of `rows` output rows: the tap offsets of the Cg*KH*KW depth and the block's zero-padded
+ * input rows. */
+static int64_t direct_conv_scratch_bound(int64_t Cg, int64_t rows, int64_t OW, int64_t KH,
+                                         int64_t KW, int64_t dh, int64_t dw) {
+    int64_t rows_in = rows + (KH - 1) * dh, wp = OW + (KW - 1) * dw;
+    return (16 + round_up(2 * Cg * KH * KW, 16) + Cg * rows_in * wp + 64) * 4 + 64;
+}
+
 /* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution (input rows for a
  * chunk of up to 32 output rows, split by column stride, plus the tap table). */
 static int64_t dwconv_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
@@ -325,7 +334,13 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
             int64_t dh = nsp == 2 ? win.dilations[0] : 1, dw = win.dilations[nsp - 1];
             nest->scratch_bytes = dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
         } else {
+            int64_t kh = nsp == 2 ? win.kernel[0] : 1, kw = win.kernel[nsp - 1];
+            int64_t dh = nsp == 2 ? win.dilations[0] : 1, dw = win.dilations[nsp - 1];
+            bool unit_strides = win.strides[0] == 1 && win.strides[nsp - 1] == 1;
             nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
+            if (unit_strides)
+                nest->scratch_bytes = imax64(nest->scratch_bytes,
+                                             direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
         }
     }
 
