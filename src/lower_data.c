@@ -53,6 +53,26 @@ static int64_t numel_of(const bd_value *v) {
     return n;
 }
 
+/* One spelling of a string attribute and the enum value it stands for. */
+typedef struct attr_choice {
+    const char *name;
+    int value;
+} attr_choice;
+
+/* The value of string attribute `attr` (default `dflt`) among `count` choices; an unknown
+ * spelling is unsupported (inference has already refused the ones the spec does not list). */
+static bd_status attr_enum(bd_graph *g, const bd_node *n, bd_diag *d, const char *attr,
+                           const char *dflt, const attr_choice *choices, size_t count, int *out) {
+    const char *s = bd_attr_string(g, n, attr, dflt);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(s, choices[i].name) == 0) {
+            *out = choices[i].value;
+            return BD_OK;
+        }
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute '%s' '%s' is not supported", attr,
+                        bd_quote(s));
+}
+
 /* Lowering needs static shapes (inference leaves -1 where the model's data decides). */
 static bd_status need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
     if (!bd_value_shape_known(v))
@@ -521,11 +541,14 @@ bd_status bd_lower_pad(bd_program *p, int node, bd_diag *d) {
     bd_status s;
     if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
     int r = x->rank;
-    const char *mode = bd_attr_string(g, n, "mode", "constant");
-    bd_pad_mode m = strcmp(mode, "reflect") == 0 ? BD_PAD_REFLECT
-                    : strcmp(mode, "edge") == 0  ? BD_PAD_EDGE
-                    : strcmp(mode, "wrap") == 0  ? BD_PAD_WRAP
-                                                 : BD_PAD_CONSTANT;
+    static const attr_choice pad_modes[] = {{"constant", BD_PAD_CONSTANT}, /* in enum order */
+                                            {"reflect", BD_PAD_REFLECT},
+                                            {"edge", BD_PAD_EDGE},
+                                            {"wrap", BD_PAD_WRAP}};
+    int mode = BD_PAD_CONSTANT;
+    if ((s = attr_enum(g, n, d, "mode", "constant", pad_modes, BD_COUNT(pad_modes), &mode)))
+        return s;
+    bd_pad_mode m = (bd_pad_mode)mode;
     int64_t pads[2 * BD_MAX_RANK], axes[BD_MAX_RANK];
     int npads = 0, naxes = r;
     bool axes_given = false;
@@ -581,7 +604,7 @@ bd_status bd_lower_pad(bd_program *p, int node, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: pads do not give the output extent", k);
         if (pp.kept[k] == 0 && m != BD_PAD_CONSTANT && y->dims[k] > 0)
             return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: mode '%s' has no input element "
-                                "to pad with", k, bd_quote(mode));
+                                "to pad with", k, pad_modes[m].name);
     }
     if (numel_of(y) == 0) return BD_OK;
 
@@ -785,7 +808,7 @@ void bd_resize_filter(const bd_resize_params *p, int k, int64_t *idx, double *w,
 }
 
 static bd_status resize_coord_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_resize_coord *c) {
-    static const struct { const char *name; bd_resize_coord c; } modes[] = {
+    static const attr_choice modes[] = {
         {"half_pixel", BD_RESIZE_HALF_PIXEL},
         {"half_pixel_symmetric", BD_RESIZE_HALF_PIXEL_SYMMETRIC},
         {"pytorch_half_pixel", BD_RESIZE_PYTORCH_HALF_PIXEL},
@@ -794,39 +817,27 @@ static bd_status resize_coord_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_r
         {"tf_half_pixel_for_nn", BD_RESIZE_TF_HALF_PIXEL_FOR_NN},
         {"tf_crop_and_resize", BD_RESIZE_TF_CROP_AND_RESIZE},
     };
-    if (n->opset < 11) {
-        *c = BD_RESIZE_ASYMMETRIC;
-        return BD_OK;
-    }
-    const char *s = bd_attr_string(g, n, "coordinate_transformation_mode", "half_pixel");
-    for (size_t i = 0; i < BD_COUNT(modes); i++)
-        if (strcmp(s, modes[i].name) == 0) {
-            *c = modes[i].c;
-            return BD_OK;
-        }
-    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'coordinate_transformation_mode' "
-                        "'%s' is not supported", bd_quote(s));
+    int v = BD_RESIZE_ASYMMETRIC; /* opsets before 11 have no attribute */
+    bd_status s = n->opset < 11 ? BD_OK
+                                : attr_enum(g, n, d, "coordinate_transformation_mode", "half_pixel",
+                                            modes, BD_COUNT(modes), &v);
+    *c = (bd_resize_coord)v;
+    return s;
 }
 
 static bd_status resize_nearest_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_resize_nearest *m) {
-    static const struct { const char *name; bd_resize_nearest m; } modes[] = {
+    static const attr_choice modes[] = {
         {"round_prefer_floor", BD_NEAREST_ROUND_PREFER_FLOOR},
         {"round_prefer_ceil", BD_NEAREST_ROUND_PREFER_CEIL},
         {"floor", BD_NEAREST_FLOOR},
         {"ceil", BD_NEAREST_CEIL},
     };
-    if (n->opset < 11) {
-        *m = BD_NEAREST_SIMPLE;
-        return BD_OK;
-    }
-    const char *s = bd_attr_string(g, n, "nearest_mode", "round_prefer_floor");
-    for (size_t i = 0; i < BD_COUNT(modes); i++)
-        if (strcmp(s, modes[i].name) == 0) {
-            *m = modes[i].m;
-            return BD_OK;
-        }
-    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'nearest_mode' '%s' is not supported",
-                        bd_quote(s));
+    int v = BD_NEAREST_SIMPLE; /* opsets before 11 have no attribute */
+    bd_status s = n->opset < 11 ? BD_OK
+                                : attr_enum(g, n, d, "nearest_mode", "round_prefer_floor", modes,
+                                            BD_COUNT(modes), &v);
+    *m = (bd_resize_nearest)v;
+    return s;
 }
 
 /* Whether dim k's sampling is the identity (every output index reads its own input index with
@@ -874,13 +885,14 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     bd_resize_params rp;
     memset(&rp, 0, sizeof rp);
 
-    const char *mode = bd_attr_string(g, n, "mode", "nearest");
-    if (strcmp(mode, "nearest") == 0) rp.interp = BD_INTERP_NEAREST;
-    else if (strcmp(mode, "linear") == 0) rp.interp = BD_INTERP_LINEAR;
-    else if (strcmp(mode, "cubic") == 0 && n->opset >= 11) rp.interp = BD_INTERP_CUBIC;
-    else
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' '%s' is not supported",
-                            bd_quote(mode));
+    static const attr_choice interps[] = {/* in enum order; cubic came with opset 11 */
+                                          {"nearest", BD_INTERP_NEAREST},
+                                          {"linear", BD_INTERP_LINEAR},
+                                          {"cubic", BD_INTERP_CUBIC}};
+    int interp = BD_INTERP_NEAREST;
+    if ((s = attr_enum(g, n, d, "mode", "nearest", interps, n->opset >= 11 ? 3 : 2, &interp)))
+        return s;
+    rp.interp = (bd_resize_interp)interp;
     /* antialias only changes linear and cubic (the spec: "linear and cubic interpolation modes
      * will use an antialiasing filter when downscaling"). */
     rp.antialias = n->opset >= 18 && bd_attr_int(n, "antialias", 0) != 0 &&
@@ -891,7 +903,7 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     rp.cubic_coeff_a = bd_attr_float(n, "cubic_coeff_a", -0.75f);
     if (rp.interp != BD_INTERP_NEAREST && y->dtype != BD_DT_FLOAT && y->dtype != BD_DT_DOUBLE)
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' '%s' on %s data is not "
-                            "supported (float32 and float64 are)", bd_quote(mode),
+                            "supported (float32 and float64 are)", interps[rp.interp].name,
                             bd_dtype_name(y->dtype));
     if ((s = resize_coord_of(g, n, d, &rp.coord)) || (s = resize_nearest_of(g, n, d, &rp.nearest)))
         return s;
