@@ -23,6 +23,7 @@ check() { # name expected_exit regex command...
 }
 
 check help 0 "inspect MODEL.onnx" "$bdc" --help
+check help-limits 0 "--max-activations SIZE" "$bdc" --help
 check version 0 "^bdc [0-9]+\.[0-9]+\.[0-9]+" "$bdc" --version
 check no-args 1 "usage: bdc" "$bdc"
 check unknown-command 1 "unknown command 'frobnicate'" "$bdc" frobnicate
