@@ -340,3 +340,14 @@ void bd_graph_dump(bd_graph *g, FILE *f) {
     for (size_t i = 0; i < g->outputs.len; i++) dump_value(g, BD_VEC_AT(&g->outputs, int, i), f);
     fprintf(f, "\n");
 }
+
+bool bd_bytes_equal_nocase(const bd_bytes *b, const char *s) {
+    if (b->len != strlen(s)) return false;
+    for (size_t i = 0; i < b->len; i++) {
+        unsigned char c = b->data[i], t = (unsigned char)s[i];
+        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
+        if (t >= 'A' && t <= 'Z') t = (unsigned char)(t - 'A' + 'a');
+        if (c != t) return false;
+    }
+    return true;
+}

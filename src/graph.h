@@ -205,6 +205,10 @@ bool bd_value_shape_known(const bd_value *v); /* rank known and every dim >= 0 *
  * naming the node) when they contradict what the file declares for v. */
 bd_status bd_value_set(bd_diag *d, const bd_node *n, bd_value *v, int dtype, int rank,
                        const int64_t *dims);
+/* ASCII case-insensitive comparison of a length-delimited string attribute with s (LSTM
+ * activation names are matched this way by inference and lowering). */
+bool bd_bytes_equal_nocase(const bd_bytes *b, const char *s);
+
 /* Attaches a folded constant to v and sets its type from it. */
 bd_status bd_value_set_constant(bd_diag *d, const bd_node *n, bd_value *v, bd_tensor *t);
 

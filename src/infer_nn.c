@@ -278,23 +278,34 @@ static bd_status check_bias(bd_diag *d, const bd_node *n, const bd_value *b, con
     return BD_OK;
 }
 
-bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
-    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+/* The checks Conv and ConvTranspose share: X and W present, float, one dtype, spatial rank, and
+ * a group count that divides X's channels. */
+static bd_status conv_inputs(bd_diag *d, const bd_node *n, const bd_value *x, const bd_value *w,
+                             int *dtype, int *nsp, int64_t *group) {
     bd_status s;
     if ((s = need_present(d, n, x, 0, "X")) || (s = need_present(d, n, w, 1, "W")) ||
         (s = need_float(d, n, x, 0, "X")) || (s = need_same_dtype(d, n, w, 1, "W", x)))
         return s;
-    int dtype = x->dtype ? x->dtype : w->dtype, nsp;
-    if ((s = conv_spatial_rank(d, n, x, w, &nsp))) return s;
-
-    int64_t group = bd_attr_int(n, "group", 1);
-    if (group < 1)
+    *dtype = x->dtype ? x->dtype : w->dtype;
+    if ((s = conv_spatial_rank(d, n, x, w, nsp))) return s;
+    *group = bd_attr_int(n, "group", 1);
+    if (*group < 1)
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'group' is %lld, expected at least 1",
-                            (long long)group);
-    int64_t c = dim_of(x, 1), wc = dim_of(w, 1), m = dim_of(w, 0);
-    if (c >= 0 && c % group)
+                            (long long)*group);
+    int64_t c = dim_of(x, 1);
+    if (c >= 0 && c % *group)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (X) has %lld channels, not divisible "
-                            "by group %lld", (long long)c, (long long)group);
+                            "by group %lld", (long long)c, (long long)*group);
+    return BD_OK;
+}
+
+bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    int dtype, nsp;
+    int64_t group;
+    bd_status s = conv_inputs(d, n, x, w, &dtype, &nsp, &group);
+    if (s) return s;
+    int64_t c = dim_of(x, 1), wc = dim_of(w, 1), m = dim_of(w, 0);
     if (c >= 0 && wc >= 0 && wc != c / group)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (W) has extent %lld on axis 1, expected "
                             "%lld (channels / group)", (long long)wc, (long long)(c / group));
@@ -358,22 +369,12 @@ static bd_status transpose_extent(bd_diag *d, const bd_node *n, const window *w,
 
 bd_status bd_infer_conv_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
-    bd_status s;
-    if ((s = need_present(d, n, x, 0, "X")) || (s = need_present(d, n, w, 1, "W")) ||
-        (s = need_float(d, n, x, 0, "X")) || (s = need_same_dtype(d, n, w, 1, "W", x)))
-        return s;
-    int dtype = x->dtype ? x->dtype : w->dtype, nsp;
-    if ((s = conv_spatial_rank(d, n, x, w, &nsp))) return s;
-
-    int64_t group = bd_attr_int(n, "group", 1);
-    if (group < 1)
-        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'group' is %lld, expected at least 1",
-                            (long long)group);
+    int dtype, nsp;
+    int64_t group;
+    bd_status s = conv_inputs(d, n, x, w, &dtype, &nsp, &group);
+    if (s) return s;
     /* W is [C, M / group, k...]. */
     int64_t c = dim_of(x, 1), wc = dim_of(w, 0), m = -1;
-    if (c >= 0 && c % group)
-        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (X) has %lld channels, not divisible "
-                            "by group %lld", (long long)c, (long long)group);
     if (c >= 0 && wc >= 0 && wc != c)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (W) has extent %lld on axis 0, expected "
                             "%lld (the channels of input 0)", (long long)wc, (long long)c);
@@ -591,18 +592,6 @@ static bd_status lstm_check(bd_diag *d, const bd_node *n, const bd_value *v, int
     return BD_OK;
 }
 
-/* ASCII case-insensitive comparison of a length-delimited name with a C string. */
-static bool name_equals_nocase(const bd_bytes *b, const char *s) {
-    if (b->len != strlen(s)) return false;
-    for (size_t i = 0; i < b->len; i++) {
-        unsigned char c = b->data[i], t = (unsigned char)s[i];
-        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
-        if (t >= 'A' && t <= 'Z') t = (unsigned char)(t - 'A' + 'a');
-        if (c != t) return false;
-    }
-    return true;
-}
-
 static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t num_dir) {
     /* The functions the RNN ops define; onnxruntime matches them case-insensitively. */
     static const char *const known[] = {
@@ -617,7 +606,7 @@ static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t nu
     for (int i = 0; i < a->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < BD_COUNT(known) && !ok; k++)
-            ok = name_equals_nocase(&a->strings[i], known[k]);
+            ok = bd_bytes_equal_nocase(&a->strings[i], known[k]);
         if (!ok)
             return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'activations' value %d is not "
                                 "an activation function LSTM defines", i);

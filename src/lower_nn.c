@@ -282,6 +282,22 @@ static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, const bd_node 
     bd_access_identity(bd_nest_operand(nest, ep->out, true, rank), 0);
 }
 
+/* What Conv and ConvTranspose lowering both start from: static shapes, float X, and the window
+ * attributes with the kernel taken from W. */
+static bd_status conv_window(bd_graph *g, bd_node *n, bd_diag *d, nn_window *win) {
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, w, "input 1 (W)")) ||
+        (s = need_static(d, n, b, "input 2 (B)")) ||
+        (s = need_static(d, n, bd_node_out(g, n, 0), "output 0")) ||
+        (s = need_dtype_float(d, n, x, "input 0 (X)")))
+        return s;
+    int nsp = x->rank - 2;
+    if ((s = read_window(g, n, d, nsp, true, win))) return s;
+    for (int i = 0; i < nsp; i++) win->kernel[i] = w->dims[2 + i];
+    return BD_OK;
+}
+
 bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -289,14 +305,9 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     bd_value *y = bd_node_out(g, n, 0);
     if (y->constant) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, w, "input 1 (W)")) ||
-        (s = need_static(d, n, b, "input 2 (B)")) || (s = need_static(d, n, y, "output 0")) ||
-        (s = need_dtype_float(d, n, x, "input 0 (X)")))
-        return s;
-    int nsp = x->rank - 2;
     nn_window win;
-    if ((s = read_window(g, n, d, nsp, true, &win))) return s;
-    for (int i = 0; i < nsp; i++) win.kernel[i] = w->dims[2 + i];
+    if ((s = conv_window(g, n, d, &win))) return s;
+    int nsp = x->rank - 2;
     resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
     int64_t group = bd_attr_int(n, "group", 1);
     int64_t C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
@@ -366,14 +377,9 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     bd_value *y = bd_node_out(g, n, 0);
     if (y->constant) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, w, "input 1 (W)")) ||
-        (s = need_static(d, n, b, "input 2 (B)")) || (s = need_static(d, n, y, "output 0")) ||
-        (s = need_dtype_float(d, n, x, "input 0 (X)")))
-        return s;
-    int nsp = x->rank - 2;
     nn_window win;
-    if ((s = read_window(g, n, d, nsp, true, &win))) return s;
-    for (int i = 0; i < nsp; i++) win.kernel[i] = w->dims[2 + i];
+    if ((s = conv_window(g, n, d, &win))) return s;
+    int nsp = x->rank - 2;
     int64_t out_pad[BD_NN_MAX_SPATIAL];
     read_ints(n, "output_padding", nsp, 0, out_pad);
     /* With output_shape or SAME_*, the pads come from the total padding between the unpadded
@@ -906,17 +912,6 @@ static const struct {
     {"Softplus", BD_RNN_SOFTPLUS, false, false, 0, 0},
 };
 
-static bool name_is(const bd_bytes *b, const char *s) {
-    if (b->len != strlen(s)) return false;
-    for (size_t i = 0; i < b->len; i++) {
-        unsigned char c = b->data[i], t = (unsigned char)s[i];
-        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
-        if (t >= 'A' && t <= 'Z') t = (unsigned char)(t - 'A' + 'a');
-        if (c != t) return false;
-    }
-    return true;
-}
-
 static bd_status lstm_activations(const bd_node *n, bd_diag *d, bd_lstm_params *lp) {
     static const int defaults[3] = {BD_RNN_SIGMOID, BD_RNN_TANH, BD_RNN_TANH};
     for (int dir = 0; dir < 2; dir++)
@@ -928,7 +923,7 @@ static bd_status lstm_activations(const bd_node *n, bd_diag *d, bd_lstm_params *
     int ia = 0, ib = 0;
     for (int i = 0; i < names->n && i < 3 * lp->num_dir; i++) {
         size_t k = 0;
-        while (k < BD_COUNT(rnn_acts) && !name_is(&names->strings[i], rnn_acts[k].name)) k++;
+        while (k < BD_COUNT(rnn_acts) && !bd_bytes_equal_nocase(&names->strings[i], rnn_acts[k].name)) k++;
         if (k == BD_COUNT(rnn_acts))
             return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'activations' value %d is "
                                 "not a supported function", i);
