@@ -161,18 +161,32 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     bd_emit_close(e, NULL);
 }
 
-/* Direct convolution of any rank: per output element, the window's valid taps [l_i, h_i) per
- * spatial axis, summed over the group's input channels. */
-static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp) {
-    const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
-    const char *T = bd_c_type(y->dtype);
-    int nsp = cp->nsp;
-    int64_t C = x->dims[1], M = y->dims[1], Cg = C / cp->group, Mg = M / cp->group;
+/* What the generic Conv and ConvTranspose bodies share: element type, channel counts, the size
+ * of one channel's spatial block of the input, kernel and output (with their strides), and the
+ * operand pointers and the batch and channel loops it opens. */
+typedef struct conv_geom {
+    const bd_value *x, *y;
+    const char *T;
+    int64_t C, M, Cg, Mg, XS, KS, YS;
     int64_t xs[BD_MAX_RANK], ks[BD_MAX_RANK], ys[BD_MAX_RANK];
-    strides_of(nsp, x->dims + 2, xs);
-    strides_of(nsp, cp->kernel, ks);
-    strides_of(nsp, y->dims + 2, ys);
-    int64_t XS = xs[0] * x->dims[2], KS = ks[0] * cp->kernel[0], YS = ys[0] * y->dims[2];
+} conv_geom;
+
+static conv_geom emit_conv_prologue(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp) {
+    conv_geom g;
+    g.x = operand_value(e, n, cp->x);
+    g.y = operand_value(e, n, cp->y);
+    g.T = bd_c_type(g.y->dtype);
+    g.C = g.x->dims[1];
+    g.M = g.y->dims[1];
+    g.Cg = g.C / cp->group;
+    g.Mg = g.M / cp->group;
+    strides_of(cp->nsp, g.x->dims + 2, g.xs);
+    strides_of(cp->nsp, cp->kernel, g.ks);
+    strides_of(cp->nsp, g.y->dims + 2, g.ys);
+    g.XS = g.xs[0] * g.x->dims[2];
+    g.KS = g.ks[0] * cp->kernel[0];
+    g.YS = g.ys[0] * g.y->dims[2];
+    const char *T = g.T;
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, cp->x));
     bd_emit(e, "const %s *Wt = %s;", T, operand_ptr(e, n, cp->w));
     if (cp->b >= 0) bd_emit(e, "const %s *Bv = %s;", T, operand_ptr(e, n, cp->b));
@@ -180,6 +194,18 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, cp->y));
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit_open(e, "for (int64_t m = lo[1]; m < hi[1]; m++)");
+    return g;
+}
+
+/* Direct convolution of any rank: per output element, the window's valid taps [l_i, h_i) per
+ * spatial axis, summed over the group's input channels. */
+static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp) {
+    const conv_geom G = emit_conv_prologue(e, n, cp);
+    const bd_value *x = G.x, *y = G.y;
+    const char *T = G.T;
+    int nsp = cp->nsp;
+    int64_t C = G.C, M = G.M, Cg = G.Cg, Mg = G.Mg, XS = G.XS, KS = G.KS, YS = G.YS;
+    const int64_t *xs = G.xs, *ks = G.ks, *ys = G.ys;
     bd_emit(e, "const %s *xg = X + (n * %lld + (m / %lld) * %lld) * %lld;", T, ll(C), ll(Mg), ll(Cg),
             ll(XS));
     bd_emit(e, "const %s *wm = Wt + m * %lld;", T, ll(Cg * KS));
@@ -236,22 +262,12 @@ bd_status bd_emit_body_CONV_TRANSPOSE(bd_emitter *e, const bd_nest *n, bd_emit_p
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_conv_params *cp = (const bd_conv_params *)n->params;
-    const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
-    const char *T = bd_c_type(y->dtype);
+    const conv_geom G = emit_conv_prologue(e, n, cp);
+    const bd_value *x = G.x, *y = G.y;
+    const char *T = G.T;
     int nsp = cp->nsp;
-    int64_t C = x->dims[1], M = y->dims[1], Cg = C / cp->group, Mg = M / cp->group;
-    int64_t xs[BD_MAX_RANK], ks[BD_MAX_RANK], ys[BD_MAX_RANK];
-    strides_of(nsp, x->dims + 2, xs);
-    strides_of(nsp, cp->kernel, ks);
-    strides_of(nsp, y->dims + 2, ys);
-    int64_t XS = xs[0] * x->dims[2], KS = ks[0] * cp->kernel[0], YS = ys[0] * y->dims[2];
-    bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, cp->x));
-    bd_emit(e, "const %s *Wt = %s;", T, operand_ptr(e, n, cp->w));
-    if (cp->b >= 0) bd_emit(e, "const %s *Bv = %s;", T, operand_ptr(e, n, cp->b));
-    if (cp->res >= 0) bd_emit(e, "const %s *R = %s;", T, operand_ptr(e, n, cp->res));
-    bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, cp->y));
-    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    bd_emit_open(e, "for (int64_t m = lo[1]; m < hi[1]; m++)");
+    int64_t C = G.C, M = G.M, Cg = G.Cg, Mg = G.Mg, XS = G.XS, KS = G.KS, YS = G.YS;
+    const int64_t *xs = G.xs, *ks = G.ks, *ys = G.ys;
     bd_emit(e, "const int64_t grp = m / %lld, ml = m - grp * %lld;", ll(Mg), ll(Mg));
     bd_emit(e, "const %s *xg = X + (n * %lld + grp * %lld) * %lld;", T, ll(C), ll(Cg), ll(XS));
     bd_emit(e, "const %s *wg = Wt + (grp * %lld + ml) * %lld;", T, ll(Cg * Mg), ll(KS));
