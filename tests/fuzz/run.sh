@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds a libFuzzer target with clang (ASan+UBSan) and fuzzes it for a fixed time.
 #   tests/fuzz/run.sh [SECONDS] [JOBS] [TARGET]     (defaults: 60 seconds, 1 job, compiler)
+# With FUZZ_RUNS=N set, it runs exactly N inputs from seed 1 instead (a reproducible smoke run,
+# as the test suite does).
 # TARGET is "compiler" (load → verify → infer → lower → fuse → emit C, bdc_fuzz_load) or
 # "tensor" (the generated executable's .npy/.pb readers and output names, bdcrt_fuzz_tensor).
 # Seeds: for compiler, the malformed-model corpus, the kept regressions and the ONNX backend node
@@ -51,6 +53,8 @@ EOF
 fi
 parallel=()
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
-"build-fuzz/$path$bin" "$corpus" "$seeds" -max_total_time="$seconds" \
+length=(-max_total_time="$seconds")
+[ -n "${FUZZ_RUNS:-}" ] && length=(-runs="$FUZZ_RUNS" -seed=1)
+"build-fuzz/$path$bin" "$corpus" "$seeds" "${length[@]}" \
   -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=262144 "${parallel[@]}" \
   -artifact_prefix="$crashes/" -print_final_stats=1
