@@ -49,31 +49,44 @@ BD_INLINE BD_AVX2 __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     return v;
 }
 
-/* The epilogue of one row of the tile: + C, + column bias, + row bias, activation, store. */
+/* Loads and stores of 8 columns, masked (m: lanes whose sign bit is set) for a partial tile;
+ * full tiles keep plain ones, which are faster than the masked forms on AMD cores. */
+BD_INLINE BD_AVX2 __m256 load8(const float *p, int part, __m256i m) {
+    return part ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+BD_INLINE BD_AVX2 void store8(float *p, __m256 v, int part, __m256i m) {
+    if (part) _mm256_maskstore_ps(p, m, v);
+    else _mm256_storeu_ps(p, v);
+}
+
+/* The epilogue of one row of the tile: + C, + column bias, + row bias, activation, store; a
+ * partial tile reads and writes only the columns in masks m0 (0..7) and m1 (8..15). */
 BD_INLINE BD_AVX2 void store_row16(float *cr, __m256 v0, __m256 v1, __m256 bn0, __m256 bn1,
-                                   const float *bm, const bd_ukr_epi *ep, __m256 lo, __m256 hi) {
+                                   const float *bm, const bd_ukr_epi *ep, __m256 lo, __m256 hi,
+                                   int part, __m256i m0, __m256i m1) {
     v0 = _mm256_add_ps(v0, bn0);
     v1 = _mm256_add_ps(v1, bn1);
     if (ep->load_c) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(cr));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(cr + 8));
+        v0 = _mm256_add_ps(v0, load8(cr, part, m0));
+        v1 = _mm256_add_ps(v1, load8(cr + 8, part, m1));
     }
     if (bm) {
         __m256 b = _mm256_broadcast_ss(bm);
         v0 = _mm256_add_ps(v0, b);
         v1 = _mm256_add_ps(v1, b);
     }
-    _mm256_storeu_ps(cr, act8(v0, ep->act, lo, hi));
-    _mm256_storeu_ps(cr + 8, act8(v1, ep->act, lo, hi));
+    store8(cr, act8(v0, ep->act, lo, hi), part, m0);
+    store8(cr + 8, act8(v1, ep->act, lo, hi), part, m1);
 }
 
 /* The same for a half tile (8 columns). */
 BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float *bm,
-                                  const bd_ukr_epi *ep, __m256 lo, __m256 hi) {
+                                  const bd_ukr_epi *ep, __m256 lo, __m256 hi, int part,
+                                  __m256i m0) {
     v0 = _mm256_add_ps(v0, bn0);
-    if (ep->load_c) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(cr));
+    if (ep->load_c) v0 = _mm256_add_ps(v0, load8(cr, part, m0));
     if (bm) v0 = _mm256_add_ps(v0, _mm256_broadcast_ss(bm));
-    _mm256_storeu_ps(cr, act8(v0, ep->act, lo, hi));
+    store8(cr, act8(v0, ep->act, lo, hi), part, m0);
 }
 
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
@@ -89,10 +102,11 @@ BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float 
 #define ACC_STORE(r)                                                                               \
     do {                                                                                           \
         if (R > r && NV == 1)                                                                      \
-            store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi); \
+            store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, \
+                       part, m0);                                                                  \
         else if (R > r)                                                                            \
             store_row16(c + r * ldc, c##r##0, c##r##1, bn0, bn1,                                   \
-                        ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi);                           \
+                        ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, part, m0, m1);             \
     } while (0)
 
 /* R rows (1..6) x NV vectors of 8 columns (2: the whole tile, 1: its first half). */
@@ -120,10 +134,14 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
         a += 6;
         b += 16;
     }
+    /* columns that exist: ep->cols of the 8 * NV computed */
+    const int cols = ep->cols < 8 * NV ? ep->cols : 8 * NV, part = cols < 8 * NV;
+    const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
     __m256 bn0 = _mm256_setzero_ps(), bn1 = _mm256_setzero_ps();
     if (ep->bias_n) {
-        bn0 = _mm256_loadu_ps(ep->bias_n);
-        if (NV > 1) bn1 = _mm256_loadu_ps(ep->bias_n + 8);
+        bn0 = load8(ep->bias_n, part, m0);
+        if (NV > 1) bn1 = load8(ep->bias_n + 8, part, m1);
     }
     const __m256 lo = _mm256_set1_ps(ep->act_min), hi = _mm256_set1_ps(ep->act_max);
     ACC_STORE(0);
@@ -220,7 +238,7 @@ BD_AVX2 void bd_f32_dwconv_avx2(const bd_dw_job *j) {
 
 const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {
     "bd_f32_gemm_avx2_6x16", BD_KERNELS_ISA_AVX2, 6, 16, 256, 240, 2048, 512, bd_f32_gemm_avx2_6x16,
-    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2, 0, NULL};
+    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2, 1, NULL};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */
