@@ -18,5 +18,5 @@ cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -L sanitize --timeout 2400
 
 echo "== fuzz smoke (libFuzzer, fixed seed)"
-FUZZ_RUNS=300000 tests/fuzz/run.sh 0 1 compiler
-FUZZ_RUNS=1000000 tests/fuzz/run.sh 0 1 tensor
+FUZZ_RUNS=2000000 tests/fuzz/run.sh 0 1 compiler
+FUZZ_RUNS=3000000 tests/fuzz/run.sh 0 1 tensor
