@@ -489,7 +489,8 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
     float *xp = (float *)u + g.offs_floats;
     /* the zero-padded input rows, channel by channel */
     const int64_t ih0 = oh0 - s->pad_top, left = s->pad_left;
-    const int64_t cols_lo = imin(imax(left, 0), g.Wp), cols_hi = imax(cols_lo, imin(left + W, g.Wp));
+    const int64_t cols_lo = imin(imax(left, 0), g.Wp);
+    const int64_t cols_hi = imax(cols_lo, imin(left + W, g.Wp));
     for (int64_t ch = 0; ch < Cg; ch++) {
         for (int64_t r = 0; r < g.rows_in; r++) {
             float *d = xp + ch * g.cs + r * g.Wp;
@@ -603,14 +604,14 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         const float *xg = x + (n * s->C + g * Cg) * HW;
         float *c = y + (n * s->M + g * Mg + m_lo) * OHW + oh0 * s->OW;
         bd_gemm_epilogue ep = {NULL, bias ? bias + g * Mg + m_lo : NULL, 0, act, act_min, act_max};
-        bd_raw_matrix xm = {xg, HW, 0};
-        im2col_ctx ictx = {s, xg, x + s->N * s->C * HW, oh0};
-        bd_operand b = {NULL, NULL, im2col_for(kd), &ictx};
         if (direct_ok(kd, s) && m_lo % kd->mr == 0) {
             direct_tile(kd, s, xg, a.packed, ep.bias_m, c, m_lo, m_hi, oh0, oh1, act, act_min,
                         act_max, scratch);
             continue;
         }
+        bd_raw_matrix xm = {xg, HW, 0};
+        im2col_ctx ictx = {s, xg, x + s->N * s->C * HW, oh0};
+        bd_operand b = {NULL, NULL, im2col_for(kd), &ictx};
         if (is_pointwise(s)) { /* B is the input itself: Cg rows of H*W pixels */
             xm.p = xg + oh0 * s->W;
             b.pack_b = bd_pack_b_raw;

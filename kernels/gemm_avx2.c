@@ -23,8 +23,11 @@
 #define BD_INLINE static inline __attribute__((always_inline))
 
 BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
-    __m256 t = _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_min_ps(_mm256_set1_ps(80.0f), _mm256_sub_ps(_mm256_setzero_ps(), x)));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
+    __m256 t = _mm256_sub_ps(_mm256_setzero_ps(), x);
+    t = _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_min_ps(_mm256_set1_ps(80.0f), t));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504089f)),
+                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_HI), t);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_LO), r);
     __m256 y = _mm256_set1_ps(BD_EXP_P0);
@@ -34,7 +37,8 @@ BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P4));
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P5));
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    e = _mm256_slli_epi32(e, 23); /* the bits of 2^n */
     __m256 d = _mm256_fmadd_ps(y, _mm256_castsi256_ps(e), _mm256_set1_ps(1.0f)); /* 1 + e^-x */
     __m256 q = _mm256_rcp_ps(d);
     q = _mm256_mul_ps(q, _mm256_fnmadd_ps(d, q, _mm256_set1_ps(2.0f)));
@@ -136,8 +140,9 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
     }
     /* columns that exist: ep->cols of the 8 * NV computed */
     const int cols = ep->cols < 8 * NV ? ep->cols : 8 * NV, part = cols < 8 * NV;
-    const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+    const __m256i ncols = _mm256_set1_epi32(cols);
+    const __m256i m0 = _mm256_cmpgt_epi32(ncols, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i m1 = _mm256_cmpgt_epi32(ncols, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
     __m256 bn0 = _mm256_setzero_ps(), bn1 = _mm256_setzero_ps();
     if (ep->bias_n) {
         bn0 = load8(ep->bias_n, part, m0);

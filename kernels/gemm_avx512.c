@@ -18,8 +18,11 @@
 #define BD_INLINE static inline __attribute__((always_inline))
 
 BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
-    __m512 t = _mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
+    __m512 t = _mm512_sub_ps(_mm512_setzero_ps(), x);
+    t = _mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), t));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504089f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_HI), t);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_LO), r);
     __m512 y = _mm512_set1_ps(BD_EXP_P0);
@@ -29,7 +32,8 @@ BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P4));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P5));
     y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    e = _mm512_slli_epi32(e, 23); /* the bits of 2^n */
     __m512 d = _mm512_fmadd_ps(y, _mm512_castsi512_ps(e), _mm512_set1_ps(1.0f)); /* 1 + e^-x */
     __m512 q = _mm512_rcp14_ps(d);
     q = _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.0f)));
@@ -117,7 +121,7 @@ BD_INLINE BD_AVX512 void store_runs(float *cr, __m512 v0, __m512 v1, const float
         if (R > r && D)                                                                            \
             store_runs(c + r * ldc, c##r##0, c##r##1, ep->bias_m ? ep->bias_m + r : NULL, ep, lo,  \
                        hi, out);                                                                   \
-        else if (R > r && NV == 1)                                                                      \
+        else if (R > r && NV == 1)                                                                 \
             store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, \
                        m0);                                                                        \
         else if (R > r)                                                                            \
@@ -127,9 +131,9 @@ BD_INLINE BD_AVX512 void store_runs(float *cr, __m512 v0, __m512 v1, const float
 
 /* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). D (direct):
  * B row k is read in place at b + boff[k] and the tile is stored through `out` (NV == 2). */
-BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64_t kc, const float *a,
-                                   const float *b, const int64_t *boff, float *c, int64_t ldc,
-                                   const bd_ukr_out *out, const bd_ukr_epi *ep) {
+BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64_t kc,
+                                   const float *a, const float *b, const int64_t *boff, float *c,
+                                   int64_t ldc, const bd_ukr_out *out, const bd_ukr_epi *ep) {
     ACC_ZERO(0);
     ACC_ZERO(1);
     ACC_ZERO(2);
@@ -168,7 +172,9 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64
     /* columns that exist: ep->cols of the 16 * NV computed */
     const int cols = ep->cols < 16 * NV ? ep->cols : 16 * NV;
     const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
-    const __mmask16 m1 = cols >= 32 ? (__mmask16)0xFFFF : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+    const __mmask16 m1 = cols >= 32  ? (__mmask16)0xFFFF
+                         : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1)
+                                     : (__mmask16)0;
     __m512 bn0 = _mm512_setzero_ps(), bn1 = _mm512_setzero_ps();
     if (ep->bias_n) {
         bn0 = _mm512_maskz_loadu_ps(m0, ep->bias_n);

@@ -263,12 +263,12 @@ static bd_status plan_storage(bd_emitter *e, int64_t *arena_bytes, int *largest,
                 }
                 index[v] = n_ranges;
                 ranges[n_ranges++] = (live_range){(int)v, (int)i, (int)i, align64(bytes ? bytes : 1), 0};
-                if (*largest < 0 || bytes > ranges[index[*largest]].bytes) *largest = v;
             }
             ranges[index[v]].last = (int)i;
         }
     }
     *arena_bytes = plan_arena(ranges, n_ranges);
+    *largest = n_ranges ? ranges[0].value : -1; /* plan_arena sorted them, largest first */
     for (int i = 0; i < n_ranges; i++)
         e->storage[ranges[i].value] = (bd_storage){BD_STORE_ARENA, ranges[i].offset};
     free(ranges);

@@ -64,8 +64,8 @@ static const char *act_expr(bd_emitter *e, int act, float lo, float hi, int dtyp
     return v;
 }
 
-/* The activation the micro-kernels apply themselves, as their BD_ACT_* (the others run in
- * generated code after them; compare with BD_NN_ACT_NONE to tell). */
+/* The activation the micro-kernels apply themselves, as their BD_ACT_* (BD_ACT_NONE for the
+ * others, which run in generated code after them: act_after_kernel). */
 static int kernel_act(int act) {
     switch (act) {
     case BD_NN_ACT_RELU: return BD_ACT_RELU;
@@ -73,6 +73,10 @@ static int kernel_act(int act) {
     case BD_NN_ACT_SILU: return BD_ACT_SILU;
     default: return BD_ACT_NONE;
     }
+}
+
+static bool act_after_kernel(int act) {
+    return act != BD_NN_ACT_NONE && kernel_act(act) == BD_ACT_NONE;
 }
 
 /* In create(): fail (NULL) when the scratch reserved per thread is below `need_expr` bytes. */
@@ -141,7 +145,7 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
             operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
             cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
             flit(e, cp->act_min, BD_DT_FLOAT), flit(e, cp->act_max, BD_DT_FLOAT));
-    if (cp->res >= 0 || (kact == BD_ACT_NONE && cp->act != BD_NN_ACT_NONE)) {
+    if (cp->res >= 0 || act_after_kernel(cp->act)) {
         /* residual and activation over the block's output just written, still in cache */
         int r = y->rank;
         int64_t ys[BD_MAX_RANK];
@@ -750,8 +754,7 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     bool add_c = mp->c_mode == BD_MM_C_GENERAL;
     bool epilogue = post_alpha || add_c || mp->res >= 0;
     int act = epilogue ? BD_ACT_NONE : kernel_act(mp->act);
-    /* an activation the kernels lack: generated, on the block */
-    epilogue |= act == BD_ACT_NONE && mp->act != BD_NN_ACT_NONE;
+    epilogue |= act_after_kernel(mp->act); /* generated, on the block */
     const char *bias = mm_bias_ptr(e, n, mp);
     bd_emit(e, "const float *A = %s;", operand_ptr(e, n, mp->a));
     if (!mp->b_packed) bd_emit(e, "const float *B = %s;", operand_ptr(e, n, mp->b));
