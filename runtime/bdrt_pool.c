@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,32 +113,14 @@ static long now_ns(void) {
     return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Spins until *word != seen or the spin time is up; returns the last value read. */
-static uint32_t spin_while(const bdrt_pool *p, _Atomic uint32_t *word, uint32_t seen) {
+/* Spins until (*word == value) == until_equal, or the spin time is up; returns the last value
+ * read. */
+static uint32_t spin(const bdrt_pool *p, _Atomic uint32_t *word, uint32_t value,
+                     bool until_equal) {
     long start = 0;
     for (unsigned i = 0;; i++) {
         uint32_t v = atomic_load_explicit(word, memory_order_acquire);
-        if (v != seen) return v;
-        if (p->yield)
-            sched_yield();
-        else
-            cpu_relax();
-        if ((i & 255) == 255) {
-            long t = now_ns();
-            if (!start)
-                start = t;
-            else if (t - start > p->spin_ns)
-                return v;
-        }
-    }
-}
-
-/* Spins until *word == 0 or the spin time is up; returns the last value read. */
-static uint32_t spin_until_zero(const bdrt_pool *p, _Atomic uint32_t *word) {
-    long start = 0;
-    for (unsigned i = 0;; i++) {
-        uint32_t v = atomic_load_explicit(word, memory_order_acquire);
-        if (!v) return 0;
+        if ((v == value) == until_equal) return v;
         if (p->yield)
             sched_yield();
         else
@@ -186,7 +169,7 @@ static void *worker_main(void *arg_) {
     tl_thread = arg.id;
     uint32_t seen = 0;
     for (;;) {
-        uint32_t g = spin_while(p, &p->gen, seen);
+        uint32_t g = spin(p, &p->gen, seen, false);
         if (g == seen) {
             atomic_fetch_add(&p->sleepers, 1);
             while ((g = atomic_load(&p->gen)) == seen)
@@ -332,7 +315,7 @@ void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
     run_blocks(p, 0);
 
     atomic_store(&p->closed, g); /* no worker registering from now on touches this job */
-    uint32_t left = spin_until_zero(p, &p->active);
+    uint32_t left = spin(p, &p->active, 0, true);
     if (left) {
         atomic_store(&p->caller_sleeping, 1);
         while ((left = atomic_load(&p->active)) != 0)

@@ -784,13 +784,6 @@ bd_status bd_infer_shape(bd_graph *g, bd_node *n, bd_diag *d) {
 
 /* ---- Slice ---- */
 
-/* Where a Slice reads: per input axis, the first index, the step and the output extent (-1 when
- * not known at compile time). */
-typedef struct slice_plan {
-    int rank; /* input rank, -1 when unknown */
-    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], dims[BD_MAX_RANK];
-} slice_plan;
-
 /* Clamps start/end on one axis of extent dim per the spec and returns the output extent. */
 static int64_t slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t step) {
     if (dim == 0) {
@@ -812,7 +805,7 @@ static int64_t slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t step
 
 /* Reads Slice's starts/ends/axes/steps (attributes before opset 10, inputs after), validates
  * them and works out the plan. */
-static bd_status slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, slice_plan *p) {
+bd_status bd_slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_slice_plan *p) {
     const bd_value *x = bd_node_in(g, n, 0);
     int r = x->rank;
     bd_status too_long = r >= 0 ? BD_ERR_INVALID : BD_ERR_UNSUPPORTED;
@@ -896,8 +889,8 @@ static bd_status slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, slice_
 
 bd_status bd_infer_slice(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);
-    slice_plan p;
-    bd_status s = slice_plan_of(g, n, d, &p);
+    bd_slice_plan p;
+    bd_status s = bd_slice_plan_of(g, n, d, &p);
     if (s) return s;
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, p.rank, p.dims);
 }
@@ -905,8 +898,8 @@ bd_status bd_infer_slice(bd_graph *g, bd_node *n, bd_diag *d) {
 bd_status bd_fold_slice(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_tensor *x = bd_node_in(g, n, 0)->constant;
     bd_value *out = bd_node_out(g, n, 0);
-    slice_plan p;
-    bd_status s = slice_plan_of(g, n, d, &p);
+    bd_slice_plan p;
+    bd_status s = bd_slice_plan_of(g, n, d, &p);
     if (s) return s;
     bd_tensor *t;
     if ((s = fold_output(g, n, d, 0, x->dtype, &t)) || !t) return s;

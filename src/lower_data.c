@@ -273,49 +273,6 @@ bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- Slice */
 
-/* An integer list from attribute `name` (opset < 10) or input idx; *given false when absent. */
-static bd_status slice_list(bd_graph *g, const bd_node *n, bd_diag *d, int idx, const char *name,
-                            int64_t *v, int *len, bool *given) {
-    *given = false;
-    *len = 0;
-    if (n->opset < 10) {
-        const bd_attr *a = bd_node_attr(n, name);
-        if (!a) return BD_OK;
-        if (a->type != BD_ATTR_INTS || a->n > BD_MAX_RANK)
-            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute '%s' must list at most %d ints",
-                                name, BD_MAX_RANK);
-        memcpy(v, a->ints, (size_t)a->n * sizeof *v);
-        *len = a->n;
-        *given = true;
-        return BD_OK;
-    }
-    const bd_value *in = bd_node_in(g, n, idx);
-    if (!in) return BD_OK;
-    if (!bd_value_const_ints(in, v, BD_MAX_RANK, len))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d (%s) is not a compile-time "
-                            "constant", idx, name);
-    *given = true;
-    return BD_OK;
-}
-
-/* Clamps start/end on one axis of extent dim as the spec says; returns the element count. */
-static int64_t slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t step) {
-    if (dim == 0) {
-        *start = 0;
-        return 0;
-    }
-    int64_t s = *start, e = end;
-    if (s < 0) s = s < -dim ? -1 - dim : s + dim; /* saturating: stays below 0 */
-    if (e < 0) e = e < -dim ? -1 - dim : e + dim;
-    int64_t hi = step < 0 ? dim - 1 : dim, end_lo = step < 0 ? -1 : 0;
-    s = s < 0 ? 0 : s > hi ? hi : s;
-    e = e < end_lo ? end_lo : e > hi ? hi : e;
-    *start = s;
-    if (step > 0) return e > s ? (int64_t)(((uint64_t)(e - s) - 1) / (uint64_t)step + 1) : 0;
-    uint64_t mag = (uint64_t)(-(step + 1)) + 1;
-    return s > e ? (int64_t)(((uint64_t)(s - e) - 1) / mag + 1) : 0;
-}
-
 bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -323,36 +280,14 @@ bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
     if (y->constant) return BD_OK;
     bd_status s;
     if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
-    int64_t starts[BD_MAX_RANK], ends[BD_MAX_RANK], axes[BD_MAX_RANK], steps[BD_MAX_RANK];
-    int ns, ne, na, nst;
-    bool gs, ge, ga, gst;
-    if ((s = slice_list(g, n, d, 1, "starts", starts, &ns, &gs)) ||
-        (s = slice_list(g, n, d, 2, "ends", ends, &ne, &ge)) ||
-        (s = slice_list(g, n, d, 3, "axes", axes, &na, &ga)))
-        return s;
-    if (n->opset >= 10) {
-        if ((s = slice_list(g, n, d, 4, "steps", steps, &nst, &gst))) return s;
-    } else {
-        gst = false;
-        nst = 0;
-    }
-    if (!gs || !ge || ns != ne || (ga && na != ns) || (gst && nst != ns))
-        return bd_node_fail(d, BD_ERR_INVALID, n, "starts, ends, axes and steps disagree");
+    bd_slice_plan plan;
+    if ((s = bd_slice_plan_of(g, n, d, &plan))) return s;
     int r = x->rank;
-    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK];
-    for (int k = 0; k < r; k++) start[k] = 0, step[k] = 1;
-    for (int i = 0; i < ns; i++) {
-        int axis;
-        if (!bd_norm_axis(ga ? axes[i] : i, r, &axis))
-            return bd_node_fail(d, BD_ERR_INVALID, n, "axes[%d] is out of range", i);
-        step[axis] = gst ? steps[i] : 1;
-        if (step[axis] == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "steps[%d] is 0", i);
-        start[axis] = starts[i];
-        int64_t count = slice_axis(x->dims[axis], &start[axis], ends[i], step[axis]);
-        if (count != y->dims[axis])
+    const int64_t *start = plan.start, *step = plan.step;
+    for (int k = 0; k < r; k++)
+        if (plan.dims[k] != y->dims[k])
             return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: slice has %lld elements, the "
-                                "output %lld", axis, (long long)count, (long long)y->dims[axis]);
-    }
+                                "output %lld", k, (long long)plan.dims[k], (long long)y->dims[k]);
     if (numel_of(y) == 0) return BD_OK;
     bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
     bd_operand *xo = &nest->operands[0];

@@ -58,6 +58,15 @@ bool bd_norm_axis(int64_t axis, int rank, int *out);
  * value is absent, not constant, not an integer type or too long. */
 bool bd_value_const_ints(const bd_value *v, int64_t *out, int max, int *n);
 
+/* Where a Slice reads: per input axis, the first index, the step and the output extent (-1 when
+ * not known at compile time), from its starts/ends/axes/steps clamped as the spec says; validates
+ * them (infer_shape_ops.c; inference, folding and lowering all read Slice through it). */
+typedef struct bd_slice_plan {
+    int rank; /* input rank, -1 when unknown */
+    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], dims[BD_MAX_RANK];
+} bd_slice_plan;
+bd_status bd_slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_slice_plan *p);
+
 /* Largest tensor (elements) that constant folding materialises; bigger results stay runtime work.
  * Folding stops altogether once BD_FOLD_MAX_TOTAL_BYTES have been folded, so that the compiler's
  * memory stays proportional to the model file whatever chain of folds a model asks for. */
