@@ -165,6 +165,20 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     bd_emit_close(e, NULL);
 }
 
+/* Opens the loop over output index o<i> of spatial axis i of a window op (Conv, pooling) and
+ * computes the window's first input index b<i> and its valid taps [l<i>, h<i>): those whose
+ * input index b + t * dilation lies in [0, extent). */
+static void emit_window_axis(bd_emitter *e, int i, int64_t stride, int64_t dil, int64_t kernel,
+                             int64_t pad, int64_t extent) {
+    bd_emit_open(e, "for (int64_t o%d = lo[%d]; o%d < hi[%d]; o%d++)", i, 2 + i, i, 2 + i, i);
+    bd_emit(e, "const int64_t b%d = o%d * %lld - %lld;", i, i, ll(stride), ll(pad));
+    bd_emit(e, "const int64_t l%d = b%d < 0 ? (-b%d + %lld) / %lld : 0;", i, i, i, ll(dil - 1),
+            ll(dil));
+    bd_emit(e, "int64_t h%d = b%d >= %lld ? 0 : (%lld - b%d + %lld) / %lld;", i, i, ll(extent),
+            ll(extent), i, ll(dil - 1), ll(dil));
+    bd_emit(e, "if (h%d > %lld) h%d = %lld;", i, ll(kernel), i, ll(kernel));
+}
+
 /* What the generic Conv and ConvTranspose bodies share: element type, channel counts, the size
  * of one channel's spatial block of the input, kernel and output (with their strides), and the
  * operand pointers and the batch and channel loops it opens. */
@@ -217,13 +231,8 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
     if (cp->res >= 0) bd_emit(e, "const %s *rm = R + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
     bd_emit(e, "const %s bias = %s;", T, cp->b >= 0 ? "Bv[m]" : "0");
     for (int i = 0; i < nsp; i++) {
-        int64_t s = cp->strides[i], dl = cp->dilations[i], K = cp->kernel[i], I = x->dims[2 + i];
-        bd_emit_open(e, "for (int64_t o%d = lo[%d]; o%d < hi[%d]; o%d++)", i, 2 + i, i, 2 + i, i);
-        bd_emit(e, "const int64_t b%d = o%d * %lld - %lld;", i, i, ll(s), ll(cp->pads[i]));
-        bd_emit(e, "const int64_t l%d = b%d < 0 ? (-b%d + %lld) / %lld : 0;", i, i, i, ll(dl - 1), ll(dl));
-        bd_emit(e, "int64_t h%d = b%d >= %lld ? 0 : (%lld - b%d + %lld) / %lld;", i, i, ll(I), ll(I), i,
-                ll(dl - 1), ll(dl));
-        bd_emit(e, "if (h%d > %lld) h%d = %lld;", i, ll(K), i, ll(K));
+        emit_window_axis(e, i, cp->strides[i], cp->dilations[i], cp->kernel[i], cp->pads[i],
+                         x->dims[2 + i]);
     }
     bd_emit(e, "%s acc = 0;", T);
     bd_emit_open(e, "for (int64_t c = 0; c < %lld; c++)", ll(Cg));
@@ -525,16 +534,11 @@ bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
     bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(XS));
     for (int i = 0; i < nsp; i++) {
-        int64_t s = pp->strides[i], dl = pp->dilations[i], K = pp->kernel[i], I = x->dims[2 + i];
-        bd_emit_open(e, "for (int64_t o%d = lo[%d]; o%d < hi[%d]; o%d++)", i, 2 + i, i, 2 + i, i);
-        bd_emit(e, "const int64_t b%d = o%d * %lld - %lld;", i, i, ll(s), ll(pp->pads[i]));
-        bd_emit(e, "const int64_t l%d = b%d < 0 ? (-b%d + %lld) / %lld : 0;", i, i, i, ll(dl - 1), ll(dl));
-        bd_emit(e, "int64_t h%d = b%d >= %lld ? 0 : (%lld - b%d + %lld) / %lld;", i, i, ll(I), ll(I), i,
-                ll(dl - 1), ll(dl));
-        bd_emit(e, "if (h%d > %lld) h%d = %lld;", i, ll(K), i, ll(K));
+        emit_window_axis(e, i, pp->strides[i], pp->dilations[i], pp->kernel[i], pp->pads[i],
+                         x->dims[2 + i]);
         if (pp->count_include_pad) {
             /* taps inside the padded input [-pad_begin, I + pad_end) */
-            int64_t end = I + pp->pads[nsp + i];
+            int64_t end = x->dims[2 + i] + pp->pads[nsp + i], dl = pp->dilations[i], K = pp->kernel[i];
             bd_emit(e, "int64_t e%d = b%d >= %lld ? 0 : (%lld - b%d + %lld) / %lld;", i, i, ll(end),
                     ll(end), i, ll(dl - 1), ll(dl));
             bd_emit(e, "if (e%d > %lld) e%d = %lld;", i, ll(K), i, ll(K));

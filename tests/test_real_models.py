@@ -3,7 +3,7 @@
 
 Usage: test_real_models.py [--bdc PATH] [--cache DIR] [NAME ...]
   --bdc    the bdc binary (default: $BDC, else <repo>/build/bdc)
-  --cache  folder of exported models (default: $BDC_MODEL_CACHE, else ./build/models)
+  --cache  folder of exported models (default: $BDC_MODEL_CACHE, else ./build/cache/models, as the other tests and bench/)
   NAME     models to test (default: every model tests/tools/export_models.py knows)
 
 For every model: export it if the cache lacks it (tests/tools/export_models.py, fixed seeds),
@@ -160,7 +160,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
     ap.add_argument("--cache", default=os.environ.get("BDC_MODEL_CACHE")
-                    or os.path.join("build", "models"))
+                    or os.path.join("build", "cache", "models"))
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
 
