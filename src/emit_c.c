@@ -297,14 +297,7 @@ static void emit_io_table(bd_emitter *e, const char *decl, const char *name, con
     bd_emit_close(e, ";");
 }
 
-static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_status *s, bd_diag *d) {
-    const bd_node *node = bd_emit_node(e, n);
-    bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
-                                : bd_emit_str(e, "nest %zu", i));
-    bd_emit_open(e, "static void k%zu(void *ctx, int64_t block, int thread)", i);
-    bd_emit(e, "bd_state *S = ctx;");
-    bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
-    bd_emit(e, "(void)S; (void)scratch; (void)block;");
+void bd_emit_block_decode(bd_emitter *e, const bd_nest *n) {
     int r = n->n_iter ? n->n_iter : 1;
     bd_emit(e, "int64_t lo[%d], hi[%d];", r, r);
     if (!n->n_iter) bd_emit(e, "lo[0] = 0; hi[0] = 1;");
@@ -315,6 +308,17 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_st
         if (k) bd_emit(e, "block /= %lld;", (long long)n->grid[k]);
     }
     bd_emit(e, "(void)lo; (void)hi;");
+}
+
+static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_status *s, bd_diag *d) {
+    const bd_node *node = bd_emit_node(e, n);
+    bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
+                                : bd_emit_str(e, "nest %zu", i));
+    bd_emit_open(e, "static void k%zu(void *ctx, int64_t block, int thread)", i);
+    bd_emit(e, "bd_state *S = ctx;");
+    bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
+    bd_emit(e, "(void)S; (void)scratch; (void)block;");
+    bd_emit_block_decode(e, n);
     if (!*s) *s = body_fns[n->body](e, n, BD_EMIT_BLOCK, d);
     bd_emit_close(e, NULL);
 }

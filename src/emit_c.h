@@ -72,6 +72,9 @@ int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len);
 /* The nest's S->packed slot, allocated on first call (same number in both phases). */
 int bd_emit_nest_slot(bd_emitter *e, const bd_nest *n);
 const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n);
+/* Declares int64_t lo[], hi[] and sets them to block `block`'s index range along every iteration
+ * dim (hi exclusive): the same decoding as bd_nest_block_range, printed (tests check they agree). */
+void bd_emit_block_decode(bd_emitter *e, const bd_nest *n);
 /* Row-major element strides of a value (strides[rank-1] == 1). */
 void bd_value_strides(const bd_value *v, int64_t *strides);
 
