@@ -30,3 +30,5 @@ bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py LABELS "sanit
 bdc_add_test(bad_input COMMAND bash tests/test_bad_input.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LABELS "sanitize")
 bdc_add_test(real_run_nofusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion none)
+# The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
+bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)

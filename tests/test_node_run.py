@@ -2,12 +2,13 @@
 """ONNX backend node suite, compiled and run: bdc's executables against the suite's outputs.
 
 Usage: test_node_run.py [--bdc PATH] [--cache DIR] [--root LABEL=DIR ...] [--archive TGZ]
-                        [--xfail FILE] [--min-pass PCT] [-k GLOB] [-j N] [-v]
+                        [--xfail FILE] [--min-pass PCT] [--keep-outputs DIR] [-k GLOB] [-j N]
+                        [-v]
 
 Test roots and scope are those of tests/test_node_shapes.py (its functions are imported, so the
 two tests always agree on what is in scope): Debian's libonnx-testdata suite and the v1.22.0
 archive, and a case is in scope when every node is a top-level default-domain op listed in
-src/ops.def, the opset is within BD_OPSET_MIN..MAX and >= each op's `since`, and every graph
+src/front/ops.def, the opset is within BD_OPSET_MIN..MAX and >= each op's `since`, and every graph
 input and output is a tensor.
 
 For each in-scope case and each of its test_data_set_*:
@@ -38,6 +39,13 @@ listed) at least --min-pass percent (default 95) of its in-scope cases; the rate
 not enforced when -k selects a subset. Prints per suite `cases, in scope, passed, failed,
 unsupported`, the failures with reasons, the unsupported cases' reasons (grouped), and a closing
 `N passed, M failed`; exits 1 if anything failed or if no case ran.
+
+--keep-outputs DIR copies every file the executable writes to its --output-dir into
+DIR/<suite label>/<case>/<test_data_set_N>/ (the folder is replaced if it exists), for comparing
+two bdc binaries byte for byte (tests/tools/compare_outputs.sh). A run that exits non-zero keeps
+nothing. With the option every data set of a compiled case is run even after one has failed (the
+case still reports its first failure), so that all outputs are kept; without it, nothing is
+copied and a case stops at its first failing data set.
 """
 
 import argparse
@@ -218,8 +226,16 @@ def compare(name, got, want):
         % (name, len(bad), got.size, i, got.ravel()[i].item(), want.ravel()[i].item())
 
 
-def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs):
-    """'' when the executable reproduces data_dir's outputs, else why not."""
+def keep_outputs(keep, case, data_dir, out):
+    """Copies the executable's output folder to keep/<label>/<case>/<data set>/."""
+    dest = os.path.join(keep, case.label, case.name, os.path.basename(data_dir))
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(out, dest)
+
+
+def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs, keep=None):
+    """'' when the executable reproduces data_dir's outputs, else why not. keep: a folder to
+    copy the outputs to (see --keep-outputs), or None."""
     with open(os.path.join(entry, "info.json")) as f:
         info = json.load(f)
     files = {o["name"]: o["file"] for o in info["outputs"]}
@@ -239,6 +255,8 @@ def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs):
             return "%s: run killed by signal %d" % (tag, -r.returncode)
         if r.returncode != 0:
             return "%s: run exit %d: %s" % (tag, r.returncode, first_line(r.stderr))
+        if keep:
+            keep_outputs(keep, case, data_dir, out)
         for i, name in enumerate(outputs):
             ref = os.path.join(data_dir, "output_%d.pb" % i)
             if not os.path.exists(ref):
@@ -253,7 +271,7 @@ def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs):
     return ""
 
 
-def run_case(case, bdc, stamp, ops, opset_range, slots, cache):
+def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None):
     try:
         with open(case.model, "rb") as f:
             model_bytes = f.read()
@@ -275,16 +293,23 @@ def run_case(case, bdc, stamp, ops, opset_range, slots, cache):
         if not sets:
             case.status, case.reason = "fail", "no test_data_set_*"
             return case
+        first_problem = ""
         for data_dir in sets:
             mb = frozen_bytes(model_bytes, frozen, graph_inputs, data_dir) if frozen else model_bytes
             status, message, entry = compile_cached(bdc, stamp, cache, mb)
             if status != "ok":
+                if first_problem:  # only with keep: an earlier data set already failed
+                    break
                 case.status, case.reason = status, message
                 return case
-            problem = run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs)
-            if problem:
+            problem = run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs, keep)
+            if problem and not keep:
                 case.status, case.reason = "fail", problem
                 return case
+            first_problem = first_problem or problem
+        if first_problem:
+            case.status, case.reason = "fail", first_problem
+            return case
         case.status = "pass"
     except Exception as e:  # noqa: BLE001 - a broken case fails alone, with its reason
         case.status, case.reason = "fail", "%s: %s" % (type(e).__name__, e)
@@ -307,6 +332,9 @@ def main():
     ap.add_argument("--xfail", default=XFAIL_FILE)
     ap.add_argument("--min-pass", type=float, default=95.0, metavar="PCT",
                     help="least percentage of in-scope cases that must pass (default 95)")
+    ap.add_argument("--keep-outputs", metavar="DIR",
+                    help="copy every output file the executables write to "
+                         "DIR/<suite label>/<case>/<data set>/ (for comparing two bdc binaries)")
     ap.add_argument("-k", dest="pattern", help="only cases whose name matches this glob")
     ap.add_argument("-j", dest="jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("-v", dest="verbose", action="store_true",
@@ -323,6 +351,8 @@ def main():
     slots = {op: s for op, s in shapes.SHAPE_SLOTS.items() if op in ops}
     xfail = shapes.read_xfail(args.xfail)
     os.makedirs(args.cache, exist_ok=True)
+    if args.keep_outputs:
+        os.makedirs(args.keep_outputs, exist_ok=True)
     stamp = bdc_stamp(args.bdc)
 
     roots = []
@@ -346,7 +376,8 @@ def main():
             names = [n for n in names if fnmatch.fnmatch(n, args.pattern)]
         cases = [Case(label, root, n) for n in names]
         with ThreadPool(max(1, args.jobs)) as pool:
-            pool.map(lambda c: run_case(c, args.bdc, stamp, ops, opset_range, slots, args.cache),
+            pool.map(lambda c: run_case(c, args.bdc, stamp, ops, opset_range, slots, args.cache,
+                                        args.keep_outputs),
                      cases, chunksize=1)
 
         in_scope = [c for c in cases if c.in_scope]

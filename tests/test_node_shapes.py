@@ -15,8 +15,8 @@ For each case:
   loaded     `bdc inspect --json` on the original model exits 0 or 3 (supported or cleanly
              refused); exit 2/4, a signal or a hang is a load failure. Every case counts here:
              the loader must cope with the whole suite, not only the ops bdc implements.
-  in scope   every node is a top-level default-domain node whose op is a row of src/ops.def, the
-             default-domain opset is within BD_OPSET_MIN..MAX (src/graph.h) and >= the op's
+  in scope   every node is a top-level default-domain node whose op is a row of src/front/ops.def, the
+             default-domain opset is within BD_OPSET_MIN..MAX (src/front/graph.h) and >= the op's
              `since`. (Both files are parsed here: they are the single source of truth.)
   shapes     for in-scope cases, graph inputs that feed shape-determining input slots (Reshape's
   match      shape, Slice's starts/ends, ...), directly or through the ops computing them, are
@@ -76,25 +76,25 @@ SHAPE_SLOTS = {
 
 
 # ---------------------------------------------------------------------------------------------
-# Sources of truth: src/ops.def and src/graph.h
+# Sources of truth: src/front/ops.def and src/graph.h
 # ---------------------------------------------------------------------------------------------
 
 def read_op_table(repo):
     """{onnx_name: since} from the X-macro rows `X(ENUM, "Name", since, ...)`."""
-    text = open(os.path.join(repo, "src", "ops.def")).read()
+    text = open(os.path.join(repo, "src", "front", "ops.def")).read()
     ops = {name: int(since) for name, since in
            re.findall(r'X\(\s*\w+\s*,\s*"(\w+)"\s*,\s*(\d+)\s*,', text)}
     if not ops:
-        sys.exit("test_node_shapes: no op rows found in src/ops.def")
+        sys.exit("test_node_shapes: no op rows found in src/front/ops.def")
     return ops
 
 
 def read_opset_range(repo):
-    text = open(os.path.join(repo, "src", "graph.h")).read()
+    text = open(os.path.join(repo, "src", "front", "graph.h")).read()
     lo = re.search(r"#\s*define\s+BD_OPSET_MIN\s+(\d+)", text)
     hi = re.search(r"#\s*define\s+BD_OPSET_MAX\s+(\d+)", text)
     if not (lo and hi):
-        sys.exit("test_node_shapes: BD_OPSET_MIN/BD_OPSET_MAX not found in src/graph.h")
+        sys.exit("test_node_shapes: BD_OPSET_MIN/BD_OPSET_MAX not found in src/front/graph.h")
     return int(lo.group(1)), int(hi.group(1))
 
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Real models, compiled and run: bdc's executables against onnxruntime on the same input.
 
-Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR] [NAME ...]
+Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR] [--fusion op|none]
+                        [--keep-outputs DIR] [NAME ...]
   --bdc           the bdc binary (default: $BDC, else <repo>/build/bdc)
   --cache         where compiled executables are kept (default: $BDC_CACHE, else build/cache)
   --models-cache  exported models (default: $BDC_MODEL_CACHE, else build/cache/models)
+  --fusion        the `bdc compile --fusion` mode (default op)
+  --keep-outputs  copy every file the executable writes to its --output-dir into
+                  DIR/<name>/fusion-<mode>/ (replaced if it exists), with inputs.sha256 naming
+                  the model and sample inputs it ran on; for comparing two bdc binaries byte for
+                  byte (tests/tools/compare_outputs.sh). A failed run keeps nothing.
   NAME            models to test (default: every model tests/tools/export_models.py knows)
 
 For every model: export it if the cache lacks it (tests/tools/export_models.py, fixed seeds),
@@ -132,8 +138,21 @@ def errors(got, want):
     return (float(d.max()), float(rel.max())) if d.size else (0.0, 0.0)
 
 
-def check_model(bdc, cache, models, name, fusion):
-    """Returns (ok, detail lines)."""
+def keep_outputs(keep, name, fusion, out, files):
+    """Copies the executable's output folder to keep/<name>/fusion-<fusion>/, plus
+    inputs.sha256: the sha256 of the model and of each sample input, so that two kept trees
+    can only agree if they were made from the same exported model and inputs."""
+    dest = os.path.join(keep, name, "fusion-" + fusion)
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(out, dest)
+    with open(os.path.join(dest, "inputs.sha256"), "w") as f:
+        for p in files:
+            f.write("%s  %s\n" % (file_sha256(p), os.path.basename(p)))
+
+
+def check_model(bdc, cache, models, name, fusion, keep=None):
+    """Returns (ok, detail lines). keep: a folder to copy the outputs to (see --keep-outputs),
+    or None."""
     err = real.ensure_exported(models, name)
     if err:
         return False, [err]
@@ -169,6 +188,8 @@ def check_model(bdc, cache, models, name, fusion):
         if r.returncode != 0:
             return False, ["run exit %d: %s" % (r.returncode, first_line(r.stderr))]
         secs = time.time() - t0
+        if keep:
+            keep_outputs(keep, name, fusion, out, [path] + inputs)
         for n in names:
             want = reference[n]
             if n not in files:
@@ -200,6 +221,9 @@ def main():
                     or os.path.join("build", "cache", "models"))
     ap.add_argument("--fusion", choices=("op", "none"), default="op",
                     help="bdc compile --fusion mode: every mode must match onnxruntime")
+    ap.add_argument("--keep-outputs", metavar="DIR",
+                    help="copy every output file the executables write to "
+                         "DIR/<name>/fusion-<mode>/ (for comparing two bdc binaries)")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
 
@@ -214,11 +238,14 @@ def main():
         return 1
     os.makedirs(args.cache, exist_ok=True)
     os.makedirs(args.models_cache, exist_ok=True)
+    if args.keep_outputs:
+        os.makedirs(args.keep_outputs, exist_ok=True)
 
     passed = failed = 0
     for name in names:
         try:
-            ok, lines = check_model(args.bdc, args.cache, args.models_cache, name, args.fusion)
+            ok, lines = check_model(args.bdc, args.cache, args.models_cache, name, args.fusion,
+                                    args.keep_outputs)
         except Exception as e:  # a broken cache entry or ORT failure fails this model only
             ok, lines = False, ["%s: %s" % (type(e).__name__, e)]
         print("%s %-20s %s" % ("PASS" if ok else "FAIL", name, lines[0]), flush=True)

@@ -1,15 +1,15 @@
 /* fuzz_load.c — libFuzzer target over everything the compiler does before the native compiler:
  * load (from memory), verify, shape inference with constant folding, simplification, the support
- * check, lowering to loop nests (with the nest verifier), epilogue fusion and C emission. Any
+ * check, and the nest program's passes (lower, fuse, schedule, plan memory, each verified) and C
+ * emission. Any
  * crash, sanitizer report or leak is a bug: bad input must come back as a status. External data
  * is looked up in a folder that does not exist, so the fuzzer cannot make bdc read files. The
  * input's length picks the fusion mode (odd: none), so both lowering paths are covered. */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "emit_c.h"
-#include "loopnest.h"
-#include "passes.h"
+#include "driver/pipeline.h"
+#include "target/cpu/emit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,16 +25,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (bd_onnx_load_buffer(data, size, "fuzz.onnx", "/nonexistent-bdc-fuzz-dir", &lim, &m, &d) != BD_OK)
         return 0;
     if (bd_front_passes(m, &d) == BD_OK && bd_support_check(m->graph, ignore_unsupported, NULL) == 0) {
-        bd_program prog = {0};
-        prog.fusion = size % 2 ? BD_FUSION_NONE : BD_FUSION_OP;
-        if (bd_lower(m->graph, &prog, &d) == BD_OK) {
-            bd_emit_opts eo = {.lib_name = "fuzz", .weights_symbol = "fuzz_weights",
-                               .max_activation_bytes = (int64_t)1 << 30};
+        bd_dumps none = {0};
+        bd_planned pl;
+        bd_fusion fusion = size % 2 ? BD_FUSION_NONE : BD_FUSION_OP;
+        if (bd_plan_program(m->graph, fusion, (int64_t)1 << 30, &none, &pl, &d) == BD_OK) {
+            bd_emit_opts eo = {.lib_name = "fuzz", .weights_symbol = "fuzz_weights"};
             bd_c_program c = {0};
-            bd_emit_c(&prog, &eo, &c, &d);
+            bd_emit_c(&pl.prog, &pl.sched, &pl.mem, &eo, &c, &d);
             bd_c_program_free(&c);
         }
-        bd_program_free(&prog);
+        bd_planned_free(&pl);
     }
     bd_model_free(m);
     return 0;

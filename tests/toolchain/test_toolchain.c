@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "toolchain.h"
+#include "build/toolchain.h"
 
 static int npass, nfail;
 static char root[1024];   /* the test's own folder */

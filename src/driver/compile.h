@@ -1,0 +1,25 @@
+/* compile.h — the `bdc compile` command (compile.c). */
+#ifndef BD_COMPILE_H
+#define BD_COMPILE_H
+
+#include <stdbool.h>
+
+#include "driver/pipeline.h"
+
+typedef struct bd_compile_opts {
+    const char *model, *output;
+    bool library;      /* --lib: static library + header instead of an executable */
+    bool no_fusion;    /* --fusion none: one nest per node (the ablation baseline) */
+    const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
+    const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
+    bool keep_temps;   /* --keep-temps */
+    bool verbose;      /* -v: print native commands */
+    bool progress;     /* stage names and times on stderr */
+    bool werror;       /* --werror: build the generated C with -Werror */
+    bd_dumps dumps;              /* --dump=... */
+    bd_limits limits;  /* --max-weights, --max-activations, --max-nodes (else the defaults) */
+} bd_compile_opts;
+
+bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);
+
+#endif

@@ -1,0 +1,173 @@
+/* main.c — the `bdc` command line: parses arguments, runs one command, turns its status into the
+ * documented exit code and a one-line message on stderr. */
+#define _POSIX_C_SOURCE 200809L /* isatty */
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driver/compile.h"
+#include "driver/inspect.h"
+
+static const char usage_text[] =
+    "usage: bdc COMMAND [ARGS]\n"
+    "\n"
+    "bdc is an ahead-of-time compiler for ONNX models.\n"
+    "\n"
+    "commands:\n"
+    "  compile MODEL.onnx -o OUT [options]\n"
+    "                                compile MODEL into a self-contained executable OUT\n"
+    "      --target cpu              code generation target (cpu is the only one so far)\n"
+    "      --arch ARCH               CPU to generate code for (-march=ARCH); default native:\n"
+    "                                this machine's; x86-64 or x86-64-v3 for portable binaries\n"
+    "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
+    "      --fusion none|op          op (default): Conv/Gemm/MatMul absorb a following bias,\n"
+    "                                residual Add and activation; none: one nest per node\n"
+    "      --emit-dir DIR            also write the generated sources to DIR\n"
+    "      --keep-temps              keep the temporary build folder (its path is printed)\n"
+    "      --dump=LIST               print to stderr, for each of the comma-separated stages:\n"
+    "                                graph (inferred graph), lower (nests as lowered), tiles\n"
+    "                                (nests after fusion), sched (run order), memory (plan)\n"
+    "      --werror                  build the generated C with -Werror\n"
+    "      --max-weights SIZE        refuse models with more initializer bytes (default 8G)\n"
+    "      --max-activations SIZE    refuse models whose intermediate tensors need more memory\n"
+    "                                at run time (default 32G); SIZE takes a K, M or G suffix\n"
+    "      --max-nodes N             refuse models with more nodes (default 1000000)\n"
+    "      -v                        print every native command and stage times\n"
+    "      -q                        no progress output\n"
+    "  inspect MODEL.onnx [--json]   load, verify and shape-infer MODEL; print its inputs, outputs,\n"
+    "                                op histogram, parameters, FLOPs and unsupported nodes\n"
+    "  --version                     print the version\n"
+    "  --help                        print this help\n"
+    "\n"
+    "exit codes: 0 ok, 1 usage, 2 invalid model, 3 unsupported op/opset/dtype,\n"
+    "            4 I/O or resource limit, 5 native toolchain failed\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "bdc: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'bdc --help'.\n");
+    return BD_ERR_USAGE;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+    const char *model = NULL;
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = true;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect: unknown option '%s'", argv[i]);
+        else if (model) return usage_error("inspect: more than one model given ('%s')", argv[i]);
+        else model = argv[i];
+    }
+    if (!model) return usage_error("inspect: %s", "no model given");
+    bd_diag d = {0};
+    bd_status s = bd_inspect(model, json, &d);
+    fflush(stdout);
+    if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
+    return s;
+}
+
+/* "123", "64K", "512M", "8G" (powers of 1024) to a positive count; false if malformed. */
+static bool parse_size(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno || v <= 0) return false;
+    int shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    else if (*end == 'M' || *end == 'm') shift = 20;
+    else if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) end++;
+    if (*end || v > (INT64_MAX >> shift)) return false;
+    *out = (int64_t)v << shift;
+    return true;
+}
+
+static int cmd_compile(int argc, char **argv) {
+    bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
+            strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0) {
+            if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
+            const char *v = argv[++i];
+            if (strcmp(a, "-o") == 0) o.output = v;
+            else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
+            else if (strcmp(a, "--fusion") == 0) {
+                if (strcmp(v, "none") != 0 && strcmp(v, "op") != 0)
+                    return usage_error("compile: --fusion '%s': expected none or op", v);
+                o.no_fusion = strcmp(v, "none") == 0;
+            } else if (strcmp(a, "--arch") == 0) {
+                /* It becomes one -march= argument: keep it to what such names contain. */
+                if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(v))
+                    return usage_error("compile: --arch '%s' is not a CPU name", v);
+                o.arch = v;
+            }
+            else if (strcmp(v, "cpu") != 0) {
+                fprintf(stderr, "bdc: error: target '%s' is not available yet (cpu only)\n", v);
+                return BD_ERR_UNSUPPORTED;
+            }
+        } else if (strcmp(a, "--max-weights") == 0 || strcmp(a, "--max-activations") == 0 ||
+                   strcmp(a, "--max-nodes") == 0) {
+            int64_t v;
+            if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
+            if (!parse_size(argv[++i], &v))
+                return usage_error("compile: expected a positive size such as 512M, got '%s'", argv[i]);
+            if (strcmp(a, "--max-weights") == 0) o.limits.max_weight_bytes = v;
+            else if (strcmp(a, "--max-activations") == 0) o.limits.max_activation_bytes = v;
+            else o.limits.max_nodes = v;
+        } else if (strcmp(a, "--lib") == 0) o.library = true;
+        else if (strcmp(a, "--keep-temps") == 0) o.keep_temps = true;
+        else if (strcmp(a, "--werror") == 0) o.werror = true;
+        else if (strcmp(a, "-v") == 0) o.verbose = o.progress = true;
+        else if (strcmp(a, "-q") == 0) o.progress = false;
+        else if (strncmp(a, "--dump=", 7) == 0) {
+            for (const char *p = a + 7; *p;) {
+                size_t n = strcspn(p, ",");
+                if (n == 5 && strncmp(p, "graph", 5) == 0) o.dumps.graph = true;
+                else if (n == 5 && strncmp(p, "lower", 5) == 0) o.dumps.lower = true;
+                else if (n == 5 && strncmp(p, "tiles", 5) == 0) o.dumps.tiles = true;
+                else if (n == 5 && strncmp(p, "sched", 5) == 0) o.dumps.sched = true;
+                else if (n == 6 && strncmp(p, "memory", 6) == 0) o.dumps.memory = true;
+                else return usage_error("compile: unknown dump '%s' (graph, lower, tiles, sched, memory)", p);
+                p += n + (p[n] == ',');
+            }
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1]) return usage_error("compile: unknown option '%s'", a);
+        else if (o.model) return usage_error("compile: more than one model given ('%s')", a);
+        else o.model = a;
+    }
+    if (!o.model) return usage_error("compile: %s", "no model given");
+    if (!o.output) return usage_error("compile: %s", "no output given (-o OUT)");
+    bd_diag d = {0};
+    bd_status s = bd_compile(&o, &d);
+    if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
+    return s;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return BD_ERR_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("bdc %s\n", BDC_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,76 @@
+/* passes.h — the compiler pipeline's stages, in the order bd_compile_front() calls them, and the
+ * per-op inference/folding functions named by the op table. */
+#ifndef BD_PASSES_H
+#define BD_PASSES_H
+
+#include "front/graph.h"
+
+/* Resource caps (a model beyond them fails with BD_ERR_IO, exit 4). All but the activation cap
+ * are applied while loading, before the data they count is allocated; the activation cap is
+ * applied to the planned arena when C is emitted (bd_emit_opts), before the executable exists. */
+typedef struct bd_limits {
+    int64_t max_file_bytes;       /* model file plus external data */
+    int64_t max_weight_bytes;     /* sum of initializer bytes */
+    int64_t max_nodes;            /* nodes across all graphs */
+    int max_graph_depth;          /* nesting of subgraphs */
+    int64_t max_activation_bytes; /* the generated program's arena + scratch */
+} bd_limits;
+extern const bd_limits bd_default_limits;
+
+/* onnx_load.c: from a file, or from bytes already in memory (path only names it in messages;
+ * external data is looked up in dir). */
+bd_status bd_onnx_load(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d);
+bd_status bd_onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, const char *dir,
+                              const bd_limits *lim, bd_model **out, bd_diag *d);
+bd_status bd_verify(bd_model *m, bd_diag *d);        /* verify.c: names, order, arity, types */
+bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + folding, topological */
+void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass */
+void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
+
+/* support.c: calls report() for every node (or graph input/output) bdc cannot compile, with the
+ * reason; returns how many. node is NULL for a graph input/output, named by value. */
+typedef void (*bd_unsupported_fn)(void *ctx, const bd_node *node, const bd_value *value,
+                                  const char *reason);
+int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx);
+
+/* Load, verify, infer + fold, simplify: everything that precedes lowering. */
+bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d);
+/* The same stages after loading, on a model already in memory (pipeline.c; used by the fuzzer). */
+bd_status bd_front_passes(bd_model *m, bd_diag *d);
+
+/* Per-op functions referenced by ops.def. */
+#define X(e, name, since, imin, imax, omin, omax, infer, fold, lower)                                     \
+    bd_status infer(bd_graph *g, bd_node *n, bd_diag *d);                                          \
+    bd_status fold(bd_graph *g, bd_node *n, bd_diag *d);
+#include "front/ops.def"
+BD_OPS(X)
+#undef X
+
+/* Shared inference helpers (graph.c unless noted). */
+/* Numpy-style broadcast of two shapes (-1 = unknown extent); false when incompatible. An unknown
+ * rank (< 0) on either side gives true with *rout = -1; out may alias a or b.
+ * (infer_elementwise.c) */
+bool bd_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
+                         int64_t *out);
+/* Normalises axis in [-rank, rank) to [0, rank); false when out of range. */
+bool bd_norm_axis(int64_t axis, int rank, int *out);
+/* The integer contents of a constant value (1-D or scalar, at most max elements); false when the
+ * value is absent, not constant, not an integer type or too long. */
+bool bd_value_const_ints(const bd_value *v, int64_t *out, int max, int *n);
+
+/* Where a Slice reads: per input axis, the first index, the step and the output extent (-1 when
+ * not known at compile time), from its starts/ends/axes/steps clamped as the spec says; validates
+ * them (infer_shape_ops.c; inference, folding and lowering all read Slice through it). */
+typedef struct bd_slice_plan {
+    int rank; /* input rank, -1 when unknown */
+    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], dims[BD_MAX_RANK];
+} bd_slice_plan;
+bd_status bd_slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_slice_plan *p);
+
+/* Largest tensor (elements) that constant folding materialises; bigger results stay runtime work.
+ * Folding stops altogether once BD_FOLD_MAX_TOTAL_BYTES have been folded, so that the compiler's
+ * memory stays proportional to the model file whatever chain of folds a model asks for. */
+#define BD_FOLD_MAX_ELEMS (1 << 20)
+#define BD_FOLD_MAX_TOTAL_BYTES ((int64_t)256 << 20)
+
+#endif

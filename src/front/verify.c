@@ -1,0 +1,59 @@
+/* verify.c — binds every node to the op table and its opset, and checks what the loader cannot:
+ * arity against the table, opset imports for each node's domain. Name resolution, ordering and
+ * tensor sizes were checked while loading (onnx_load.c); shapes and dtypes are checked by
+ * inference (infer.c). Whether bdc can *compile* a node is a separate question, answered by
+ * bd_support_check (support.c), so that `inspect` can list every unsupported node at once. */
+#include <string.h>
+
+#include "front/passes.h"
+
+static int opset_of(const bd_model *m, const char *domain) {
+    if (strcmp(domain, "ai.onnx") == 0) domain = "";
+    for (int i = 0; i < m->n_opsets; i++)
+        if (strcmp(m->opsets[i].domain, domain) == 0)
+            return m->opsets[i].version > INT32_MAX ? INT32_MAX : (int)m->opsets[i].version;
+    return 0;
+}
+
+static bd_status verify_graph(bd_model *m, bd_graph *g, bd_diag *d) {
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        bd_node *n = bd_graph_node(g, (int)i);
+        n->opset = opset_of(m, n->domain);
+        if (n->opset == 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "no opset is imported for domain '%s'",
+                                bd_quote(n->domain));
+        n->op = bd_op_lookup(n->domain, n->op_type);
+        if (n->op != BD_OP_UNKNOWN) {
+            const bd_op_info *info = bd_op_info_of(n->op);
+            if (n->n_inputs < info->in_min || n->n_inputs > info->in_max) {
+                if (info->in_max == BD_VARIADIC)
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "has %d inputs, expected at least %d",
+                                        n->n_inputs, info->in_min);
+                return bd_node_fail(d, BD_ERR_INVALID, n, "has %d inputs, expected %d to %d",
+                                    n->n_inputs, info->in_min, info->in_max);
+            }
+            if (n->n_outputs < info->out_min || n->n_outputs > info->out_max) {
+                if (info->out_max == BD_VARIADIC)
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "has %d outputs, expected at least %d",
+                                        n->n_outputs, info->out_min);
+                return bd_node_fail(d, BD_ERR_INVALID, n, "has %d outputs, expected %d to %d",
+                                    n->n_outputs, info->out_min, info->out_max);
+            }
+            /* Required inputs (those below in_min) may not be omitted with "". */
+            for (int k = 0; k < info->in_min && k < n->n_inputs; k++)
+                if (n->inputs[k] < 0)
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "required input %d is empty", k);
+        }
+        for (int a = 0; a < n->n_attrs; a++) {
+            const bd_attr *at = &n->attrs[a];
+            bd_status s = BD_OK;
+            if (at->type == BD_ATTR_GRAPH) s = verify_graph(m, at->g, d);
+            for (int k = 0; !s && at->type == BD_ATTR_GRAPHS && k < at->n; k++)
+                s = verify_graph(m, at->graphs[k], d);
+            if (s) return s;
+        }
+    }
+    return BD_OK;
+}
+
+bd_status bd_verify(bd_model *m, bd_diag *d) { return verify_graph(m, m->graph, d); }

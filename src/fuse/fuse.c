@@ -1,0 +1,257 @@
+/* fuse.c — epilogue fusion over the nest program (see fuse.h): find, for each product nest, the
+ * chain of elementwise nests it absorbs, then rewrite it and drop them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/fuse.h"
+
+/* Producer and consumer indices over the nests, built once. */
+typedef struct fuse_index {
+    int *last_writer;   /* per value: the last nest writing it, -1 */
+    int *reader_start;  /* per value: its readers are reader[reader_start[v] .. reader_start[v+1]) */
+    int *reader;        /* nest indices, each nest once per value */
+    bool *graph_output; /* per value */
+} fuse_index;
+
+static void index_build(const bd_program *p, fuse_index *ix) {
+    bd_graph *g = p->graph;
+    size_t nv = g->values.len, nn = p->nests.len;
+    ix->last_writer = malloc((nv + 1) * sizeof *ix->last_writer);
+    ix->reader_start = calloc(nv + 2, sizeof *ix->reader_start);
+    ix->graph_output = calloc(nv + 1, sizeof *ix->graph_output);
+    BD_ASSERT(ix->last_writer && ix->reader_start && ix->graph_output);
+    for (size_t v = 0; v < nv; v++) {
+        ix->last_writer[v] = -1;
+        ix->graph_output[v] = (bd_graph_value(g, (int)v)->flags & BD_VALUE_OUTPUT) != 0;
+    }
+    for (size_t i = 0; i < g->outputs.len; i++) ix->graph_output[BD_VEC_AT(&g->outputs, int, i)] = true;
+    /* Count each (value, reading nest) pair once, then place them. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < nn; i++) {
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+            for (int k = 0; k < n->n_operands; k++) {
+                const bd_operand *o = &n->operands[k];
+                if (o->write) {
+                    ix->last_writer[o->value] = (int)i;
+                    continue;
+                }
+                bool again = false;
+                for (int j = 0; j < k && !again; j++)
+                    again = !n->operands[j].write && n->operands[j].value == o->value;
+                if (again) continue;
+                if (pass == 0) ix->reader_start[o->value + 1]++;
+                else ix->reader[ix->reader_start[o->value + 1]++] = (int)i;
+            }
+        }
+        if (pass == 0) {
+            for (size_t v = 0; v < nv; v++) ix->reader_start[v + 1] += ix->reader_start[v];
+            ix->reader = malloc(((size_t)ix->reader_start[nv] + 1) * sizeof *ix->reader);
+            BD_ASSERT(ix->reader);
+            /* second pass fills from the front: shift the starts down by one slot */
+            memmove(ix->reader_start + 1, ix->reader_start, nv * sizeof *ix->reader_start);
+            ix->reader_start[0] = 0;
+        }
+    }
+}
+
+static void index_free(fuse_index *ix) {
+    free(ix->last_writer);
+    free(ix->reader_start);
+    free(ix->reader);
+    free(ix->graph_output);
+}
+
+static int readers(const fuse_index *ix, int v) { return ix->reader_start[v + 1] - ix->reader_start[v]; }
+
+/* The one nest reading v when v may disappear (a single reader, not a graph output), else -1. */
+static int sole_reader(const fuse_index *ix, int v) {
+    if (ix->graph_output[v] || readers(ix, v) != 1) return -1;
+    return ix->reader[ix->reader_start[v]];
+}
+
+static bd_nest *nest_at(bd_program *p, int i) { return &BD_VEC_AT(&p->nests, bd_nest, i); }
+
+/* A float32, non-constant value of static shape equal to ref's. */
+static bool same_float_shape(const bd_value *v, const bd_value *ref) {
+    if (v->constant || v->dtype != BD_DT_FLOAT || !bd_value_shape_known(v) || v->rank != ref->rank)
+        return false;
+    for (int i = 0; i < v->rank; i++)
+        if (v->dims[i] != ref->dims[i]) return false;
+    return true;
+}
+
+static int written_value(const bd_nest *n) { return n->operands[n->n_operands - 1].value; }
+
+/* An elementwise nest computing op(load a, load b) in float32 and nothing else: its operands are
+ * the two inputs and the output, and *other is the input that is not `cur`. */
+static bool binary_of(const bd_program *p, const bd_nest *c, bd_expr_op op, int cur, int *other,
+                      const bd_value *ref) {
+    const bd_expr *x = &c->params.expr;
+    if (c->body != BD_BODY_ELEMENTWISE || x->n != 3 || c->n_operands != 3) return false;
+    const bd_expr_node *r = bd_expr_root(x);
+    if (r->op != op || r->dtype != BD_DT_FLOAT) return false;
+    const bd_expr_node *a = &x->node[r->arg[0]], *b = &x->node[r->arg[1]];
+    if (a->op != BD_EXPR_LOAD || b->op != BD_EXPR_LOAD || a->operand == b->operand) return false;
+    int va = c->operands[a->operand].value, vb = c->operands[b->operand].value;
+    if (va != cur && vb != cur) return false;
+    *other = va == cur ? vb : va;
+    if (*other == cur) return false;
+    return same_float_shape(bd_graph_value(p->graph, written_value(c)), ref);
+}
+
+/* Element ops an absorbed single-input activation may use (Relu, LeakyRelu, HardSwish, Clip). */
+static bool activation_op(bd_expr_op op) {
+    return op == BD_EXPR_LOAD || op == BD_EXPR_CONST || op == BD_EXPR_RELU ||
+           op == BD_EXPR_LEAKY_RELU || op == BD_EXPR_HARD_SWISH || op == BD_EXPR_CLAMP_MIN ||
+           op == BD_EXPR_CLAMP_MAX;
+}
+
+/* Nest c as an activation of value cur: its expression with cur as LOAD 0 and its other inputs,
+ * which must be float32 constant scalars (Clip's bounds), as constants, into act. */
+static bool activation_of(const bd_program *p, const bd_nest *c, int cur, const bd_value *ref,
+                          bd_expr *act) {
+    bd_graph *g = p->graph;
+    const bd_expr *x = &c->params.expr;
+    if (c->body != BD_BODY_ELEMENTWISE || !same_float_shape(bd_graph_value(g, written_value(c)), ref))
+        return false;
+    for (int i = 0; i < x->n; i++) {
+        const bd_expr_node *e = &x->node[i];
+        if (!activation_op(e->op) || e->dtype != BD_DT_FLOAT) return false;
+        if (e->op == BD_EXPR_CONST && e->k[0] != e->k[0]) return false; /* NaN bound */
+    }
+    memset(act, 0, sizeof *act);
+    int leaf[BD_NEST_MAX_OPERANDS];
+    int x0 = bd_expr_load(act, 0, BD_DT_FLOAT);
+    for (int k = 0; k < c->n_operands - 1; k++) {
+        int v = c->operands[k].value;
+        const bd_value *val = bd_graph_value(g, v);
+        if (v == cur && k == 0) {
+            leaf[k] = x0;
+            continue;
+        }
+        if (v == cur || !val->constant || val->dtype != BD_DT_FLOAT || val->constant->numel != 1)
+            return false;
+        float k0 = (float)bd_tensor_get_f64(val->constant, 0);
+        if (k0 != k0) return false;
+        leaf[k] = bd_expr_const(act, k0, BD_DT_FLOAT);
+    }
+    if (c->n_operands < 2 || c->operands[0].value != cur) return false;
+    int r = bd_expr_splice(act, x, leaf, NULL);
+    if (r < 0) return false;
+    if (bd_expr_root(act)->op == BD_EXPR_LOAD) act->n = 0; /* Clip without bounds: nothing to do */
+    else if (r != act->n - 1) return false;
+    return true;
+}
+
+/* SiLU: value cur read by exactly a Sigmoid nest s and a Mul nest m = cur * s(cur) (either
+ * order); the activation MUL(x, SIGMOID(x)) into act, the two nests into *s_out, *m_out. */
+static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd_value *ref,
+                    bd_expr *act, int *s_out, int *m_out) {
+    if (ix->graph_output[cur] || readers(ix, cur) != 2) return false;
+    for (int t = 0; t < 2; t++) {
+        int s = ix->reader[ix->reader_start[cur] + t], m = ix->reader[ix->reader_start[cur] + 1 - t];
+        const bd_nest *sn = &BD_VEC_AT(&p->nests, bd_nest, s), *mn = &BD_VEC_AT(&p->nests, bd_nest, m);
+        const bd_expr *sx = &sn->params.expr;
+        if (sn->body != BD_BODY_ELEMENTWISE || sx->n != 2 || sn->n_operands != 2 ||
+            bd_expr_root(sx)->op != BD_EXPR_SIGMOID || bd_expr_root(sx)->dtype != BD_DT_FLOAT ||
+            sn->operands[0].value != cur)
+            continue;
+        int sv = written_value(sn), other;
+        if (!same_float_shape(bd_graph_value(p->graph, sv), ref) || sole_reader(ix, sv) != m) continue;
+        if (!binary_of(p, mn, BD_EXPR_MUL, cur, &other, ref) || other != sv) continue;
+        memset(act, 0, sizeof *act);
+        int x0 = bd_expr_load(act, 0, BD_DT_FLOAT);
+        int sg = bd_expr_unary(act, BD_EXPR_SIGMOID, BD_DT_FLOAT, x0);
+        const bd_expr *mx = &mn->params.expr;
+        bool x_first = mn->operands[mx->node[bd_expr_root(mx)->arg[0]].operand].value == cur;
+        bd_expr_binary(act, BD_EXPR_MUL, BD_DT_FLOAT, x_first ? x0 : sg, x_first ? sg : x0);
+        *s_out = s;
+        *m_out = m;
+        return true;
+    }
+    return false;
+}
+
+/* Inserts a read of `value` through c's operand k's map just before nest n's output operand
+ * (operand index `*y`, which moves up by one); returns the new operand's index. */
+static int insert_before_output(bd_nest *n, int *y, const bd_nest *c, int value) {
+    BD_ASSERT(n->n_operands < BD_NEST_MAX_OPERANDS && *y == n->n_operands - 1);
+    const bd_operand *src = NULL;
+    for (int k = 0; k < c->n_operands && !src; k++)
+        if (!c->operands[k].write && c->operands[k].value == value) src = &c->operands[k];
+    BD_ASSERT(src);
+    n->operands[n->n_operands] = n->operands[*y];
+    n->operands[*y] = *src;
+    n->n_operands++;
+    return (*y)++;
+}
+
+/* Whether value v is computed before nest `before` (or needs no nest: an input or constant). */
+static bool ready_before(const fuse_index *ix, int v, int before) { return ix->last_writer[v] < before; }
+
+/* Finds and applies the chain nest i absorbs; marks the absorbed nests in dead[]. */
+static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead) {
+    bd_graph *g = p->graph;
+    bd_nest *n = nest_at(p, i);
+    if (n->body != BD_BODY_CONV && n->body != BD_BODY_CONV_TRANSPOSE && n->body != BD_BODY_MATMUL)
+        return;
+    int *y = n->body == BD_BODY_MATMUL ? &n->params.matmul.y : &n->params.conv.y;
+    const bd_value *ref = bd_graph_value(g, n->operands[*y].value);
+    if (ref->constant || ref->dtype != BD_DT_FLOAT || !bd_value_shape_known(ref)) return;
+    int cur = n->operands[*y].value, other, c;
+
+    /* MATMUL with an N axis and no C: a bias Add along N first */
+    bd_matmul_params *mp = n->body == BD_BODY_MATMUL ? &n->params.matmul : NULL;
+    if (mp && mp->n_iter >= 0 && mp->c < 0 && mp->alpha == 1.0f && (c = sole_reader(ix, cur)) >= 0 &&
+        binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i)) {
+        const bd_value *b = bd_graph_value(g, other);
+        bool along_n = b->dtype == BD_DT_FLOAT && bd_value_shape_known(b) && b->rank >= 1 &&
+                       b->rank <= ref->rank && ref->rank >= 1 &&
+                       b->dims[b->rank - 1] == ref->dims[ref->rank - 1];
+        for (int k = 0; k < b->rank - 1 && along_n; k++) along_n = b->dims[k] == 1;
+        if (along_n) {
+            mp->c = insert_before_output(n, y, nest_at(p, c), other);
+            mp->beta = 1.0f;
+            mp->c_mode = BD_MM_C_BIAS_N;
+            dead[c] = true;
+            cur = written_value(nest_at(p, c));
+        }
+    }
+    /* a residual Add */
+    if ((c = sole_reader(ix, cur)) >= 0 && binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) &&
+        ready_before(ix, other, i) && same_float_shape(bd_graph_value(g, other), ref)) {
+        n->epi.residual = insert_before_output(n, y, nest_at(p, c), other);
+        dead[c] = true;
+        cur = written_value(nest_at(p, c));
+    }
+    /* an activation */
+    c = sole_reader(ix, cur);
+    int s, m;
+    if (c >= 0 && activation_of(p, nest_at(p, c), cur, ref, &n->epi.act)) {
+        dead[c] = true;
+        cur = written_value(nest_at(p, c));
+    } else if (c < 0 && silu_of(p, ix, cur, ref, &n->epi.act, &s, &m)) {
+        dead[s] = dead[m] = true;
+        cur = written_value(nest_at(p, m));
+    } else {
+        memset(&n->epi.act, 0, sizeof n->epi.act);
+    }
+    n->operands[*y].value = cur;
+}
+
+bd_status bd_fuse(bd_program *p, bd_diag *d) {
+    if (p->fusion != BD_FUSION_OP || !p->nests.len) return BD_OK;
+    fuse_index ix = {0};
+    index_build(p, &ix);
+    bool *dead = calloc(p->nests.len, sizeof *dead);
+    BD_ASSERT(dead);
+    for (size_t i = 0; i < p->nests.len; i++)
+        if (!dead[i]) absorb_chain(p, &ix, (int)i, dead);
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nests.len; i++)
+        if (!dead[i]) BD_VEC_AT(&p->nests, bd_nest, kept++) = BD_VEC_AT(&p->nests, bd_nest, i);
+    p->nests.len = kept;
+    free(dead);
+    index_free(&ix);
+    return bd_program_verify(p, d);
+}

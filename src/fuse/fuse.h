@@ -1,0 +1,24 @@
+/* fuse.h — fusion, a pass over the nest program after lowering.
+ *
+ * With fusion on (`bdc compile --fusion op`, the default), a CONV, CONV_TRANSPOSE or MATMUL nest
+ * whose float32 output has no other use (one reading nest, not a graph output) absorbs the
+ * elementwise nests that consume it, in this order:
+ *   - MATMUL whose B has an N axis: an Add of a bias broadcast along the last dim (N values,
+ *     shape [N] or [1, ..., 1, N]), which becomes its C (the GEMM kernel's per-column bias);
+ *   - then an Add of another tensor of exactly the output's shape, read where the block writes
+ *     (a residual): the nest's epilogue adds it;
+ *   - then one activation: an expression of the value alone (Relu, LeakyRelu, HardSwish, Clip
+ *     with constant bounds), or SiLU written as Mul(x, Sigmoid(x)) (both nests absorbed; x read
+ *     by exactly those two): the epilogue's expression, composed from the absorbed nests'.
+ * A tensor added must be computed before the absorbing nest. The nest then writes the last
+ * absorbed nest's output, the absorbed nests are removed, and the intermediate values are never
+ * stored. The decisions read only the nests (bodies, expressions, access maps) and the values'
+ * shapes; producer and consumer indices are built once, so the pass is linear in the program. */
+#ifndef BD_FUSE_H
+#define BD_FUSE_H
+
+#include "nest/loopnest.h"
+
+bd_status bd_fuse(bd_program *p, bd_diag *d);
+
+#endif

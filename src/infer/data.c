@@ -1,0 +1,1166 @@
+/* infer_shape_ops.c — inference and constant folding for the ops that move data without computing
+ * on it: Concat, Constant, ConstantOfShape, Expand, Flatten, Gather, Range, Reshape, Shape, Slice,
+ * Split, Squeeze, Transpose, Unsqueeze.
+ *
+ * These are the ops of the shape arithmetic that exporters wrap around every dynamic reshape
+ * (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, ConstantOfShape, Range, Slice, Expand). Shape
+ * attaches its result as a constant as soon as the dims it reports are known, and the folds below
+ * evaluate the rest of the chain, so by the time lowering runs those chains are plain constants.
+ * Folding is byte copying, so it handles every dtype of whole bytes (strings and 4-bit types are
+ * left to run time). Operands that are integer lists (axes, starts, a target shape) come from an
+ * attribute in early opsets and from an input later; both forms are read into one int_list. */
+#include <math.h>
+#include <string.h>
+
+#include "front/passes.h"
+
+/* ---- integer list operands ---- */
+
+/* An integer list operand (axes, starts, a target shape) from an attribute or an input. */
+typedef struct int_list {
+    bool given;   /* attribute present / input not omitted */
+    bool known;   /* values known at compile time */
+    int64_t len;  /* element count, -1 when unknown */
+    int64_t v[BD_MAX_RANK];
+} int_list;
+
+enum {
+    LIST_INT32 = 1 << 0,  /* int32 accepted besides int64 */
+    LIST_SCALAR = 1 << 1, /* a 0-D input counts as a one-element list */
+};
+
+static void list_init(int_list *l) {
+    memset(l, 0, sizeof *l);
+    l->len = -1;
+}
+
+/* Reads the INTS attribute `name`; more than `max` values fails with `too_long`. */
+static bd_status list_from_attr(bd_diag *d, const bd_node *n, const char *name, int max,
+                                bd_status too_long, int_list *l) {
+    list_init(l);
+    const bd_attr *a = bd_node_attr(n, name);
+    if (!a) return BD_OK;
+    if (a->type != BD_ATTR_INTS)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute '%s' must be a list of ints", name);
+    if (a->n > max)
+        return bd_node_fail(d, too_long, n, "attribute '%s' has %d values, at most %d allowed",
+                            name, a->n, max);
+    l->given = l->known = true;
+    l->len = a->n;
+    if (a->n) memcpy(l->v, a->ints, (size_t)a->n * sizeof *l->v);
+    return BD_OK;
+}
+
+/* Reads input idx as an integer list: checks its dtype and rank, and takes its values when it is
+ * constant; more than `max` values fails with `too_long`. */
+static bd_status list_from_input(bd_graph *g, const bd_node *n, bd_diag *d, int idx,
+                                 const char *what, unsigned flags, int max, bd_status too_long,
+                                 int_list *l) {
+    list_init(l);
+    const bd_value *v = bd_node_in(g, n, idx);
+    if (!v) return BD_OK;
+    l->given = true;
+    bool i32 = flags & LIST_INT32;
+    if (v->dtype && v->dtype != BD_DT_INT64 && !(i32 && v->dtype == BD_DT_INT32))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has dtype %s, expected %s", idx,
+                            what, bd_dtype_name(v->dtype), i32 ? "int32 or int64" : "int64");
+    bool scalar_ok = flags & LIST_SCALAR;
+    if (v->rank > 1 || (v->rank == 0 && !scalar_ok))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has rank %d, expected %s", idx,
+                            what, v->rank, scalar_ok ? "0 or 1" : "1");
+    if (v->rank == 1) l->len = v->dims[0];
+    if (v->rank == 0) l->len = 1;
+    const bd_tensor *t = v->constant;
+    if (!t) return BD_OK;
+    if (t->numel > max)
+        return bd_node_fail(d, too_long, n, "input %d (%s) has %lld values, at most %d allowed",
+                            idx, what, (long long)t->numel, max);
+    for (int64_t i = 0; i < t->numel; i++) l->v[i] = bd_tensor_get_i64(t, i);
+    l->len = t->numel;
+    l->known = true;
+    return BD_OK;
+}
+
+/* Normalises an axis attribute/input value against rank; negative values count from the back
+ * from opset `neg_since` on. */
+static bd_status norm_axis(bd_diag *d, const bd_node *n, const char *what, int64_t axis, int rank,
+                           int neg_since, int *out) {
+    if (axis < 0 && n->opset < neg_since)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "%s is %lld; negative axes need opset %d, the node has opset %d", what,
+                            (long long)axis, neg_since, n->opset);
+    if (!bd_norm_axis(axis, rank, out))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "%s is %lld, expected in [%d, %d]", what,
+                            (long long)axis, n->opset >= neg_since ? -rank : 0, rank - 1);
+    return BD_OK;
+}
+
+/* Normalises every axis of l against rank into out; repeated axes are invalid. */
+static bd_status norm_axes(bd_diag *d, const bd_node *n, const char *what, const int_list *l,
+                           int rank, int neg_since, int *out) {
+    bool seen[BD_MAX_RANK] = {false};
+    for (int64_t i = 0; i < l->len; i++) {
+        bd_status s = norm_axis(d, n, what, l->v[i], rank, neg_since, &out[i]);
+        if (s) return s;
+        if (seen[out[i]])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "%s repeats axis %d", what, out[i]);
+        seen[out[i]] = true;
+    }
+    return BD_OK;
+}
+
+/* Product of dims[from, to): 0 when an extent is 0, else -1 when one is unknown. False on
+ * overflow. */
+static bool dims_product(const int64_t *dims, int from, int to, int64_t *out) {
+    for (int i = from; i < to; i++)
+        if (dims[i] == 0) {
+            *out = 0;
+            return true;
+        }
+    int64_t p = 1;
+    bool unknown = false;
+    for (int i = from; i < to; i++) {
+        if (dims[i] < 0)
+            unknown = true;
+        else if (!bd_mul_i64(p, dims[i], &p))
+            return false;
+    }
+    *out = unknown ? -1 : p;
+    return true;
+}
+
+static bd_status set_unknown_rank(bd_diag *d, const bd_node *n, bd_value *out, int dtype) {
+    return bd_value_set(d, n, out, dtype, -1, NULL);
+}
+
+static bd_status fail_rank_limit(bd_diag *d, const bd_node *n, int64_t rank) {
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output has rank %lld, above bdc's limit of %d",
+                        (long long)rank, BD_MAX_RANK);
+}
+
+/* Sets out to the given rank with every extent unknown. */
+static bd_status set_unknown_dims(bd_diag *d, const bd_node *n, bd_value *out, int dtype,
+                                  int64_t rank) {
+    if (rank > BD_MAX_RANK)
+        return fail_rank_limit(d, n, rank);
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < rank; i++) dims[i] = -1;
+    return bd_value_set(d, n, out, dtype, (int)rank, dims);
+}
+
+/* ---- folding helpers ---- */
+
+/* Bytes per element for folding by copy; 0 for strings and sub-byte types, which are not folded. */
+static size_t fold_elem_size(int dtype) {
+    int bits = bd_dtype_bits(dtype);
+    return dtype != BD_DT_STRING && bits >= 8 ? (size_t)bits / 8 : 0;
+}
+
+/* A fresh tensor for output k shaped as inferred, or *t = NULL when folding declines (omitted
+ * output, unknown shape, dtype not copyable, too many elements). */
+static bd_status fold_output(bd_graph *g, const bd_node *n, bd_diag *d, int k, int dtype,
+                             bd_tensor **t) {
+    *t = NULL;
+    const bd_value *v = bd_node_out(g, n, k);
+    int64_t numel;
+    if (!v || !bd_value_shape_known(v) || !fold_elem_size(dtype) ||
+        !bd_dims_numel(v->rank, v->dims, &numel) || numel > BD_FOLD_MAX_ELEMS)
+        return BD_OK;
+    *t = bd_tensor_new(&g->model->arena, dtype, v->rank, v->dims);
+    if (!*t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for a folded output");
+    return BD_OK;
+}
+
+/* Product of dims[from, to) of a tensor that exists (so its element count fits). */
+static int64_t tensor_span(const bd_tensor *t, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= t->dims[i];
+    return p;
+}
+
+/* Row-major element strides of a shape. */
+static void row_strides(int rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+/* Fills dst (dense, shaped dims) from src, where output index (i0..ir) reads source element
+ * base + sum(ik * strides[k]); strides may be 0 (broadcast) or negative (reversed slices). */
+static void copy_strided(uint8_t *dst, const uint8_t *src, size_t esize, int rank,
+                         const int64_t *dims, const int64_t *strides, int64_t base) {
+    int64_t numel;
+    if (!bd_dims_numel(rank, dims, &numel)) return;
+    int64_t idx[BD_MAX_RANK] = {0};
+    int64_t off = base;
+    for (int64_t i = 0; i < numel; i++) {
+        memcpy(dst + (size_t)i * esize, src + (size_t)off * esize, esize);
+        for (int k = rank - 1; k >= 0; k--) {
+            off += strides[k];
+            if (++idx[k] < dims[k]) break;
+            off -= strides[k] * dims[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+/* ---- Concat ---- */
+
+bd_status bd_infer_concat(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *out = bd_node_out(g, n, 0);
+    const bd_attr *a = bd_node_attr(n, "axis");
+    if (!a || a->type != BD_ATTR_INT)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' (int) is required");
+    int dtype = 0, rank = -1;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const bd_value *v = bd_node_in(g, n, i);
+        if (!v) return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is missing", i);
+        if (v->dtype && dtype && v->dtype != dtype)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d has dtype %s, expected %s", i,
+                                bd_dtype_name(v->dtype), bd_dtype_name(dtype));
+        if (v->dtype) dtype = v->dtype;
+        if (v->rank >= 0 && rank >= 0 && v->rank != rank)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d has rank %d, expected %d", i,
+                                v->rank, rank);
+        if (v->rank >= 0) rank = v->rank;
+    }
+    if (rank < 0) return set_unknown_rank(d, n, out, dtype);
+    int axis;
+    bd_status s = norm_axis(d, n, "attribute 'axis'", a->i, rank, 11, &axis);
+    if (s) return s;
+    int64_t dims[BD_MAX_RANK];
+    for (int j = 0; j < rank; j++) dims[j] = -1;
+    dims[axis] = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const bd_value *v = bd_node_in(g, n, i);
+        if (v->rank < 0) {
+            dims[axis] = -1;
+            continue;
+        }
+        for (int j = 0; j < rank; j++) {
+            if (j == axis || v->dims[j] < 0) continue;
+            if (dims[j] >= 0 && dims[j] != v->dims[j])
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "input %d has extent %lld on axis %d, expected %lld", i,
+                                    (long long)v->dims[j], j, (long long)dims[j]);
+            dims[j] = v->dims[j];
+        }
+    }
+    for (int i = 0; i < n->n_inputs && dims[axis] >= 0; i++) {
+        const bd_value *v = bd_node_in(g, n, i);
+        if (v->dims[axis] < 0)
+            dims[axis] = -1;
+        else if (!bd_add_i64(dims[axis], v->dims[axis], &dims[axis]))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "concatenated extent on axis %d overflows",
+                                axis);
+    }
+    return bd_value_set(d, n, out, dtype, rank, dims);
+}
+
+bd_status bd_fold_concat(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, bd_node_in(g, n, 0)->constant->dtype, &t);
+    if (s || !t) return s;
+    int axis;
+    bd_norm_axis(bd_attr_int(n, "axis", 0), t->rank, &axis);
+    int64_t outer = tensor_span(t, 0, axis), inner = tensor_span(t, axis + 1, t->rank);
+    size_t esize = fold_elem_size(t->dtype);
+    uint8_t *dst = t->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int i = 0; i < n->n_inputs; i++) {
+            const bd_tensor *in = bd_node_in(g, n, i)->constant;
+            size_t chunk = (size_t)(in->dims[axis] * inner) * esize;
+            if (!chunk) continue;
+            memcpy(dst, (const uint8_t *)in->data + (size_t)o * chunk, chunk);
+            dst += chunk;
+        }
+    }
+    return bd_value_set_constant(d, n, bd_node_out(g, n, 0), t);
+}
+
+/* ---- Constant ---- */
+
+/* A Constant attribute: its name, required type, and the opset that introduced it. */
+typedef struct constant_form {
+    const char *name;
+    bd_attr_type type;
+    int since;
+} constant_form;
+
+static const constant_form constant_forms[] = {
+    {"value", BD_ATTR_TENSOR, 1},         {"sparse_value", BD_ATTR_SPARSE_TENSOR, 11},
+    {"value_float", BD_ATTR_FLOAT, 12},   {"value_floats", BD_ATTR_FLOATS, 12},
+    {"value_int", BD_ATTR_INT, 12},       {"value_ints", BD_ATTR_INTS, 12},
+    {"value_string", BD_ATTR_STRING, 12}, {"value_strings", BD_ATTR_STRINGS, 12},
+};
+
+/* The tensor a Constant's value_* attribute describes, allocated in the model's arena. */
+static bd_tensor *constant_from_list(bd_graph *g, const bd_attr *a) {
+    bool list = a->type == BD_ATTR_FLOATS || a->type == BD_ATTR_INTS || a->type == BD_ATTR_STRINGS;
+    int64_t len = list ? a->n : 1;
+    int dtype = a->type == BD_ATTR_FLOAT || a->type == BD_ATTR_FLOATS ? BD_DT_FLOAT
+                : a->type == BD_ATTR_INT || a->type == BD_ATTR_INTS   ? BD_DT_INT64
+                                                                      : BD_DT_STRING;
+    bd_tensor *t = bd_tensor_new(&g->model->arena, dtype, list ? 1 : 0, &len);
+    if (!t) return NULL;
+    for (int64_t i = 0; i < len; i++) {
+        switch (a->type) {
+        case BD_ATTR_FLOAT: ((float *)t->data)[i] = a->f; break;
+        case BD_ATTR_FLOATS: ((float *)t->data)[i] = a->floats[i]; break;
+        case BD_ATTR_INT: ((int64_t *)t->data)[i] = a->i; break;
+        case BD_ATTR_INTS: ((int64_t *)t->data)[i] = a->ints[i]; break;
+        case BD_ATTR_STRING: t->strings[i] = a->s; break;
+        default: t->strings[i] = a->strings[i]; break;
+        }
+    }
+    return t;
+}
+
+bd_status bd_infer_constant(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_attr *found = NULL;
+    const constant_form *form = NULL;
+    for (size_t k = 0; k < BD_COUNT(constant_forms); k++) {
+        const bd_attr *a = bd_node_attr(n, constant_forms[k].name);
+        if (!a) continue;
+        if (found)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "attributes '%s' and '%s' both given, expected exactly one",
+                                found->name, a->name);
+        found = a;
+        form = &constant_forms[k];
+    }
+    if (!found)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "one of the attributes value, value_float(s), value_int(s), "
+                            "value_string(s), sparse_value is required");
+    if (n->opset < form->since)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "attribute '%s' needs opset %d, the node has opset %d", form->name,
+                            form->since, n->opset);
+    if (found->type != form->type)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute '%s' has the wrong type",
+                            form->name);
+    if (form->type == BD_ATTR_SPARSE_TENSOR)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "sparse constants are not supported");
+    bd_tensor *t = form->type == BD_ATTR_TENSOR ? found->t : constant_from_list(g, found);
+    if (!t) {
+        if (form->type == BD_ATTR_TENSOR)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'value' holds no tensor");
+        return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the constant");
+    }
+    return bd_value_set_constant(d, n, bd_node_out(g, n, 0), t);
+}
+
+/* ---- ConstantOfShape ---- */
+
+/* The one-element tensor of attribute 'value', or NULL when absent (float32 zero). */
+static bd_status constant_of_shape_value(bd_diag *d, const bd_node *n, const bd_tensor **out) {
+    *out = NULL;
+    const bd_attr *a = bd_node_attr(n, "value");
+    if (!a) return BD_OK;
+    if (a->type != BD_ATTR_TENSOR || !a->t)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'value' must be a tensor");
+    if (a->t->numel != 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "attribute 'value' has %lld elements, expected 1",
+                            (long long)a->t->numel);
+    if (a->t->dtype == BD_DT_STRING || !bd_dtype_known(a->t->dtype))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'value' has dtype %s",
+                            bd_dtype_name(a->t->dtype));
+    *out = a->t;
+    return BD_OK;
+}
+
+bd_status bd_infer_constant_of_shape(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *out = bd_node_out(g, n, 0);
+    const bd_tensor *value;
+    bd_status s = constant_of_shape_value(d, n, &value);
+    if (s) return s;
+    int dtype = value ? value->dtype : BD_DT_FLOAT;
+    int_list shape;
+    s = list_from_input(g, n, d, 0, "shape", 0, BD_MAX_RANK, BD_ERR_UNSUPPORTED, &shape);
+    if (s) return s;
+    if (!shape.known) {
+        if (shape.len < 0) return set_unknown_rank(d, n, out, dtype);
+        return set_unknown_dims(d, n, out, dtype, shape.len);
+    }
+    for (int i = 0; i < shape.len; i++)
+        if (shape.v[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (shape) has negative extent %lld",
+                                (long long)shape.v[i]);
+    return bd_value_set(d, n, out, dtype, (int)shape.len, shape.v);
+}
+
+bd_status bd_fold_constant_of_shape(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *value;
+    bd_status s = constant_of_shape_value(d, n, &value);
+    if (s) return s;
+    bd_tensor *t;
+    s = fold_output(g, n, d, 0, value ? value->dtype : BD_DT_FLOAT, &t);
+    if (s || !t) return s;
+    if (value) {
+        size_t esize = fold_elem_size(t->dtype);
+        for (int64_t i = 0; i < t->numel; i++)
+            memcpy((uint8_t *)t->data + (size_t)i * esize, value->data, esize);
+    }
+    return bd_value_set_constant(d, n, bd_node_out(g, n, 0), t);
+}
+
+/* ---- Expand ---- */
+
+bd_status bd_infer_expand(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int_list shape;
+    bd_status s = list_from_input(g, n, d, 1, "shape", 0, BD_MAX_RANK, BD_ERR_UNSUPPORTED, &shape);
+    if (s) return s;
+    if (!shape.given) return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) is required");
+    for (int i = 0; shape.known && i < shape.len; i++)
+        if (shape.v[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) has negative extent %lld",
+                                (long long)shape.v[i]);
+    if (x->rank < 0 || shape.len < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (shape.len > BD_MAX_RANK) return fail_rank_limit(d, n, shape.len);
+    int rank;
+    int64_t dims[BD_MAX_RANK];
+    if (shape.known) {
+        if (!bd_broadcast_shapes(x->rank, x->dims, (int)shape.len, shape.v, &rank, dims)) {
+            bd_value target = {.rank = (int)shape.len};
+            memcpy(target.dims, shape.v, sizeof shape.v);
+            char a[256], b[256];
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "input 0 of shape %s cannot be broadcast to input 1 (shape) %s",
+                                bd_shape_str(x, a, sizeof a), bd_shape_str(&target, b, sizeof b));
+        }
+        return bd_value_set(d, n, out, x->dtype, rank, dims);
+    }
+    /* Unknown target: an input extent other than 1 survives broadcasting unchanged. */
+    rank = x->rank > shape.len ? x->rank : (int)shape.len;
+    for (int i = 0; i < rank; i++) {
+        int xi = i - (rank - x->rank);
+        dims[i] = xi >= 0 && x->dims[xi] != 1 ? x->dims[xi] : -1;
+    }
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+bd_status bd_fold_expand(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant;
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, x->dtype, &t);
+    if (s || !t) return s;
+    int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK];
+    row_strides(x->rank, x->dims, xstrides);
+    for (int i = 0; i < t->rank; i++) {
+        int xi = i - (t->rank - x->rank);
+        strides[i] = xi >= 0 && x->dims[xi] != 1 ? xstrides[xi] : 0;
+    }
+    copy_strided(t->data, x->data, fold_elem_size(t->dtype), t->rank, t->dims, strides, 0);
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* ---- Flatten ---- */
+
+bd_status bd_infer_flatten(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int64_t axis = bd_attr_int(n, "axis", 1);
+    int64_t dims[2] = {-1, -1};
+    if (x->rank < 0) {
+        if (axis == 0) dims[0] = 1;
+        return bd_value_set(d, n, out, x->dtype, 2, dims);
+    }
+    /* axis == rank is allowed: everything goes into the first output dim. */
+    int r = x->rank;
+    if (axis < 0 && n->opset < 11)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "attribute 'axis' is %lld; negative axes need opset 11, the node has "
+                            "opset %d", (long long)axis, n->opset);
+    if (axis < -r || axis > r)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is %lld, expected in [%d, %d]",
+                            (long long)axis, n->opset >= 11 ? -r : 0, r);
+    int ax = (int)(axis < 0 ? axis + r : axis);
+    if (!dims_product(x->dims, 0, ax, &dims[0]) || !dims_product(x->dims, ax, r, &dims[1]))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0's element count overflows");
+    return bd_value_set(d, n, out, x->dtype, 2, dims);
+}
+
+/* ---- Gather ---- */
+
+bd_status bd_infer_gather(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    if (idx->dtype && idx->dtype != BD_DT_INT32 && idx->dtype != BD_DT_INT64)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "input 1 (indices) has dtype %s, expected int32 or int64",
+                            bd_dtype_name(idx->dtype));
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (x->rank == 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 is a scalar, expected rank >= 1");
+    int axis;
+    bd_status s = norm_axis(d, n, "attribute 'axis'", bd_attr_int(n, "axis", 0), x->rank, 1, &axis);
+    if (s) return s;
+    int64_t size = x->dims[axis];
+    if (idx->constant && size >= 0) {
+        for (int64_t i = 0; i < idx->constant->numel; i++) {
+            int64_t k = bd_tensor_get_i64(idx->constant, i);
+            if (k < -size || k >= size)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "input 1 (indices) holds %lld, out of range for extent %lld",
+                                    (long long)k, (long long)size);
+        }
+    }
+    if (idx->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    int rank = x->rank - 1 + idx->rank;
+    if (rank > BD_MAX_RANK)
+        return fail_rank_limit(d, n, rank);
+    int64_t dims[BD_MAX_RANK];
+    int o = 0;
+    for (int i = 0; i < axis; i++) dims[o++] = x->dims[i];
+    for (int i = 0; i < idx->rank; i++) dims[o++] = idx->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) dims[o++] = x->dims[i];
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+bd_status bd_fold_gather(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant, *idx = bd_node_in(g, n, 1)->constant;
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, x->dtype, &t);
+    if (s || !t) return s;
+    int axis;
+    bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis);
+    int64_t outer = tensor_span(x, 0, axis), inner = tensor_span(x, axis + 1, x->rank);
+    int64_t size = x->dims[axis];
+    size_t block = (size_t)inner * fold_elem_size(x->dtype);
+    uint8_t *dst = t->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < idx->numel; i++) {
+            int64_t k = bd_tensor_get_i64(idx, i);
+            if (k < -size || k >= size)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "input 1 (indices) holds %lld, out of range for extent %lld",
+                                    (long long)k, (long long)size);
+            if (k < 0) k += size;
+            if (!block) continue;
+            memcpy(dst, (const uint8_t *)x->data + (size_t)(o * size + k) * block, block);
+            dst += block;
+        }
+    }
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* ---- Range ---- */
+
+/* Checks Range's three scalar inputs: same dtype, one of the types the spec allows. */
+static bd_status range_check(bd_graph *g, const bd_node *n, bd_diag *d, int *dtype) {
+    static const char *const names[3] = {"start", "limit", "delta"};
+    *dtype = 0;
+    for (int i = 0; i < 3; i++) {
+        const bd_value *v = bd_node_in(g, n, i);
+        if (!v) return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) is required", i, names[i]);
+        int dt = v->dtype;
+        if (dt && dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && dt != BD_DT_INT16 &&
+            dt != BD_DT_INT32 && dt != BD_DT_INT64)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "input %d (%s) has dtype %s, expected float32, float64, int16, "
+                                "int32 or int64", i, names[i], bd_dtype_name(dt));
+        if (dt && *dtype && dt != *dtype)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has dtype %s, expected %s", i,
+                                names[i], bd_dtype_name(dt), bd_dtype_name(*dtype));
+        if (dt) *dtype = dt;
+        /* The spec asks for scalars; a one-element vector is accepted as runtimes do. */
+        if (v->rank > 1 || (v->rank == 1 && v->dims[0] >= 0 && v->dims[0] != 1))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) must be a scalar", i,
+                                names[i]);
+    }
+    return BD_OK;
+}
+
+/* Element count of Range(start, limit, delta) per the spec: max(ceil((limit - start) / delta), 0),
+ * exact for integers and evaluated in the inputs' own float type otherwise. */
+static bd_status range_count(const bd_node *n, bd_diag *d, const bd_tensor *const in[3],
+                             int64_t *count) {
+    if (bd_dtype_is_int(in[0]->dtype)) {
+        int64_t start = bd_tensor_get_i64(in[0], 0), limit = bd_tensor_get_i64(in[1], 0);
+        int64_t delta = bd_tensor_get_i64(in[2], 0);
+        if (delta == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (delta) is 0");
+        uint64_t span = 0, step;
+        if (delta > 0) {
+            if (limit > start) span = (uint64_t)limit - (uint64_t)start;
+            step = (uint64_t)delta;
+        } else {
+            if (start > limit) span = (uint64_t)start - (uint64_t)limit;
+            step = (uint64_t)(-(delta + 1)) + 1;
+        }
+        uint64_t c = span ? (span - 1) / step + 1 : 0;
+        if (c > (uint64_t)INT64_MAX)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output would have %llu elements",
+                                (unsigned long long)c);
+        *count = (int64_t)c;
+        return BD_OK;
+    }
+    double q;
+    if (in[0]->dtype == BD_DT_FLOAT) {
+        float start = ((const float *)in[0]->data)[0], limit = ((const float *)in[1]->data)[0];
+        float delta = ((const float *)in[2]->data)[0];
+        if (delta == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (delta) is 0");
+        float fq = (limit - start) / delta;
+        q = fq;
+    } else {
+        double start = bd_tensor_get_f64(in[0], 0), limit = bd_tensor_get_f64(in[1], 0);
+        double delta = bd_tensor_get_f64(in[2], 0);
+        if (delta == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (delta) is 0");
+        q = (limit - start) / delta;
+    }
+    if (isnan(q))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "(limit - start) / delta is not a number");
+    q = ceil(q);
+    if (q >= 9.2e18)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output would have %g elements", q);
+    *count = q > 0 ? (int64_t)q : 0;
+    return BD_OK;
+}
+
+bd_status bd_infer_range(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *out = bd_node_out(g, n, 0);
+    int dtype;
+    bd_status s = range_check(g, n, d, &dtype);
+    if (s) return s;
+    int64_t count = -1;
+    const bd_tensor *in[3];
+    bool known = true;
+    for (int i = 0; i < 3; i++) {
+        in[i] = bd_node_in(g, n, i)->constant;
+        known = known && in[i] && in[i]->numel == 1;
+    }
+    if (known) {
+        s = range_count(n, d, in, &count);
+        if (s) return s;
+    }
+    return bd_value_set(d, n, out, dtype, 1, &count);
+}
+
+bd_status bd_fold_range(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *in[3];
+    for (int i = 0; i < 3; i++) in[i] = bd_node_in(g, n, i)->constant;
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, in[0]->dtype, &t);
+    if (s || !t) return s;
+    /* Floats accumulate in their own type, as the spec's loop body does. */
+    if (t->dtype == BD_DT_FLOAT) {
+        float v = ((const float *)in[0]->data)[0], delta = ((const float *)in[2]->data)[0];
+        for (int64_t i = 0; i < t->numel; i++, v += delta) ((float *)t->data)[i] = v;
+    } else if (t->dtype == BD_DT_DOUBLE) {
+        double v = bd_tensor_get_f64(in[0], 0), delta = bd_tensor_get_f64(in[2], 0);
+        for (int64_t i = 0; i < t->numel; i++, v += delta) ((double *)t->data)[i] = v;
+    } else {
+        /* Every element lies between start and limit, so stepping to the next one cannot
+         * overflow; stepping past the last one could, so that step is not taken. */
+        int64_t v = bd_tensor_get_i64(in[0], 0), delta = bd_tensor_get_i64(in[2], 0);
+        for (int64_t i = 0; i < t->numel; i++) {
+            bd_tensor_set_i64(t, i, v);
+            if (i + 1 < t->numel) v += delta;
+        }
+    }
+    return bd_value_set_constant(d, n, bd_node_out(g, n, 0), t);
+}
+
+/* ---- Reshape ---- */
+
+bd_status bd_infer_reshape(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int_list shape;
+    bd_status s = list_from_input(g, n, d, 1, "shape", 0, BD_MAX_RANK, BD_ERR_UNSUPPORTED, &shape);
+    if (s) return s;
+    if (!shape.given) return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) is required");
+    if (!shape.known) {
+        if (shape.len < 0) return set_unknown_rank(d, n, out, x->dtype);
+        return set_unknown_dims(d, n, out, x->dtype, shape.len);
+    }
+    bool allowzero = n->opset >= 14 && bd_attr_int(n, "allowzero", 0) != 0;
+    int rank = (int)shape.len, infer_at = -1;
+    bool has_zero = false;
+    bool copied[BD_MAX_RANK] = {false};
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+        int64_t v = shape.v[i];
+        dims[i] = v;
+        if (v == -1) {
+            if (infer_at >= 0)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) has more than one -1");
+            infer_at = i;
+        } else if (v < -1) {
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) has invalid extent %lld",
+                                (long long)v);
+        } else if (v == 0) {
+            has_zero = true;
+            if (allowzero) continue;
+            /* 0 copies the input's extent at the same index. */
+            if (x->rank >= 0 && i >= x->rank)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "input 1 (shape) copies dim %d (value 0), but input 0 has "
+                                    "rank %d", i, x->rank);
+            dims[i] = x->rank >= 0 ? x->dims[i] : -1;
+            copied[i] = true;
+        }
+    }
+    if (allowzero && has_zero && infer_at >= 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "input 1 (shape) has both 0 and -1, which allowzero=1 forbids");
+    if (x->rank < 0) return bd_value_set(d, n, out, x->dtype, rank, dims);
+    /* Compare element counts; an unknown input extent that a 0 copies cancels out. */
+    int64_t in_count = 1, out_count = 1;
+    bool in_known = true;
+    for (int i = 0; i < x->rank; i++) {
+        if (x->dims[i] < 0) {
+            if (!(i < rank && copied[i])) in_known = false;
+        } else if (!bd_mul_i64(in_count, x->dims[i], &in_count)) {
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 0's element count overflows");
+        }
+    }
+    for (int i = 0; i < rank; i++) {
+        if (i == infer_at || dims[i] < 0) continue;
+        if (!bd_mul_i64(out_count, dims[i], &out_count))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape)'s element count overflows");
+    }
+    if (in_known && infer_at >= 0) {
+        if (out_count == 0 || in_count % out_count != 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "cannot infer the -1 extent: %lld elements into groups of %lld",
+                                (long long)in_count, (long long)out_count);
+        dims[infer_at] = in_count / out_count;
+    } else if (in_known && in_count != out_count) {
+        char buf[256];
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "input 0 of shape %s has %lld elements, input 1 (shape) asks for %lld",
+                            bd_shape_str(x, buf, sizeof buf), (long long)in_count,
+                            (long long)out_count);
+    }
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+/* Reshape, Flatten, Squeeze and Unsqueeze: same data, the inferred shape. */
+bd_status bd_fold_reshape(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant;
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, x->dtype, &t);
+    if (s || !t) return s;
+    BD_ASSERT(t->nbytes == x->nbytes);
+    if (t->nbytes) memcpy(t->data, x->data, (size_t)t->nbytes);
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* ---- Shape ---- */
+
+bd_status bd_infer_shape(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int64_t len = -1;
+    if (x->rank < 0) return bd_value_set(d, n, out, BD_DT_INT64, 1, &len);
+    int64_t r = x->rank, start = 0, end = r;
+    if (n->opset >= 15) {
+        /* start/end select a range of dims, clamped like Python slicing. */
+        start = bd_attr_int(n, "start", 0);
+        end = bd_attr_int(n, "end", r);
+        if (start < 0) start += r;
+        if (end < 0) end += r;
+        start = start < 0 ? 0 : start > r ? r : start;
+        end = end < 0 ? 0 : end > r ? r : end;
+    }
+    len = end > start ? end - start : 0;
+    bool known = true;
+    for (int64_t i = start; i < start + len; i++) known = known && x->dims[i] >= 0;
+    if (!known) return bd_value_set(d, n, out, BD_DT_INT64, 1, &len);
+    bd_tensor *t = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &len);
+    if (!t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the folded shape");
+    for (int64_t i = 0; i < len; i++) ((int64_t *)t->data)[i] = x->dims[start + i];
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* ---- Slice ---- */
+
+/* Clamps start/end on one axis of extent dim per the spec and returns the output extent. */
+static int64_t slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t step) {
+    if (dim == 0) {
+        *start = 0;
+        return 0;
+    }
+    int64_t s = *start, e = end;
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    /* A backward slice starts at most at the last element and may end before the first. */
+    int64_t hi = step < 0 ? dim - 1 : dim, end_lo = step < 0 ? -1 : 0;
+    s = s < 0 ? 0 : s > hi ? hi : s;
+    e = e < end_lo ? end_lo : e > hi ? hi : e;
+    *start = s;
+    if (step > 0) return e > s ? (int64_t)(((uint64_t)(e - s) - 1) / (uint64_t)step + 1) : 0;
+    uint64_t mag = (uint64_t)(-(step + 1)) + 1;
+    return s > e ? (int64_t)(((uint64_t)(s - e) - 1) / mag + 1) : 0;
+}
+
+/* Reads Slice's starts/ends/axes/steps (attributes before opset 10, inputs after), validates
+ * them and works out the plan. */
+bd_status bd_slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_slice_plan *p) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank;
+    bd_status too_long = r >= 0 ? BD_ERR_INVALID : BD_ERR_UNSUPPORTED;
+    static const char *const names[5] = {"data", "starts", "ends", "axes", "steps"};
+    int_list l[5]; /* indexed like the inputs: 1 starts, 2 ends, 3 axes, 4 steps */
+    bd_status s;
+    if (n->opset < 10) {
+        for (int i = 1; i <= 3; i++)
+            if ((s = list_from_attr(d, n, names[i], BD_MAX_RANK, too_long, &l[i]))) return s;
+        list_init(&l[4]);
+        for (int i = 1; i <= 2; i++)
+            if (!l[i].given)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "attribute '%s' is required", names[i]);
+    } else {
+        int index_dtype = 0;
+        for (int i = 1; i <= 4; i++) {
+            if ((s = list_from_input(g, n, d, i, names[i], LIST_INT32, BD_MAX_RANK, too_long,
+                                     &l[i])))
+                return s;
+            const bd_value *v = bd_node_in(g, n, i);
+            if (v && v->dtype && index_dtype && v->dtype != index_dtype)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has dtype %s, expected %s",
+                                    i, names[i], bd_dtype_name(v->dtype),
+                                    bd_dtype_name(index_dtype));
+            if (v && v->dtype) index_dtype = v->dtype;
+        }
+        for (int i = 1; i <= 2; i++)
+            if (!l[i].given)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) is required", i,
+                                    names[i]);
+    }
+    int64_t count = -1;
+    int first = 0;
+    for (int i = 1; i <= 4; i++) {
+        if (l[i].len < 0) continue;
+        if (count >= 0 && l[i].len != count)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "%s has %lld values, %s has %lld", names[i],
+                                (long long)l[i].len, names[first], (long long)count);
+        count = l[i].len;
+        first = i;
+    }
+    for (int i = 0; l[4].known && i < l[4].len; i++)
+        if (l[4].v[i] == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "steps[%d] is 0", i);
+    p->rank = r;
+    if (r < 0) return BD_OK;
+    for (int i = 0; i < r; i++) {
+        p->start[i] = 0;
+        p->step[i] = 1;
+        p->dims[i] = x->dims[i];
+    }
+    int axes[BD_MAX_RANK];
+    if (l[3].given) {
+        if (!l[3].known) {
+            for (int i = 0; i < r; i++) p->dims[i] = -1;
+            return BD_OK;
+        }
+        if ((s = norm_axes(d, n, "axes", &l[3], r, 10, axes))) return s;
+    } else {
+        if (count < 0) {
+            for (int i = 0; i < r; i++) p->dims[i] = -1;
+            return BD_OK;
+        }
+        if (count > r)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "starts has %lld values for rank %d",
+                                (long long)count, r);
+        for (int i = 0; i < count; i++) axes[i] = i;
+    }
+    bool known = l[1].known && l[2].known && (!l[4].given || l[4].known);
+    for (int i = 0; i < count; i++) {
+        int a = axes[i];
+        if (!known || x->dims[a] < 0) {
+            p->dims[a] = -1;
+            continue;
+        }
+        p->start[a] = l[1].v[i];
+        p->step[a] = l[4].given ? l[4].v[i] : 1;
+        p->dims[a] = slice_axis(x->dims[a], &p->start[a], l[2].v[i], p->step[a]);
+    }
+    return BD_OK;
+}
+
+bd_status bd_infer_slice(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_slice_plan p;
+    bd_status s = bd_slice_plan_of(g, n, d, &p);
+    if (s) return s;
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, p.rank, p.dims);
+}
+
+bd_status bd_fold_slice(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant;
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_slice_plan p;
+    bd_status s = bd_slice_plan_of(g, n, d, &p);
+    if (s) return s;
+    bd_tensor *t;
+    if ((s = fold_output(g, n, d, 0, x->dtype, &t)) || !t) return s;
+    int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK], base = 0;
+    row_strides(x->rank, x->dims, xstrides);
+    for (int i = 0; i < x->rank; i++) {
+        /* A step larger than the extent yields at most one element; its stride is never taken
+         * (and could overflow). */
+        strides[i] = p.dims[i] > 1 ? xstrides[i] * p.step[i] : 0;
+        base += xstrides[i] * p.start[i];
+    }
+    if (t->numel)
+        copy_strided(t->data, x->data, fold_elem_size(t->dtype), t->rank, t->dims, strides, base);
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* ---- Split ---- */
+
+/* The extent of each output along the split axis (arena array of n_outputs; entries -1 when
+ * unknown), or *sizes = NULL when the input's rank is unknown. */
+static bd_status split_plan(bd_graph *g, const bd_node *n, bd_diag *d, int *axis,
+                            int64_t **sizes) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    int outs = n->n_outputs;
+    *sizes = NULL;
+    const bd_attr *num_attr = n->opset >= 18 ? bd_node_attr(n, "num_outputs") : NULL;
+    const bd_value *split_in = n->opset >= 13 ? bd_node_in(g, n, 1) : NULL;
+    const bd_attr *split_attr = n->opset < 13 ? bd_node_attr(n, "split") : NULL;
+    if (num_attr && split_in)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "input 1 (split) and attribute 'num_outputs' are both given");
+    if (split_in && split_in->dtype && split_in->dtype != BD_DT_INT64)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (split) has dtype %s, expected int64",
+                            bd_dtype_name(split_in->dtype));
+    if (split_in && split_in->rank >= 0 && split_in->rank != 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (split) has rank %d, expected 1",
+                            split_in->rank);
+    if (split_attr && split_attr->type != BD_ATTR_INTS)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'split' must be a list of ints");
+    if (num_attr && (num_attr->type != BD_ATTR_INT || num_attr->i != outs))
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "attribute 'num_outputs' is %lld, but the node has %d outputs",
+                            (long long)num_attr->i, outs);
+    if (n->opset >= 18 && !num_attr && !split_in)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "neither input 1 (split) nor attribute 'num_outputs' is given");
+    if (x->rank < 0) return BD_OK;
+    bd_status s = norm_axis(d, n, "attribute 'axis'", bd_attr_int(n, "axis", 0), x->rank, 11, axis);
+    if (s) return s;
+    int64_t dim = x->dims[*axis];
+    int64_t *sz = bd_arena_array(&g->model->arena, (size_t)outs, sizeof *sz);
+    if (!sz) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
+    *sizes = sz;
+    const bd_tensor *t = split_in ? split_in->constant : NULL;
+    if (t || split_attr) {
+        int64_t given = t ? t->numel : split_attr->n;
+        if (given != outs)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "split has %lld values for %d outputs",
+                                (long long)given, outs);
+        int64_t sum = 0;
+        for (int k = 0; k < outs; k++) {
+            sz[k] = t ? bd_tensor_get_i64(t, k) : split_attr->ints[k];
+            if (sz[k] < 0)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "split[%d] is negative (%lld)", k,
+                                    (long long)sz[k]);
+            if (!bd_add_i64(sum, sz[k], &sum))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "sum of split overflows");
+        }
+        if (dim >= 0 && sum != dim)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "split sums to %lld, but input 0 has extent %lld on axis %d",
+                                (long long)sum, (long long)dim, *axis);
+        return BD_OK;
+    }
+    for (int k = 0; k < outs; k++) sz[k] = -1;
+    if (split_in || dim < 0) return BD_OK;
+    if (num_attr) {
+        /* Chunks of ceil(dim / outs); the last one takes what is left. */
+        int64_t chunk = dim / outs + (dim % outs != 0);
+        int64_t last = dim - chunk * (outs - 1);
+        if (last < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "cannot split extent %lld into %d outputs", (long long)dim, outs);
+        for (int k = 0; k < outs; k++) sz[k] = k == outs - 1 ? last : chunk;
+        return BD_OK;
+    }
+    if (dim % outs != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n,
+                            "extent %lld on axis %d does not split evenly into %d outputs",
+                            (long long)dim, *axis, outs);
+    for (int k = 0; k < outs; k++) sz[k] = dim / outs;
+    return BD_OK;
+}
+
+bd_status bd_infer_split(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    int axis;
+    int64_t *sizes;
+    bd_status s = split_plan(g, n, d, &axis, &sizes);
+    if (s) return s;
+    for (int k = 0; k < n->n_outputs; k++) {
+        bd_value *out = bd_node_out(g, n, k);
+        if (!sizes) {
+            if ((s = set_unknown_rank(d, n, out, x->dtype))) return s;
+            continue;
+        }
+        int64_t dims[BD_MAX_RANK];
+        memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
+        dims[axis] = sizes[k];
+        if ((s = bd_value_set(d, n, out, x->dtype, x->rank, dims))) return s;
+    }
+    return BD_OK;
+}
+
+bd_status bd_fold_split(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant;
+    int axis;
+    int64_t *sizes;
+    bd_status s = split_plan(g, n, d, &axis, &sizes);
+    if (s) return s;
+    int64_t strides[BD_MAX_RANK], offset = 0;
+    row_strides(x->rank, x->dims, strides);
+    for (int k = 0; k < n->n_outputs; k++) {
+        bd_tensor *t;
+        if ((s = fold_output(g, n, d, k, x->dtype, &t))) return s;
+        if (t && t->numel)
+            copy_strided(t->data, x->data, fold_elem_size(t->dtype), t->rank, t->dims, strides,
+                         offset * strides[axis]);
+        if (t && (s = bd_value_set_constant(d, n, bd_node_out(g, n, k), t))) return s;
+        offset += sizes[k];
+    }
+    return BD_OK;
+}
+
+/* ---- Squeeze / Unsqueeze ---- */
+
+/* The axes operand: attribute before opset 13, input 1 from 13 on. */
+static bd_status squeeze_axes(bd_graph *g, const bd_node *n, bd_diag *d, bd_status too_long,
+                              int_list *axes) {
+    if (n->opset < 13) return list_from_attr(d, n, "axes", BD_MAX_RANK, too_long, axes);
+    return list_from_input(g, n, d, 1, "axes", LIST_SCALAR, BD_MAX_RANK, too_long, axes);
+}
+
+bd_status bd_infer_squeeze(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int r = x->rank;
+    int_list axes;
+    bd_status s = squeeze_axes(g, n, d, r >= 0 ? BD_ERR_INVALID : BD_ERR_UNSUPPORTED, &axes);
+    if (s) return s;
+    if (r < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (axes.given && !axes.known) {
+        if (axes.len < 0) return set_unknown_rank(d, n, out, x->dtype);
+        if (axes.len > r)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axes has %lld values for rank %d",
+                                (long long)axes.len, r);
+        return set_unknown_dims(d, n, out, x->dtype, r - axes.len);
+    }
+    bool drop[BD_MAX_RANK] = {false};
+    if (axes.given) {
+        int ax[BD_MAX_RANK];
+        if ((s = norm_axes(d, n, "axes", &axes, r, 11, ax))) return s;
+        for (int i = 0; i < axes.len; i++) {
+            if (x->dims[ax[i]] >= 0 && x->dims[ax[i]] != 1)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "cannot squeeze axis %d: input 0 has extent %lld there",
+                                    ax[i], (long long)x->dims[ax[i]]);
+            drop[ax[i]] = true;
+        }
+    } else {
+        /* No axes: every extent-1 dim goes, which needs the whole shape. */
+        if (!bd_value_shape_known(x)) return set_unknown_rank(d, n, out, x->dtype);
+        for (int i = 0; i < r; i++) drop[i] = x->dims[i] == 1;
+    }
+    int64_t dims[BD_MAX_RANK];
+    int rank = 0;
+    for (int i = 0; i < r; i++)
+        if (!drop[i]) dims[rank++] = x->dims[i];
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+bd_status bd_infer_unsqueeze(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int_list axes;
+    bd_status s = squeeze_axes(g, n, d, BD_ERR_UNSUPPORTED, &axes);
+    if (s) return s;
+    if (!axes.given)
+        return bd_node_fail(d, BD_ERR_INVALID, n, n->opset < 13 ? "attribute 'axes' is required"
+                                                                : "input 1 (axes) is required");
+    if (x->rank < 0 || axes.len < 0) return set_unknown_rank(d, n, out, x->dtype);
+    int64_t rank = x->rank + axes.len;
+    if (rank > BD_MAX_RANK)
+        return fail_rank_limit(d, n, rank);
+    if (!axes.known) return set_unknown_dims(d, n, out, x->dtype, rank);
+    /* Axes index the output, so they are normalised against its rank. */
+    int ax[BD_MAX_RANK];
+    if ((s = norm_axes(d, n, "axes", &axes, (int)rank, 11, ax))) return s;
+    bool inserted[BD_MAX_RANK] = {false};
+    for (int i = 0; i < axes.len; i++) inserted[ax[i]] = true;
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0, j = 0; i < rank; i++) dims[i] = inserted[i] ? 1 : x->dims[j++];
+    return bd_value_set(d, n, out, x->dtype, (int)rank, dims);
+}
+
+/* ---- Transpose ---- */
+
+/* The permutation: attribute 'perm' (validated) or the reversal of the axes. *rank is the output
+ * rank, -1 when neither the input's rank nor 'perm' tells it. */
+static bd_status transpose_perm(bd_graph *g, const bd_node *n, bd_diag *d, int *rank, int *perm) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    int_list l;
+    bd_status s = list_from_attr(d, n, "perm", BD_MAX_RANK,
+                                 x->rank >= 0 ? BD_ERR_INVALID : BD_ERR_UNSUPPORTED, &l);
+    if (s) return s;
+    *rank = x->rank;
+    if (!l.given) {
+        for (int i = 0; i < x->rank; i++) perm[i] = x->rank - 1 - i;
+        return BD_OK;
+    }
+    if (x->rank >= 0 && l.len != x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'perm' has %lld values for rank %d",
+                            (long long)l.len, x->rank);
+    *rank = (int)l.len;
+    bool seen[BD_MAX_RANK] = {false};
+    for (int i = 0; i < l.len; i++) {
+        if (l.v[i] < 0 || l.v[i] >= l.len || seen[l.v[i]])
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "attribute 'perm' is not a permutation of 0..%lld",
+                                (long long)l.len - 1);
+        seen[l.v[i]] = true;
+        perm[i] = (int)l.v[i];
+    }
+    return BD_OK;
+}
+
+bd_status bd_infer_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int rank, perm[BD_MAX_RANK];
+    bd_status s = transpose_perm(g, n, d, &rank, perm);
+    if (s) return s;
+    if (rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (x->rank < 0) return set_unknown_dims(d, n, out, x->dtype, rank);
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < rank; i++) dims[i] = x->dims[perm[i]];
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+bd_status bd_fold_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant;
+    bd_value *out = bd_node_out(g, n, 0);
+    int rank, perm[BD_MAX_RANK];
+    bd_status s = transpose_perm(g, n, d, &rank, perm);
+    if (s) return s;
+    bd_tensor *t;
+    if ((s = fold_output(g, n, d, 0, x->dtype, &t)) || !t) return s;
+    int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK];
+    row_strides(x->rank, x->dims, xstrides);
+    for (int i = 0; i < rank; i++) strides[i] = xstrides[perm[i]];
+    if (t->numel)
+        copy_strided(t->data, x->data, fold_elem_size(t->dtype), rank, t->dims, strides, 0);
+    return bd_value_set_constant(d, n, out, t);
+}

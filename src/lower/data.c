@@ -1,0 +1,984 @@
+/* lower_data.c — lowering of the ops that move data without computing on it: Identity, Dropout
+ * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Expand, Concat, Split, Pad,
+ * Gather and Resize.
+ *
+ * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
+ * (lower_data.h). The access maps say exactly what each block reads: a transpose reads its input
+ * along permuted iteration dims, a slice at scale `step` and offset `start`, an expand at index 0
+ * along broadcast dims. A reshape is split into groups of dims whose extents multiply to the same
+ * count on both sides: a dim that keeps its extent maps 1:1; an input dim split into several output
+ * dims maps affinely from the outermost of them while the tiling keeps the inner ones whole; merged
+ * or reshuffled dims are FULL when the block covers the group whole, else OPAQUE.
+ *
+ * Concat and Split do not gather into or scatter from a separate buffer: Concat becomes one nest
+ * per input writing its slice of the output (an AFFINE write with the concat offset), Split one
+ * nest per output reading its slice, so each piece depends only on the producer blocks it touches
+ * and the concat itself disappears. Pad, Gather and Resize have their own bodies; Resize's sampling
+ * tables (bd_resize_table for nearest and linear, bd_resize_filter for cubic and antialiased
+ * linear, whose windows of taps follow the spec's reference implementation) are computed here to
+ * find the dims it leaves alone, and again by the emitter. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nest/loopnest.h"
+#include "front/passes.h"
+
+/* Elements per block: about 1/64 of the op, between 4096 and 16384 (16-64 KiB of float), so that
+ * a big copy spreads over every thread while a block stays long enough to amortise its dispatch. */
+enum { TILE_MIN = 4096, TILE_MAX = 16384, TILE_SPREAD = 64 };
+
+static int64_t tile_target(const bd_nest *n) {
+    int64_t total = 1;
+    for (int k = 0; k < n->n_iter; k++) total *= n->extent[k];
+    int64_t t = total / TILE_SPREAD;
+    return t < TILE_MIN ? TILE_MIN : t > TILE_MAX ? TILE_MAX : t;
+}
+
+static void tile_default(bd_nest *n) { bd_nest_tile_default(n, tile_target(n)); }
+
+/* ---------------------------------------------------------------- shared helpers */
+
+static void row_strides(const bd_value *v, int64_t *s) {
+    int64_t acc = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        s[i] = acc;
+        acc *= v->dims[i] > 0 ? v->dims[i] : 1;
+    }
+}
+
+static int64_t numel_of(const bd_value *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->dims[i];
+    return n;
+}
+
+/* One spelling of a string attribute and the enum value it stands for. */
+typedef struct attr_choice {
+    const char *name;
+    int value;
+} attr_choice;
+
+/* The value of string attribute `attr` (default `dflt`) among `count` choices; an unknown
+ * spelling is unsupported (inference has already refused the ones the spec does not list). */
+static bd_status attr_enum(bd_graph *g, const bd_node *n, bd_diag *d, const char *attr,
+                           const char *dflt, const attr_choice *choices, size_t count, int *out) {
+    const char *s = bd_attr_string(g, n, attr, dflt);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(s, choices[i].name) == 0) {
+            *out = choices[i].value;
+            return BD_OK;
+        }
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute '%s' '%s' is not supported", attr,
+                        bd_quote(s));
+}
+
+/* Lowering needs static shapes (inference leaves -1 where the model's data decides). */
+static bd_status need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
+    if (!bd_value_shape_known(v))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s shape is not static", what);
+    return BD_OK;
+}
+
+static bd_copy_params *copy_params(bd_nest *nest) {
+    bd_copy_params *cp = BD_NEST_PARAMS(nest, copy);
+    memset(cp, 0, sizeof *cp);
+    return cp;
+}
+
+/* A COPY nest over the output y reading x through per-iteration-dim strides. */
+static bd_nest *copy_nest(bd_program *p, int node, int xv, int yv) {
+    bd_graph *g = p->graph;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, bd_graph_value(g, yv));
+    bd_value *x = bd_graph_value(g, xv);
+    bd_nest_operand(nest, xv, false, x->rank);
+    return nest;
+}
+
+static void copy_finish(bd_nest *nest, int yv, int rank) {
+    bd_access_identity(bd_nest_operand(nest, yv, true, rank), 0);
+}
+
+/* ---------------------------------------------------------------- Reshape family */
+
+static bool tile_whole(const bd_nest *n, int k) { return n->tile[k] == n->extent[k]; }
+
+/* Reshape x -> y (same element count, row-major order kept): one COPY nest over y with access
+ * maps through dim groups (see the file comment). */
+static bd_status lower_reshape_copy(bd_program *p, int node, int xv, int yv) {
+    bd_graph *g = p->graph;
+    bd_value *x = bd_graph_value(g, xv), *y = bd_graph_value(g, yv);
+    if (numel_of(y) == 0) return BD_OK;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
+    bd_operand *xo = bd_nest_operand(nest, xv, false, x->rank);
+
+    /* Non-unit dims of both sides, grouped by equal running products. */
+    int xd[BD_MAX_RANK], yd[BD_MAX_RANK], nx = 0, ny = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] != 1) xd[nx++] = i;
+    for (int i = 0; i < y->rank; i++)
+        if (y->dims[i] != 1) yd[ny++] = i;
+    int gx0[BD_MAX_RANK], gx1[BD_MAX_RANK], gy0[BD_MAX_RANK], gy1[BD_MAX_RANK], ng = 0;
+    for (int i = 0, j = 0; i < nx && j < ny;) {
+        int si = i, sj = j;
+        int64_t px = x->dims[xd[i]], py = y->dims[yd[j]];
+        while (px != py) {
+            if (px < py) px *= x->dims[xd[++i]];
+            else py *= y->dims[yd[++j]];
+        }
+        gx0[ng] = si, gx1[ng] = i + 1, gy0[ng] = sj, gy1[ng] = j + 1;
+        ng++;
+        i++, j++;
+    }
+
+    /* Tiling: the default, moved so that a split group is cut only at its outermost dim (so that
+     * its input dim maps affinely), unless that makes blocks far too big. */
+    tile_default(nest);
+    for (int gi = ng - 1; gi >= 0; gi--) {
+        if (gx1[gi] - gx0[gi] != 1 || gy1[gi] - gy0[gi] < 2) continue;
+        int first = yd[gy0[gi]];
+        bool inner_whole = true;
+        for (int j = gy0[gi] + 1; j < gy1[gi]; j++) inner_whole &= tile_whole(nest, yd[j]);
+        if (inner_whole) continue;
+        /* Only when the dims before the group are cut to 1, i.e. the default's cut lies in or
+         * after the group. */
+        bool outer_ones = true;
+        for (int k = 0; k < first; k++) outer_ones &= nest->tile[k] == 1;
+        if (!outer_ones) continue;
+        int64_t tile[BD_MAX_RANK], inner = 1;
+        for (int k = 0; k < y->rank; k++) tile[k] = nest->tile[k];
+        for (int j = first + 1; j < y->rank; j++) {
+            if (j <= yd[gy1[gi] - 1]) tile[j] = y->dims[j];
+            inner *= tile[j];
+        }
+        int64_t target = tile_target(nest);
+        if (inner > 4 * target) continue;
+        int64_t t = target / inner;
+        tile[first] = t < 1 ? 1 : t;
+        bd_nest_tile(nest, tile);
+    }
+
+    /* Access maps of x: unit dims read index 0; groups as described above. */
+    for (int k = 0; k < x->rank; k++) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    for (int gi = 0; gi < ng; gi++) {
+        bool all_whole = true;
+        for (int j = gy0[gi]; j < gy1[gi]; j++) all_whole &= tile_whole(nest, yd[j]);
+        if (gx1[gi] - gx0[gi] == 1) {
+            int first = yd[gy0[gi]];
+            int64_t inner = 1;
+            bool inner_whole = true;
+            for (int j = gy0[gi] + 1; j < gy1[gi]; j++) {
+                inner *= y->dims[yd[j]];
+                inner_whole &= tile_whole(nest, yd[j]);
+            }
+            if (inner_whole) {
+                xo->dims[xd[gx0[gi]]] = (bd_access_dim){BD_ACCESS_AFFINE, first, inner, 0, inner - 1};
+                continue;
+            }
+        }
+        for (int i = gx0[gi]; i < gx1[gi]; i++)
+            xo->dims[xd[i]] = (bd_access_dim){all_whole ? BD_ACCESS_FULL : BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    }
+    copy_finish(nest, yv, y->rank);
+
+    bd_copy_params *cp = copy_params(nest);
+    row_strides(y, cp->in_stride);
+    row_strides(y, cp->out_stride);
+    return BD_OK;
+}
+
+/* A nest writing one value everywhere (Dropout's mask in inference). */
+static void lower_fill(bd_program *p, int node, int yv, double value) {
+    bd_value *y = bd_graph_value(p->graph, yv);
+    if (numel_of(y) == 0) return;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
+    copy_finish(nest, yv, y->rank);
+    tile_default(nest);
+    bd_copy_params *cp = copy_params(nest);
+    row_strides(y, cp->out_stride);
+    cp->fill = true;
+    cp->fill_value = value;
+}
+
+/* Dropout runs as the identity unless training_mode may be true; a training-mode dropout with ratio
+ * 0 is the identity too. */
+static bd_status dropout_check(bd_graph *g, const bd_node *n, bd_diag *d) {
+    if (n->opset < 12) return BD_OK;
+    const bd_value *training = bd_node_in(g, n, 2), *ratio = bd_node_in(g, n, 1);
+    if (!training) return BD_OK;
+    if (!training->constant)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 2 (training_mode) is not a "
+                            "compile-time constant; only inference-mode Dropout is supported");
+    if (!bd_tensor_get_i64(training->constant, 0)) return BD_OK;
+    double r = 0.5;
+    if (ratio) {
+        if (!ratio->constant)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 2 (training_mode) is true and "
+                                "input 1 (ratio) is not a constant: random dropout is not supported");
+        r = bd_tensor_get_f64(ratio->constant, 0);
+    }
+    if (r != 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 2 (training_mode) is true with ratio "
+                            "%g: random (training-mode) dropout is not supported", r);
+    return BD_OK;
+}
+
+bd_status bd_lower_reshape(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_status s;
+    if (n->op == BD_OP_DROPOUT && (s = dropout_check(g, n, d))) return s;
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y && !y->constant) {
+        if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+        if (numel_of(x) != numel_of(y))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input and output element counts differ");
+        if ((s = lower_reshape_copy(p, node, n->inputs[0], n->outputs[0]))) return s;
+    }
+    bd_value *mask = n->op == BD_OP_DROPOUT ? bd_node_out(g, n, 1) : NULL;
+    if (mask && !mask->constant) {
+        if ((s = need_static(d, n, mask, "output 1 (mask)"))) return s;
+        /* From opset 12 the mask says which elements were kept: all of them. Before, onnxruntime
+         * (whose numbers bdc matches) fills it with zeros ("nothing dropped"). */
+        lower_fill(p, node, n->outputs[1], n->opset >= 12 ? 1.0 : 0.0);
+    }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Transpose */
+
+bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    int r = x->rank, perm[BD_MAX_RANK];
+    const bd_attr *a = bd_node_attr(n, "perm");
+    for (int i = 0; i < r; i++) perm[i] = a ? (int)a->ints[i] : r - 1 - i;
+    if (numel_of(y) == 0) return BD_OK;
+    bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
+    bd_operand *xo = &nest->operands[0];
+    for (int i = 0; i < r; i++) xo->dims[perm[i]] = (bd_access_dim){BD_ACCESS_AFFINE, i, 1, 0, 0};
+    copy_finish(nest, n->outputs[0], r);
+    tile_default(nest);
+    bd_copy_params *cp = copy_params(nest);
+    int64_t xs[BD_MAX_RANK];
+    row_strides(x, xs);
+    for (int i = 0; i < r; i++) cp->in_stride[i] = y->dims[i] > 1 ? xs[perm[i]] : 0;
+    row_strides(y, cp->out_stride);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Slice */
+
+bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    bd_slice_plan plan;
+    if ((s = bd_slice_plan_of(g, n, d, &plan))) return s;
+    int r = x->rank;
+    const int64_t *start = plan.start, *step = plan.step;
+    for (int k = 0; k < r; k++)
+        if (plan.dims[k] != y->dims[k])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: slice has %lld elements, the "
+                                "output %lld", k, (long long)plan.dims[k], (long long)y->dims[k]);
+    if (numel_of(y) == 0) return BD_OK;
+    bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
+    bd_operand *xo = &nest->operands[0];
+    bd_copy_params *cp = copy_params(nest);
+    int64_t xs[BD_MAX_RANK];
+    row_strides(x, xs);
+    for (int k = 0; k < r; k++) {
+        cp->in_base += start[k] * xs[k];
+        if (y->dims[k] > 1) {
+            cp->in_stride[k] = xs[k] * step[k];
+            xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k, step[k], start[k], 0};
+        } else {
+            xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, start[k], 0};
+        }
+    }
+    copy_finish(nest, n->outputs[0], r);
+    tile_default(nest);
+    row_strides(y, cp->out_stride);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Expand */
+
+bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    if (numel_of(y) == 0) return BD_OK;
+    bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
+    bd_access_broadcast(&nest->operands[0], x, y);
+    copy_finish(nest, n->outputs[0], y->rank);
+    tile_default(nest);
+    bd_copy_params *cp = copy_params(nest);
+    int64_t xs[BD_MAX_RANK];
+    row_strides(x, xs);
+    int shift = y->rank - x->rank;
+    for (int i = 0; i < y->rank; i++) {
+        int xi = i - shift;
+        cp->in_stride[i] = xi >= 0 && x->dims[xi] != 1 ? xs[xi] : 0;
+    }
+    row_strides(y, cp->out_stride);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- ConstantOfShape */
+
+/* Small results fold (infer_shape_ops.c); one too big to fold (or past the folding budget) is a
+ * COPY nest broadcasting the one-element `value` (a constant value added to the graph) to y. */
+bd_status bd_lower_constant_of_shape(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    if (bd_node_out(g, n, 0)->constant) return BD_OK;
+    bd_status s = need_static(d, n, bd_node_out(g, n, 0), "output");
+    if (s || numel_of(bd_node_out(g, n, 0)) == 0) return s;
+    const bd_attr *a = bd_node_attr(n, "value");
+    bd_tensor *t = a && a->t ? a->t : bd_tensor_new(&g->model->arena, BD_DT_FLOAT, 0, NULL);
+    int fill = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *fv = bd_graph_value(g, fill), *y = bd_node_out(g, n, 0);
+    fv->dtype = t->dtype;
+    fv->rank = t->rank;
+    for (int i = 0; i < t->rank; i++) fv->dims[i] = t->dims[i];
+    fv->constant = t;
+    bd_nest *nest = copy_nest(p, node, fill, n->outputs[0]);
+    bd_access_broadcast(&nest->operands[0], fv, y);
+    copy_finish(nest, n->outputs[0], y->rank);
+    tile_default(nest);
+    bd_copy_params *cp = copy_params(nest); /* in_stride all 0: every element reads the value */
+    row_strides(y, cp->out_stride);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Concat and Split */
+
+bd_status bd_lower_concat(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output"))) return s;
+    int axis;
+    if (!bd_norm_axis(bd_attr_int(n, "axis", 0), y->rank, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    int64_t ys[BD_MAX_RANK], offset = 0;
+    row_strides(y, ys);
+    for (int k = 0; k < n->n_inputs; k++) {
+        bd_value *x = bd_node_in(g, n, k);
+        if ((s = need_static(d, n, x, "input"))) return s;
+        int64_t here = offset;
+        offset += x->dims[axis];
+        if (numel_of(x) == 0) continue;
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, x);
+        nest->part = k;
+        bd_access_identity(bd_nest_operand(nest, n->inputs[k], false, x->rank), 0);
+        bd_operand *yo = bd_nest_operand(nest, n->outputs[0], true, y->rank);
+        bd_access_identity(yo, 0);
+        yo->dims[axis].offset = here;
+        tile_default(nest);
+        bd_copy_params *cp = copy_params(nest);
+        row_strides(x, cp->in_stride);
+        memcpy(cp->out_stride, ys, sizeof ys);
+        cp->out_base = here * ys[axis];
+    }
+    if (offset != y->dims[axis])
+        return bd_node_fail(d, BD_ERR_INVALID, n, "inputs do not add up to the output extent");
+    return BD_OK;
+}
+
+/* The extent of every output of Split along the axis (present or omitted). */
+static bd_status split_sizes(bd_graph *g, const bd_node *n, bd_diag *d, int axis, int64_t *sz) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    int outs = n->n_outputs;
+    int64_t dim = x->dims[axis];
+    const bd_value *split_in = n->opset >= 13 ? bd_node_in(g, n, 1) : NULL;
+    const bd_attr *split_attr = n->opset < 13 ? bd_node_attr(n, "split") : NULL;
+    if (split_in) {
+        if (!split_in->constant || split_in->constant->numel != outs)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (split) is not a compile-time "
+                                "constant with one value per output");
+        for (int k = 0; k < outs; k++) sz[k] = bd_tensor_get_i64(split_in->constant, k);
+        return BD_OK;
+    }
+    if (split_attr) {
+        if (split_attr->type != BD_ATTR_INTS || split_attr->n != outs)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'split' needs one value per output");
+        for (int k = 0; k < outs; k++) sz[k] = split_attr->ints[k];
+        return BD_OK;
+    }
+    if (n->opset >= 18 && bd_node_attr(n, "num_outputs")) {
+        int64_t chunk = dim / outs + (dim % outs != 0);
+        for (int k = 0; k < outs; k++) sz[k] = k == outs - 1 ? dim - chunk * (outs - 1) : chunk;
+        return BD_OK;
+    }
+    for (int k = 0; k < outs; k++) sz[k] = dim / outs;
+    return BD_OK;
+}
+
+bd_status bd_lower_split(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0"))) return s;
+    int axis;
+    if (!bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    int64_t *sz = bd_arena_array(&g->model->arena, (size_t)n->n_outputs, sizeof *sz);
+    if (!sz) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
+    if ((s = split_sizes(g, n, d, axis, sz))) return s;
+    int64_t xs[BD_MAX_RANK], offset = 0;
+    row_strides(x, xs);
+    for (int k = 0; k < n->n_outputs; k++) {
+        int64_t here = offset;
+        offset += sz[k];
+        bd_value *y = bd_node_out(g, n, k);
+        if (!y || y->constant) continue;
+        if ((s = need_static(d, n, y, "output"))) return s;
+        if (y->dims[axis] != sz[k] || here + sz[k] > x->dims[axis])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "output %d does not match the split", k);
+        if (numel_of(y) == 0) continue;
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
+        nest->part = k;
+        bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+        bd_access_identity(xo, 0);
+        xo->dims[axis].offset = here;
+        copy_finish(nest, n->outputs[k], y->rank);
+        tile_default(nest);
+        bd_copy_params *cp = copy_params(nest);
+        memcpy(cp->in_stride, xs, sizeof xs);
+        cp->in_base = here * xs[axis];
+        row_strides(y, cp->out_stride);
+    }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Pad */
+
+bd_status bd_lower_pad(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    int r = x->rank;
+    static const attr_choice pad_modes[] = {{"constant", BD_PAD_CONSTANT}, /* in enum order */
+                                            {"reflect", BD_PAD_REFLECT},
+                                            {"edge", BD_PAD_EDGE},
+                                            {"wrap", BD_PAD_WRAP}};
+    int mode = BD_PAD_CONSTANT;
+    if ((s = attr_enum(g, n, d, "mode", "constant", pad_modes, BD_COUNT(pad_modes), &mode)))
+        return s;
+    bd_pad_mode m = (bd_pad_mode)mode;
+    int64_t pads[2 * BD_MAX_RANK], axes[BD_MAX_RANK];
+    int npads = 0, naxes = r;
+    bool axes_given = false;
+    const bd_value *cv = NULL;
+    double value = 0;
+    if (n->opset < 11) {
+        const bd_attr *a = bd_node_attr(n, "pads");
+        if (!a || a->type != BD_ATTR_INTS || a->n != 2 * r)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'pads' must hold 2 * rank ints");
+        npads = a->n;
+        memcpy(pads, a->ints, (size_t)npads * sizeof *pads);
+        value = bd_attr_float(n, "value", 0.0f);
+    } else {
+        if (!bd_value_const_ints(bd_node_in(g, n, 1), pads, 2 * BD_MAX_RANK, &npads))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (pads) is not a compile-time "
+                                "constant");
+        cv = bd_node_in(g, n, 2);
+        const bd_value *av = bd_node_in(g, n, 3);
+        axes_given = av != NULL;
+        if (av && !bd_value_const_ints(av, axes, BD_MAX_RANK, &naxes))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 3 (axes) is not a compile-time "
+                                "constant");
+    }
+    if (!axes_given)
+        for (int i = 0; i < r; i++) axes[i] = i;
+    if (npads != 2 * naxes)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "pads has %d values for %d axes", npads, naxes);
+
+    bd_pad_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.mode = m;
+    pp.value = value;
+    pp.value_operand = -1;
+    for (int k = 0; k < r; k++) pp.kept[k] = x->dims[k];
+    int64_t head[BD_MAX_RANK] = {0}, tail[BD_MAX_RANK] = {0};
+    for (int i = 0; i < naxes; i++) {
+        int a;
+        if (!bd_norm_axis(axes[i], r, &a))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 3 (axes) value %lld is out of range",
+                                (long long)axes[i]);
+        head[a] = pads[i];
+        tail[a] = pads[naxes + i];
+    }
+    for (int k = 0; k < r; k++) {
+        pp.pad_lo[k] = head[k] > 0 ? head[k] : 0;
+        pp.crop_lo[k] = head[k] < 0 ? -head[k] : 0;
+        pp.kept[k] = x->dims[k] - pp.crop_lo[k] - (tail[k] < 0 ? -tail[k] : 0);
+        if (pp.kept[k] < 0)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "axis %d: negative pads (%lld, %lld) "
+                                "crop more than the extent %lld", k, (long long)head[k],
+                                (long long)tail[k], (long long)x->dims[k]);
+        if (pp.pad_lo[k] + pp.kept[k] + (tail[k] > 0 ? tail[k] : 0) != y->dims[k])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: pads do not give the output extent", k);
+        if (pp.kept[k] == 0 && m != BD_PAD_CONSTANT && y->dims[k] > 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: mode '%s' has no input element "
+                                "to pad with", k, pad_modes[m].name);
+    }
+    if (numel_of(y) == 0) return BD_OK;
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, y);
+    bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, r);
+    for (int k = 0; k < r; k++) {
+        bool padded = pp.pad_lo[k] > 0 || pp.pad_lo[k] + pp.kept[k] < y->dims[k];
+        if (!padded || m == BD_PAD_CONSTANT)
+            xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k, 1, pp.crop_lo[k] - pp.pad_lo[k], 0};
+        else
+            xo->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+        if (x->dims[k] == 0 || pp.kept[k] == 0)
+            xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0}; /* reads nothing */
+    }
+    if (cv && m == BD_PAD_CONSTANT) {
+        pp.value_operand = nest->n_operands;
+        bd_access_full(bd_nest_operand(nest, n->inputs[2], false, cv->rank));
+    }
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
+    tile_default(nest);
+    *BD_NEST_PARAMS(nest, pad) = pp;
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Gather */
+
+bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0")) ||
+        (s = need_static(d, n, idx, "input 1 (indices)")))
+        return s;
+    int axis;
+    if (!bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    if (numel_of(y) == 0) return BD_OK;
+    if (x->dims[axis] == 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "gathers from an empty axis %d", axis);
+    int q = idx->rank;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GATHER, y);
+    bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    for (int k = 0; k < x->rank; k++) {
+        if (k < axis) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k, 1, 0, 0};
+        else if (k == axis) xo->dims[k] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+        else xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k - 1 + q, 1, 0, 0};
+    }
+    /* Block b reads exactly the indices of its own output positions. */
+    bd_access_identity(bd_nest_operand(nest, n->inputs[1], false, q), axis);
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    tile_default(nest);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = axis;
+    gp->idx_rank = q;
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Resize */
+
+static bool resize_uses_filter(const bd_resize_params *p) {
+    return p->interp == BD_INTERP_CUBIC || (p->interp == BD_INTERP_LINEAR && p->antialias);
+}
+
+/* The input coordinate that output index o of dim k samples (coordinate_transformation_mode);
+ * false when the output element takes the extrapolation value instead. */
+static bool resize_source(const bd_resize_params *p, int k, int64_t o, double *xp) {
+    int64_t in = p->in_extent[k], out = p->out_extent[k];
+    double scale = p->scale[k], out_w = scale * (double)in, len = (double)in;
+    double rs = p->roi_start[k], re = p->roi_end[k], xr = (double)o, x;
+    switch (p->coord) {
+    case BD_RESIZE_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)out / out_w, center = len / 2;
+        x = center * (1 - adjustment) + (xr + 0.5) / scale - 0.5;
+        break;
+    }
+    case BD_RESIZE_PYTORCH_HALF_PIXEL: x = out_w == 1 ? -0.5 : (xr + 0.5) / scale - 0.5; break;
+    case BD_RESIZE_ALIGN_CORNERS: x = out_w == 1 ? 0 : xr * (len - 1) / (out_w - 1); break;
+    case BD_RESIZE_ASYMMETRIC: x = xr / scale; break;
+    case BD_RESIZE_TF_HALF_PIXEL_FOR_NN:
+        /* onnxruntime leaves a dim of scale 1 alone here (the formula would shift it by half an
+         * element); TF, whose mode this is, never resamples such a dim either. */
+        x = scale == 1 ? xr : (xr + 0.5) / scale;
+        break;
+    case BD_RESIZE_TF_CROP_AND_RESIZE:
+        x = out_w == 1 ? (re - rs) * (len - 1) / 2 : xr * (re - rs) * (len - 1) / (out_w - 1);
+        x += rs * (len - 1);
+        break;
+    default: x = (xr + 0.5) / scale - 0.5; break;
+    }
+    /* A coordinate that is mathematically a multiple of 1/2 (where nearest rounding and the
+     * input's edges decide) but came out an ulp away is snapped to it. */
+    double twice = nearbyint(2 * x);
+    if (fabs(2 * x - twice) <= 1e-9 * (fabs(x) > 1 ? fabs(x) : 1)) x = twice / 2;
+    *xp = x;
+    if (!(x == x)) return false;
+    return p->coord != BD_RESIZE_TF_CROP_AND_RESIZE || (x >= 0 && x <= len - 1);
+}
+
+static void resize_table(const bd_resize_params *p, int k, int64_t *idx0, int64_t *idx1, float *w1) {
+    int64_t in = p->in_extent[k], out = p->out_extent[k];
+    double len = (double)in;
+    for (int64_t o = 0; o < out; o++) {
+        double x;
+        if (!resize_source(p, k, o, &x)) {
+            idx0[o] = -1;
+            idx1[o] = 0;
+            w1[o] = 0;
+            continue;
+        }
+        /* Clamp far-away coordinates before converting (clamping is what edge padding does). */
+        if (x < -2) x = -2;
+        if (x > len + 1) x = len + 1;
+        double fl = floor(x), ratio = x - fl;
+        int64_t i0 = (int64_t)fl, i1 = i0 + 1;
+        float w = (float)ratio;
+        if (p->interp == BD_INTERP_NEAREST) {
+            bool up;
+            switch (p->nearest) {
+            case BD_NEAREST_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
+            case BD_NEAREST_FLOOR: up = false; break;
+            case BD_NEAREST_CEIL: up = ratio > 0; break;
+            case BD_NEAREST_SIMPLE: up = p->scale[k] < 1 ? ratio > 0 : x < 0 && ratio > 0; break;
+            default: up = ratio > 0.5; break;
+            }
+            i0 = up ? i1 : i0;
+            i1 = i0;
+            w = 0;
+        } else if (ratio == 0) {
+            i1 = i0;
+            w = 0;
+        }
+        idx0[o] = i0 < 0 ? 0 : i0 >= in ? in - 1 : i0;
+        idx1[o] = i1 < 0 ? 0 : i1 >= in ? in - 1 : i1;
+        w1[o] = idx0[o] == idx1[o] ? 0 : w;
+    }
+}
+
+/* The filter of the spec's reference (onnx/reference/ops/op_resize.py): a kernel of half-width
+ * `support` (1: the linear tent, 2: the cubic of coefficient A) whose taps sit at integer offsets
+ * from the sample point; antialias stretches it by 1/scale when downsampling, so that every input
+ * element within the footprint of an output element contributes. The window's first tap lies
+ * `first_tap` indices from the sample's floor. */
+static double filter_scale(const bd_resize_params *p, int k) {
+    return p->antialias && p->scale[k] < 1 ? p->scale[k] : 1.0;
+}
+
+static int64_t filter_first_tap(const bd_resize_params *p, int k) {
+    double support = p->interp == BD_INTERP_CUBIC ? 2 : 1;
+    return (int64_t)floor(-support / filter_scale(p, k)) + 1;
+}
+
+static double filter_kernel(const bd_resize_params *p, double t) {
+    t = fabs(t);
+    if (p->interp == BD_INTERP_LINEAR) return t < 1 ? 1 - t : 0;
+    double a = p->cubic_coeff_a;
+    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
+
+static int resize_taps(const bd_resize_params *p, int k) {
+    return (int)(2 - 2 * filter_first_tap(p, k));
+}
+
+static void resize_filter(const bd_resize_params *p, int k, int64_t *idx, double *w, bool *outside) {
+    int64_t in = p->in_extent[k], out = p->out_extent[k], first = filter_first_tap(p, k);
+    int taps = resize_taps(p, k);
+    double fs = filter_scale(p, k);
+    for (int64_t o = 0; o < out; o++) {
+        int64_t *ix = idx + o * taps;
+        double *wt = w + o * taps, x;
+        outside[o] = !resize_source(p, k, o, &x);
+        if (outside[o]) {
+            for (int t = 0; t < taps; t++) ix[t] = 0, wt[t] = 0;
+            continue;
+        }
+        /* Beyond this every tap lies outside the input on the same side, so all read the edge
+         * element with weights summing to 1 (or, with exclude_outside, nothing): no change. */
+        double margin = (double)taps + 1;
+        if (x < -margin) x = -margin;
+        if (x > (double)in + margin) x = (double)in + margin;
+        /* The sample's left neighbour and its distance from it, in (0, 1] as the reference has
+         * it (an integer x counts as 1 past its left neighbour). */
+        double base = floor(x), ratio = x - base;
+        if (ratio == 0) base -= 1, ratio = 1;
+        double sum = 0;
+        for (int t = 0; t < taps; t++) {
+            int64_t i = (int64_t)base + first + t;
+            wt[t] = filter_kernel(p, ((double)(first + t) - ratio) * fs);
+            if (p->exclude_outside && (i < 0 || i >= in)) wt[t] = 0;
+            sum += wt[t];
+            ix[t] = i < 0 ? 0 : i >= in ? in - 1 : i;
+        }
+        /* The antialiased kernels are normalised to sum 1; so are the weights left by
+         * exclude_outside (when any are). A plain cubic sums to 1 already. */
+        if ((p->antialias || p->exclude_outside) && sum != 0)
+            for (int t = 0; t < taps; t++) wt[t] /= sum;
+    }
+}
+
+static bd_status resize_coord_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_resize_coord *c) {
+    static const attr_choice modes[] = {
+        {"half_pixel", BD_RESIZE_HALF_PIXEL},
+        {"half_pixel_symmetric", BD_RESIZE_HALF_PIXEL_SYMMETRIC},
+        {"pytorch_half_pixel", BD_RESIZE_PYTORCH_HALF_PIXEL},
+        {"align_corners", BD_RESIZE_ALIGN_CORNERS},
+        {"asymmetric", BD_RESIZE_ASYMMETRIC},
+        {"tf_half_pixel_for_nn", BD_RESIZE_TF_HALF_PIXEL_FOR_NN},
+        {"tf_crop_and_resize", BD_RESIZE_TF_CROP_AND_RESIZE},
+    };
+    int v = BD_RESIZE_ASYMMETRIC; /* opsets before 11 have no attribute */
+    bd_status s = n->opset < 11 ? BD_OK
+                                : attr_enum(g, n, d, "coordinate_transformation_mode", "half_pixel",
+                                            modes, BD_COUNT(modes), &v);
+    *c = (bd_resize_coord)v;
+    return s;
+}
+
+static bd_status resize_nearest_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_resize_nearest *m) {
+    static const attr_choice modes[] = {
+        {"round_prefer_floor", BD_NEAREST_ROUND_PREFER_FLOOR},
+        {"round_prefer_ceil", BD_NEAREST_ROUND_PREFER_CEIL},
+        {"floor", BD_NEAREST_FLOOR},
+        {"ceil", BD_NEAREST_CEIL},
+    };
+    int v = BD_NEAREST_SIMPLE; /* opsets before 11 have no attribute */
+    bd_status s = n->opset < 11 ? BD_OK
+                                : attr_enum(g, n, d, "nearest_mode", "round_prefer_floor", modes,
+                                            BD_COUNT(modes), &v);
+    *m = (bd_resize_nearest)v;
+    return s;
+}
+
+/* Whether dim k's sampling is the identity (every output index reads its own input index with
+ * weight 1): 1 yes, 0 no, -1 out of memory. */
+static int resize_dim_identity(const bd_resize_params *p, int k) {
+    int64_t out = p->out_extent[k];
+    if (out != p->in_extent[k]) return 0;
+    size_t taps = resize_uses_filter(p) ? (size_t)resize_taps(p, k) : 2, cnt = (size_t)out;
+    int64_t *idx = malloc(cnt * taps * sizeof *idx);
+    double *w = malloc(cnt * taps * sizeof *w);
+    float *w1 = malloc(cnt * sizeof *w1);
+    bool *outside = malloc(cnt * sizeof *outside);
+    int identity = idx && w && w1 && outside ? 1 : -1;
+    if (identity > 0 && resize_uses_filter(p)) {
+        resize_filter(p, k, idx, w, outside);
+        for (size_t o = 0; o < cnt && identity > 0; o++) {
+            double own = 0, other = 0;
+            for (size_t t = 0; t < taps; t++) {
+                if (idx[o * taps + t] == (int64_t)o) own += w[o * taps + t];
+                else other += fabs(w[o * taps + t]);
+            }
+            identity = !outside[o] && fabs(own - 1) < 1e-12 && other < 1e-12;
+        }
+    } else if (identity > 0) {
+        resize_table(p, k, idx, idx + cnt, w1);
+        for (size_t o = 0; o < cnt && identity > 0; o++)
+            identity = idx[o] == (int64_t)o && w1[o] == 0;
+    }
+    free(idx), free(w), free(w1), free(outside);
+    return identity;
+}
+
+/* The sampling tables of every active dim, computed once into the program's arena (params.h). */
+static bd_status resize_tables(bd_program *p, const bd_node *n, bd_resize_params *rp, bd_diag *d) {
+    rp->filter = resize_uses_filter(rp);
+    for (int k = 0; k < BD_MAX_RANK; k++) {
+        if (!rp->active[k]) continue;
+        size_t cnt = (size_t)rp->out_extent[k];
+        if (rp->filter) {
+            rp->taps[k] = resize_taps(rp, k);
+            int64_t *idx = bd_arena_array(&p->arena, cnt * (size_t)rp->taps[k], sizeof *idx);
+            double *w = bd_arena_array(&p->arena, cnt * (size_t)rp->taps[k], sizeof *w);
+            bool *outside = bd_arena_array(&p->arena, cnt, sizeof *outside);
+            if (!idx || !w || !outside) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
+            resize_filter(rp, k, idx, w, outside);
+            rp->tap_idx[k] = idx, rp->tap_w[k] = w, rp->outside[k] = outside;
+        } else {
+            int64_t *i0 = bd_arena_array(&p->arena, cnt, sizeof *i0);
+            int64_t *i1 = bd_arena_array(&p->arena, cnt, sizeof *i1);
+            float *w1 = bd_arena_array(&p->arena, cnt, sizeof *w1);
+            if (!i0 || !i1 || !w1) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
+            resize_table(rp, k, i0, i1, w1);
+            rp->idx0[k] = i0, rp->idx1[k] = i1, rp->w1[k] = w1;
+        }
+    }
+    return BD_OK;
+}
+
+/* Linear interpolation visits 2^k corners for k resized dims. A filter's row buffer is at most
+ * 4 MiB of float per thread. */
+enum { RESIZE_MAX_LINEAR_DIMS = 5, RESIZE_MAX_ROW_ELEMS = 1 << 20 };
+
+bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    int r = x->rank;
+    bd_resize_params rp;
+    memset(&rp, 0, sizeof rp);
+
+    static const attr_choice interps[] = {/* in enum order; cubic came with opset 11 */
+                                          {"nearest", BD_INTERP_NEAREST},
+                                          {"linear", BD_INTERP_LINEAR},
+                                          {"cubic", BD_INTERP_CUBIC}};
+    int interp = BD_INTERP_NEAREST;
+    if ((s = attr_enum(g, n, d, "mode", "nearest", interps, n->opset >= 11 ? 3 : 2, &interp)))
+        return s;
+    rp.interp = (bd_resize_interp)interp;
+    /* antialias only changes linear and cubic (the spec: "linear and cubic interpolation modes
+     * will use an antialiasing filter when downscaling"). */
+    rp.antialias = n->opset >= 18 && bd_attr_int(n, "antialias", 0) != 0 &&
+                   rp.interp != BD_INTERP_NEAREST;
+    /* exclude_outside matters only where taps can fall outside the input, i.e. for the filters
+     * (a plain linear sample is clamped into the input, its weights summing to 1 anyway). */
+    rp.exclude_outside = n->opset >= 11 && bd_attr_int(n, "exclude_outside", 0) != 0;
+    rp.cubic_coeff_a = bd_attr_float(n, "cubic_coeff_a", -0.75f);
+    if (rp.interp != BD_INTERP_NEAREST && y->dtype != BD_DT_FLOAT && y->dtype != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'mode' '%s' on %s data is not "
+                            "supported (float32 and float64 are)", interps[rp.interp].name,
+                            bd_dtype_name(y->dtype));
+    if ((s = resize_coord_of(g, n, d, &rp.coord)) || (s = resize_nearest_of(g, n, d, &rp.nearest)))
+        return s;
+    rp.extrapolation_value = bd_attr_float(n, "extrapolation_value", 0.0f);
+
+    int64_t axes[BD_MAX_RANK];
+    int naxes = r;
+    const bd_attr *axes_attr = n->opset >= 18 ? bd_node_attr(n, "axes") : NULL;
+    if (axes_attr) {
+        naxes = axes_attr->n;
+        for (int i = 0; i < naxes; i++) {
+            int a;
+            if (!bd_norm_axis(axes_attr->ints[i], r, &a))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' is out of range");
+            axes[i] = a;
+        }
+    } else {
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    for (int k = 0; k < r; k++) {
+        rp.scale[k] = 1;
+        rp.roi_start[k] = 0;
+        rp.roi_end[k] = 1;
+        rp.in_extent[k] = x->dims[k];
+        rp.out_extent[k] = y->dims[k];
+    }
+
+    int scales_idx = n->opset < 11 ? 1 : 2;
+    const bd_value *scales = bd_node_in(g, n, scales_idx);
+    const bd_value *sizes = n->opset >= 11 ? bd_node_in(g, n, 3) : NULL;
+    bool have_scales = scales && !(scales->rank == 1 && scales->dims[0] == 0);
+    bool have_sizes = sizes && !(sizes->rank == 1 && sizes->dims[0] == 0);
+    if (have_scales) {
+        if (!scales->constant || scales->constant->numel != naxes)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d (scales) is not a compile-time "
+                                "constant with one value per axis", scales_idx);
+        for (int i = 0; i < naxes; i++)
+            rp.scale[axes[i]] = (double)(float)bd_tensor_get_f64(scales->constant, i);
+    } else if (have_sizes) {
+        if (!sizes->constant || sizes->constant->numel != naxes)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 3 (sizes) is not a compile-time "
+                                "constant with one value per axis");
+        const char *policy = n->opset >= 18 ? bd_attr_string(g, n, "keep_aspect_ratio_policy", "stretch")
+                                            : "stretch";
+        bool stretch = strcmp(policy, "stretch") == 0, not_larger = strcmp(policy, "not_larger") == 0;
+        double common = not_larger ? INFINITY : 0;
+        for (int i = 0; i < naxes; i++) {
+            int a = (int)axes[i];
+            if (x->dims[a] == 0) {
+                rp.scale[a] = 1;
+                continue;
+            }
+            double sc = (double)bd_tensor_get_i64(sizes->constant, i) / (double)x->dims[a];
+            rp.scale[a] = sc;
+            common = not_larger ? fmin(common, sc) : fmax(common, sc);
+        }
+        if (!stretch)
+            for (int i = 0; i < naxes; i++) rp.scale[axes[i]] = common;
+    } else {
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "neither scales nor sizes is given");
+    }
+    if (rp.coord == BD_RESIZE_TF_CROP_AND_RESIZE) {
+        const bd_value *roi = bd_node_in(g, n, 1);
+        if (!roi || !roi->constant || roi->constant->numel != 2 * naxes)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (roi) must be a compile-time "
+                                "constant with 2 values per axis for tf_crop_and_resize");
+        for (int i = 0; i < naxes; i++) {
+            rp.roi_start[axes[i]] = bd_tensor_get_f64(roi->constant, i);
+            rp.roi_end[axes[i]] = bd_tensor_get_f64(roi->constant, naxes + i);
+        }
+    }
+    if (numel_of(y) == 0) return BD_OK;
+    for (int k = 0; k < r; k++) {
+        if (x->dims[k] == 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: cannot resize an empty extent to "
+                                "%lld", k, (long long)y->dims[k]);
+        if (!(rp.scale[k] > 0) || isinf(rp.scale[k]))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: scale %g is not positive", k,
+                                rp.scale[k]);
+    }
+
+    /* Dims whose table is the identity need no sampling. */
+    int n_linear = 0;
+    for (int k = 0; k < r; k++) {
+        int identity = resize_dim_identity(&rp, k);
+        if (identity < 0) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
+        rp.active[k] = !identity;
+        n_linear += rp.active[k] && rp.interp == BD_INTERP_LINEAR && !resize_uses_filter(&rp);
+    }
+    if (n_linear > RESIZE_MAX_LINEAR_DIMS)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "linear resize of %d axes at once (at most "
+                            "%d are supported)", n_linear, RESIZE_MAX_LINEAR_DIMS);
+
+    /* The filter modes combine the active dims but the last into a per-thread row buffer first
+     * (emit_c_data.c): the last one's input extent times the dims inside it, unless that is huge
+     * (then each output sums over the product of the windows directly). */
+    int last = -1, n_active = 0;
+    for (int k = 0; k < r; k++)
+        if (rp.active[k]) last = k, n_active++;
+    if (resize_uses_filter(&rp) && n_active >= 2) {
+        int64_t row = 1;
+        for (int k = last; k < r; k++) row *= x->dims[k];
+        if (row <= RESIZE_MAX_ROW_ELEMS) rp.row_elems = row;
+    }
+
+    if ((s = resize_tables(p, n, &rp, d))) return s;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_RESIZE, y);
+    nest->scratch_bytes = rp.row_elems * (y->dtype == BD_DT_DOUBLE ? 8 : 4);
+    bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, r);
+    for (int k = 0; k < r; k++)
+        xo->dims[k] = rp.active[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}
+                                   : (bd_access_dim){BD_ACCESS_AFFINE, k, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
+    tile_default(nest);
+    *BD_NEST_PARAMS(nest, resize) = rp;
+    return BD_OK;
+}

@@ -1,0 +1,169 @@
+/* elementwise.c — lowering of elementwise ops (unary, broadcasting binary, variadic Min/Max,
+ * Where, Cast, Clip, comparisons) and of the constant-producing ops.
+ *
+ * An elementwise nest iterates over the output; each input reads the same index, or index 0 along
+ * a broadcast dim: exactly the IDENTITY / broadcast access maps. Its body is an expression
+ * (nest/expr.h) built here from the node, once: its op, attributes and dtypes are resolved into
+ * expression nodes, so that nothing after lowering reads the ONNX node. float16 and bfloat16
+ * inputs are converted to float when loaded, the op computes in float, and the result is rounded
+ * back when stored; Where, and Cast to the same type, move bit patterns unchanged. Tiles keep the
+ * trailing dims whole (contiguous inner loops) up to a few thousand elements. */
+#include <string.h>
+
+#include "front/passes.h"
+#include "nest/loopnest.h"
+
+enum { ELEMENTWISE_TILE = 16384 };
+
+static bool is_half(int dt) { return dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16; }
+
+/* The expression ops of the elementwise ONNX ops that map one to one. */
+static bd_expr_op direct_op(bd_op op) {
+    switch (op) {
+    case BD_OP_ABS: return BD_EXPR_ABS;
+    case BD_OP_NEG: return BD_EXPR_NEG;
+    case BD_OP_NOT: return BD_EXPR_NOT;
+    case BD_OP_RELU: return BD_EXPR_RELU;
+    case BD_OP_SQRT: return BD_EXPR_SQRT;
+    case BD_OP_EXP: return BD_EXPR_EXP;
+    case BD_OP_LOG: return BD_EXPR_LOG;
+    case BD_OP_ERF: return BD_EXPR_ERF;
+    case BD_OP_TANH: return BD_EXPR_TANH;
+    case BD_OP_RECIPROCAL: return BD_EXPR_RECIPROCAL;
+    case BD_OP_SIGMOID: return BD_EXPR_SIGMOID;
+    case BD_OP_HARD_SWISH: return BD_EXPR_HARD_SWISH;
+    case BD_OP_ADD: return BD_EXPR_ADD;
+    case BD_OP_SUB: return BD_EXPR_SUB;
+    case BD_OP_MUL: return BD_EXPR_MUL;
+    case BD_OP_DIV: return BD_EXPR_DIV;
+    case BD_OP_EQUAL: return BD_EXPR_EQUAL;
+    case BD_OP_LESS: return BD_EXPR_LESS;
+    case BD_OP_GREATER: return BD_EXPR_GREATER;
+    case BD_OP_AND: return BD_EXPR_AND;
+    default: return BD_EXPR_OP_COUNT;
+    }
+}
+
+/* x^1, x^2, x^3 (GELU's tanh form) and x^0.5 as plain arithmetic when the exponent is a float
+ * constant; -1 otherwise. */
+static int pow_by_constant(bd_expr *x, const bd_value *ex, int dt, int a) {
+    if (!ex->constant || ex->constant->numel != 1 || is_half(ex->dtype) ||
+        !(bd_dtype_is_float(ex->dtype) || bd_dtype_is_int(ex->dtype)))
+        return -1;
+    double k = bd_tensor_get_f64(ex->constant, 0);
+    if (k == 1) return a;
+    if (k == 2) return bd_expr_binary(x, BD_EXPR_MUL, dt, a, a);
+    if (k == 3) return bd_expr_binary(x, BD_EXPR_MUL, dt, bd_expr_binary(x, BD_EXPR_MUL, dt, a, a), a);
+    if (k == 0.5) return bd_expr_unary(x, BD_EXPR_SQRT, dt, a);
+    return -1;
+}
+
+/* The expression of node n over its loaded inputs in[] (operand order: the present inputs),
+ * computed in dtype cin; the output dtype is out_dt. -1 when there is none. */
+static int op_expr(bd_graph *g, const bd_node *n, bd_expr *x, const int *in, int n_in, int cin,
+                   int out_dt) {
+    bool is_float = cin == BD_DT_FLOAT || cin == BD_DT_DOUBLE;
+    bd_expr_op direct = direct_op(n->op);
+    if (direct == BD_EXPR_EQUAL || direct == BD_EXPR_LESS || direct == BD_EXPR_GREATER ||
+        direct == BD_EXPR_AND)
+        return bd_expr_binary(x, direct, BD_DT_BOOL, in[0], in[1]);
+    if (direct != BD_EXPR_OP_COUNT && bd_expr_arity(direct) == 2)
+        return bd_expr_binary(x, direct, cin, in[0], in[1]);
+    if (direct != BD_EXPR_OP_COUNT) return bd_expr_unary(x, direct, cin, in[0]);
+    switch (n->op) {
+    case BD_OP_POW: {
+        int k = is_float ? pow_by_constant(x, bd_node_in(g, n, 1), cin, in[0]) : -1;
+        if (k >= 0) return k;
+        return bd_expr_binary(x, BD_EXPR_POW, is_float ? cin : out_dt, in[0], in[1]);
+    }
+    case BD_OP_WHERE: return bd_expr_select(x, cin, in[0], in[1], in[2]);
+    case BD_OP_CAST: return bd_expr_cast(x, out_dt, in[0]);
+    case BD_OP_CLIP: {
+        /* Bounds: attributes before opset 11 (absent: none), then optional inputs. */
+        int lo = -1, hi = -1;
+        if (n->opset < 11) {
+            const bd_attr *a = bd_node_attr(n, "min"), *b = bd_node_attr(n, "max");
+            if (a && a->type == BD_ATTR_FLOAT) lo = bd_expr_const(x, a->f, cin);
+            if (b && b->type == BD_ATTR_FLOAT) hi = bd_expr_const(x, b->f, cin);
+        } else {
+            int operand = 1;
+            if (n->n_inputs > 1 && n->inputs[1] >= 0) lo = in[operand++];
+            if (n->n_inputs > 2 && n->inputs[2] >= 0) hi = in[operand];
+        }
+        int v = in[0];
+        if (lo >= 0) v = bd_expr_binary(x, BD_EXPR_CLAMP_MIN, cin, v, lo);
+        if (hi >= 0) v = bd_expr_binary(x, BD_EXPR_CLAMP_MAX, cin, v, hi);
+        return v;
+    }
+    case BD_OP_MIN:
+    case BD_OP_MAX: { /* folded left over the inputs; NaN wins, as in numpy */
+        int v = in[0];
+        for (int i = 1; i < n_in; i++)
+            v = bd_expr_binary(x, n->op == BD_OP_MIN ? BD_EXPR_MIN : BD_EXPR_MAX, cin, v, in[i]);
+        return v;
+    }
+    case BD_OP_LEAKY_RELU:
+        return bd_expr_unary_k(x, BD_EXPR_LEAKY_RELU, cin, in[0], bd_attr_float(n, "alpha", 0.01f), 0);
+    case BD_OP_HARD_SIGMOID:
+        return bd_expr_unary_k(x, BD_EXPR_HARD_SIGMOID, cin, in[0], bd_attr_float(n, "alpha", 0.2f),
+                               bd_attr_float(n, "beta", 0.5f));
+    case BD_OP_GELU: {
+        bool tanh_form = strcmp(bd_attr_string(g, n, "approximate", "none"), "tanh") == 0;
+        return bd_expr_unary(x, tanh_form ? BD_EXPR_GELU_TANH : BD_EXPR_GELU, cin, in[0]);
+    }
+    default: return -1;
+    }
+}
+
+bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *out = bd_node_out(g, n, 0);
+    if (out->constant) return BD_OK; /* folded: stored with the weights */
+    if (!bd_value_shape_known(out))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output shape is not static");
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, out);
+    int dts[BD_NEST_MAX_OPERANDS];
+    for (int k = 0; k < n->n_inputs; k++) {
+        bd_value *in = bd_node_in(g, n, k);
+        if (!in) continue;
+        if (n->n_inputs + 1 > BD_NEST_MAX_OPERANDS)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "more than %d inputs",
+                                BD_NEST_MAX_OPERANDS - 1);
+        dts[nest->n_operands] = in->dtype;
+        bd_access_broadcast(bd_nest_operand(nest, n->inputs[k], false, in->rank), in, out);
+    }
+    int n_in = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, out->rank), 0);
+    bd_nest_tile_default(nest, ELEMENTWISE_TILE);
+
+    bd_expr *x = BD_NEST_PARAMS(nest, expr);
+    int in_dt = n_in ? dts[n->op == BD_OP_WHERE ? 1 : 0] : out->dtype;
+    bool raw = n->op == BD_OP_WHERE || (n->op == BD_OP_CAST && in_dt == out->dtype);
+    int cin = raw || !is_half(in_dt) ? in_dt : BD_DT_FLOAT;
+    int loads[BD_NEST_MAX_OPERANDS];
+    for (int k = 0; k < n_in; k++) {
+        loads[k] = bd_expr_load(x, k, dts[k]);
+        if (is_half(dts[k]) && !raw) loads[k] = bd_expr_cast(x, BD_DT_FLOAT, loads[k]);
+    }
+    int v = op_expr(g, n, x, loads, n_in, cin, out->dtype);
+    v = bd_expr_cast(x, out->dtype, v);
+    if (x->overflow)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the expression is too large to compile");
+    if (v < 0) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "no expression for this op and dtype");
+    bd_expr_compact(x, v);
+    return BD_OK;
+}
+
+/* Constant, Range and Shape fold whenever shapes are static (ConstantOfShape too, unless it is too
+ * big: lower/data.c); a graph output that is such a constant gets a CONSTANT nest that copies it
+ * into the caller's buffer. */
+bd_status bd_lower_constant(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *out = bd_node_out(g, n, 0);
+    if (!out->constant)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n,
+                            "output is not a compile-time constant (its inputs depend on runtime data)");
+    return BD_OK;
+}

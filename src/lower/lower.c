@@ -1,0 +1,40 @@
+/* lower.c — turns the inferred graph into tiled loop nests (nest/loopnest.h), one or more per
+ * live node, by calling each op's lowering function from the op table, then verifies the result.
+ * Lowering is target-neutral and unfused: every live node gets its own nests, and fusion
+ * (fuse/fuse.c) merges them afterwards. */
+#include <string.h>
+
+#include "nest/loopnest.h"
+
+typedef bd_status (*bd_lower_fn)(bd_program *p, int node, bd_diag *d);
+
+static const bd_lower_fn lower_fns[BD_OP_COUNT] = {
+#define X(e, name, since, imin, imax, omin, omax, infer, fold, lower) [BD_OP_##e] = lower,
+    BD_OPS(X)
+#undef X
+};
+
+bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d) {
+    p->graph = g;
+    p->nests = BD_VEC(bd_nest);
+    /* Graph outputs known at compile time are copied into the caller's buffer first, since other
+     * nests may read them from there. */
+    for (size_t i = 0; i < g->outputs.len; i++) {
+        int v = BD_VEC_AT(&g->outputs, int, i);
+        const bd_value *val = bd_graph_value(g, v);
+        if (val->flags & BD_VALUE_INPUT)
+            return bd_fail(d, BD_ERR_UNSUPPORTED, "graph output '%s' is also a graph input",
+                           bd_quote(val->name));
+        if (!val->constant) continue;
+        bd_nest *n = bd_nest_begin(p, -1, BD_BODY_CONSTANT, val);
+        bd_access_identity(bd_nest_operand(n, v, true, val->rank), 0);
+    }
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        bd_node *n = bd_graph_node(g, (int)i);
+        if (n->dead) continue;
+        BD_ASSERT(n->op != BD_OP_UNKNOWN); /* the support check ran before */
+        bd_status s = lower_fns[n->op](p, (int)i, d);
+        if (s) return s;
+    }
+    return bd_program_verify(p, d);
+}

@@ -1,0 +1,1006 @@
+/* lower_nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool/AveragePool,
+ * GlobalAveragePool, MatMul/Gemm, BatchNormalization/LayerNormalization and LSTM.
+ *
+ * Each op becomes one nest over its output. The access maps follow the window arithmetic: an
+ * output tile [lo, hi) along a spatial axis of a convolution or pooling reads the input rows
+ * [lo*stride - pad, (hi-1)*stride - pad + (kernel-1)*dilation]; grouped convolutions read the
+ * input channels of the groups their output-channel tile meets, as an affine map when the tile is
+ * whole groups and the channel ratio is an integer, else FULL. Reduced dims (K of a matrix
+ * product, the input channels of an ungrouped convolution) are FULL.
+ *
+ * Tilings aim at enough blocks for every thread (dynamic scheduling balances uneven ones) while
+ * keeping each block big enough that the micro-kernels run at speed. Convolutions and float32
+ * matrix products that run on kernels/ pick their tile by a small search over a cost model (the
+ * register-tile work, the packing each block repeats, a dispatch cost), scored over 1 to 8
+ * threads; depthwise convolutions cut channels; the generated loops cut leading dims. The
+ * geometry helpers (window reading, auto_pad resolution) repeat the ones of infer_nn.c, which
+ * computes the same extents for shape inference: here they also give the pads actually applied.
+ *
+ * Each nest writes the op's own output: the bias Add, residual Add and activation that may follow
+ * are their own nests here, and fusion (fuse/fuse.c) folds them into this one's epilogue. */
+#include <math.h>
+#include <string.h>
+
+#include "nest/loopnest.h"
+#include "front/passes.h"
+
+/* Work (multiply-adds) worth one block, and the most blocks one op is cut into (generated-loop
+ * convolutions, matrix products); enough for a few threads with dynamic scheduling, few enough
+ * that each block keeps the micro-kernels busy. */
+enum { CONV_BLOCK_WORK = 1 << 20, CONV_MAX_BLOCKS = 16, MM_BLOCK_WORK = 1 << 20, MM_MAX_BLOCKS = 16 };
+
+static int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
+
+static bool is_float_dtype(int dt) { return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE; }
+
+static int64_t numel_of(const bd_value *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->dims[i];
+    return n;
+}
+
+/* Every value the nest touches must have a static shape. */
+static bd_status need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
+    if (!v || bd_value_shape_known(v)) return BD_OK;
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s has no static shape", what);
+}
+
+static bd_status need_dtype_float(bd_diag *d, const bd_node *n, const bd_value *v,
+                                  const char *what) {
+    if (is_float_dtype(v->dtype)) return BD_OK;
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s is %s; only float32 and float64 are "
+                        "compiled", what, bd_dtype_name(v->dtype));
+}
+
+/* The work of one block with tile sizes `tile` (product) times `per_elem`. */
+static int64_t tile_work(const bd_nest *nest, const int64_t *tile, int64_t per_elem) {
+    int64_t w = per_elem;
+    for (int i = 0; i < nest->n_iter; i++) w *= tile[i];
+    return w;
+}
+
+static int64_t tile_blocks(const bd_nest *nest, const int64_t *tile) {
+    int64_t b = 1;
+    for (int i = 0; i < nest->n_iter; i++) b *= ceil_div(nest->extent[i], tile[i] ? tile[i] : 1);
+    return b;
+}
+
+/* ---------------------------------------------------------------- sliding windows */
+
+enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
+
+typedef struct nn_window {
+    int nsp;
+    int auto_pad;
+    int64_t kernel[BD_NN_MAX_SPATIAL], strides[BD_NN_MAX_SPATIAL], dilations[BD_NN_MAX_SPATIAL];
+    int64_t pads[2 * BD_NN_MAX_SPATIAL];
+} nn_window;
+
+/* Reads an INTS attribute of `want` values (default dflt when absent); inference checked them. */
+static void read_ints(const bd_node *n, const char *name, int want, int64_t dflt, int64_t *out) {
+    const bd_attr *a = bd_node_attr(n, name);
+    for (int i = 0; i < want; i++)
+        out[i] = a && a->type == BD_ATTR_INTS && a->n == want ? a->ints[i] : dflt;
+}
+
+static bd_status read_window(bd_graph *g, const bd_node *n, bd_diag *d, int nsp, bool has_dilations,
+                             nn_window *w) {
+    memset(w, 0, sizeof *w);
+    w->nsp = nsp;
+    if (nsp < 1 || nsp > BD_NN_MAX_SPATIAL)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%d spatial axes", nsp);
+    const char *ap = bd_attr_string(g, n, "auto_pad", "NOTSET");
+    w->auto_pad = strcmp(ap, "SAME_UPPER") == 0   ? PAD_SAME_UPPER
+                  : strcmp(ap, "SAME_LOWER") == 0 ? PAD_SAME_LOWER
+                  : strcmp(ap, "VALID") == 0      ? PAD_VALID
+                                                  : PAD_NOTSET;
+    read_ints(n, "strides", nsp, 1, w->strides);
+    if (has_dilations) read_ints(n, "dilations", nsp, 1, w->dilations);
+    else
+        for (int i = 0; i < nsp; i++) w->dilations[i] = 1;
+    read_ints(n, "pads", 2 * nsp, 0, w->pads);
+    if (w->auto_pad != PAD_NOTSET)
+        for (int i = 0; i < 2 * nsp; i++) w->pads[i] = 0;
+    return BD_OK;
+}
+
+/* The pads a forward window (Conv, pooling) applies, given the input and output extents: the
+ * explicit pads, none for VALID, and for SAME_* the total that makes the output cover the input,
+ * split with the odd element at the end (UPPER) or the start (LOWER). */
+static void resolve_forward_pads(nn_window *w, const int64_t *in, const int64_t *out) {
+    if (w->auto_pad != PAD_SAME_UPPER && w->auto_pad != PAD_SAME_LOWER) return;
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t span = (w->kernel[i] - 1) * w->dilations[i] + 1;
+        int64_t total = imax64(0, (out[i] - 1) * w->strides[i] + span - in[i]);
+        int64_t head = w->auto_pad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        w->pads[i] = head;
+        w->pads[w->nsp + i] = total - head;
+    }
+}
+
+/* ---------------------------------------------------------------- shared access maps */
+
+static bd_access_dim affine(int iter, int64_t scale, int64_t offset, int64_t window) {
+    return (bd_access_dim){BD_ACCESS_AFFINE, iter, scale, offset, window};
+}
+
+static bd_access_dim full_dim(void) { return (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}; }
+
+/* The input channels read by an output-channel tile of a grouped op (Cg input and Mg output
+ * channels per group): all of them without groups; with groups, the channels of the groups the
+ * tile meets, which is affine when tiles hold whole groups and Cg is a multiple of Mg. */
+static bd_access_dim group_channels(int64_t group, int64_t Cg, int64_t Mg, int64_t tile_m,
+                                    int iter) {
+    if (group == 1) return full_dim();
+    if (Cg % Mg == 0 && tile_m % Mg == 0) return affine(iter, Cg / Mg, 0, Cg / Mg - 1);
+    return full_dim();
+}
+
+/* An upper bound of bd_f32_gemm_scratch_bytes(M, N, K) over every instruction set of kernels/
+ * (whose cache blocking keeps kc <= 512, nc <= 4096, mc <= 512 and a register tile of at most
+ * 32 x 32). The generated create() checks the real figure against the scratch it allocated. */
+static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
+    int64_t kc = imin64(imax64(K, 0), 512), nc = imin64(imax64(N, 1), 4096) + 64;
+    int64_t mc = imin64(imax64(M, 1), 512) + 64;
+    return (kc * nc + mc * kc + 32 * 32 + 64) * 4 + 64;
+}
+
+/* An upper bound of the scratch of kernels/'s direct (im2col-free) stride-1 convolution of a
+ * tile of `rows` output rows: the tap offsets of the Cg*KH*KW depth and the block's zero-padded
+ * input rows. */
+static int64_t direct_conv_scratch_bound(int64_t Cg, int64_t rows, int64_t OW, int64_t KH,
+                                         int64_t KW, int64_t dh, int64_t dw) {
+    int64_t rows_in = rows + (KH - 1) * dh, wp = OW + (KW - 1) * dw;
+    return (16 + round_up(2 * Cg * KH * KW, 16) + Cg * rows_in * wp + 64) * 4 + 64;
+}
+
+/* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution (input rows for a
+ * chunk of up to 32 output rows, split by column stride, plus the tap table). */
+static int64_t dwconv_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                                    int64_t dh, int64_t dw) {
+    int64_t row_len = round_up(OW, 16) + (KW - 1) * dw / sw + 16;
+    int64_t rows_in = 31 * sh + (KH - 1) * dh + 1;
+    return (64 + round_up(2 * KH * KW, 16) + rows_in * sw * row_len) * 4 + 64;
+}
+
+/* ---------------------------------------------------------------- Conv */
+
+/* Tiles a convolution output [N, M, spatial...]: one batch item per block, whole trailing spatial
+ * axes, then output rows (first spatial axis) and channel tiles cut until the op has its blocks.
+ * Every block re-packs (im2col) the input columns it reads, once for all its channels, so rows
+ * are cut first while a block keeps `min_cols` output pixels, channels (in multiples of `mstep`)
+ * only down to `min_m`, and rows again down to 32 pixels: past that the op gets fewer blocks. */
+static void conv_tiling(bd_nest *nest, int64_t work_per_out, int64_t mstep, int64_t min_m,
+                        bool cut_rows, int64_t min_cols) {
+    int64_t tile[BD_MAX_RANK];
+    int r = nest->n_iter;
+    for (int i = 0; i < r; i++) tile[i] = nest->extent[i];
+    tile[0] = 1;
+    int64_t want = imin64(CONV_MAX_BLOCKS, tile_work(nest, nest->extent, work_per_out) / CONV_BLOCK_WORK);
+    int64_t inner = 1; /* output pixels of one row of the first spatial axis */
+    for (int i = 3; i < r; i++) inner *= nest->extent[i];
+    while (tile_blocks(nest, tile) < want) {
+        int64_t rows = tile[2], mt = tile[1], half_rows = ceil_div(rows, 2);
+        int64_t half_m = round_up(ceil_div(mt, 2), mstep);
+        if (cut_rows && rows > 1 && half_rows * inner >= min_cols) tile[2] = half_rows;
+        else if (half_m < mt && half_m >= min_m) tile[1] = half_m;
+        else if (cut_rows && rows > 1 && half_rows * inner >= imin64(min_cols, 32)) tile[2] = half_rows;
+        else break;
+    }
+    bd_nest_tile(nest, tile);
+}
+
+/* Thread-time of running `blocks` blocks of `cost` each on T threads, summed over T = 1..8:
+ * what a tiling costs whether the machine is idle, busy or wide (dynamic scheduling, equal
+ * blocks: the slowest thread runs ceil(blocks / T) of them). */
+static double spread_cost(int64_t blocks, double cost) {
+    double total = 0;
+    for (int t = 1; t <= 8; t *= 2) total += (double)t * (double)ceil_div(blocks, t) * cost;
+    return total;
+}
+
+/* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
+ * (channel tile, row tile), in cycles of the AVX-512 kernel: a block computes mt x K x cols
+ * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
+ * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
+ * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
+ * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
+static void conv_gemm_tiling(bd_nest *nest, int64_t K, int64_t Mg, int64_t group) {
+    int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
+    int64_t inner = 1;
+    for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++) inner *= nest->extent[i];
+    int64_t N = nest->extent[0];
+    int64_t best_m = M, best_r = OH;
+    double best = -1;
+    for (int64_t km = 1; km <= 16; km++) {
+        int64_t mt = ceil_div(M, km);
+        if (group > 1) mt = round_up(mt, Mg);
+        else if (km > 1) mt = mt % 16 == 0 ? mt : round_up(mt, 12);
+        if (mt > M || (km > 1 && ceil_div(M, mt) != km)) continue;
+        for (int64_t kr = 1; kr <= OH; kr++) {
+            int64_t rows = ceil_div(OH, kr);
+            if (ceil_div(OH, rows) != kr) continue;
+            int64_t cols = rows * inner;
+            int64_t m_eff = group > 1 ? ceil_div(mt, Mg) * round_up(Mg, 12) : round_up(mt, 12);
+            double gemm = (double)m_eff * (double)K * (double)round_up(cols, 32) / 32.0;
+            double pack = 0.8 * (double)K * (double)cols * (double)(group > 1 ? mt / Mg : 1);
+            double cost = gemm + pack + 20000.0;
+            double total = spread_cost(N * km * kr, cost);
+            if (best < 0 || total < best * 0.999) {
+                best = total;
+                best_m = mt;
+                best_r = rows;
+            }
+        }
+    }
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    tile[0] = 1;
+    tile[1] = best_m;
+    if (nest->n_iter > 3) tile[2] = best_r;
+    bd_nest_tile(nest, tile);
+}
+
+/* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
+ * (rows stay whole: a row cut re-reads the window's halo), about 256K multiply-adds each, at least
+ * two when there is work for two threads; rows are cut only when there are too few channels. */
+static void dwconv_tiling(bd_nest *nest, int64_t ksize) {
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    tile[0] = 1;
+    int64_t work = tile_work(nest, nest->extent, ksize);
+    int64_t want = work < (1 << 16) ? 1 : imin64(16, imax64(2, work / (1 << 18)));
+    int64_t per_item = ceil_div(want, nest->extent[0]);
+    int64_t M = nest->extent[1];
+    tile[1] = ceil_div(M, imin64(per_item, M));
+    if (per_item > M && nest->n_iter > 3) tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, M));
+    bd_nest_tile(nest, tile);
+}
+
+/* The operands after X and W that Conv and ConvTranspose share: the bias (one per output channel)
+ * and the written output. */
+static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, const bd_node *n, bool has_bias,
+                               int rank) {
+    cp->w = 1;
+    cp->b = -1;
+    if (has_bias) {
+        bd_operand *ob = bd_nest_operand(nest, n->inputs[2], false, 1);
+        ob->dims[0] = affine(1, 1, 0, 0);
+        cp->b = 2;
+    }
+    cp->y = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, rank), 0);
+}
+
+/* What Conv and ConvTranspose lowering both start from: static shapes, float X, and the window
+ * attributes with the kernel taken from W. */
+static bd_status conv_window(bd_graph *g, bd_node *n, bd_diag *d, nn_window *win) {
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, w, "input 1 (W)")) ||
+        (s = need_static(d, n, b, "input 2 (B)")) ||
+        (s = need_static(d, n, bd_node_out(g, n, 0), "output 0")) ||
+        (s = need_dtype_float(d, n, x, "input 0 (X)")))
+        return s;
+    int nsp = x->rank - 2;
+    if ((s = read_window(g, n, d, nsp, true, win))) return s;
+    for (int i = 0; i < nsp; i++) win->kernel[i] = w->dims[2 + i];
+    return BD_OK;
+}
+
+bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    nn_window win;
+    if ((s = conv_window(g, n, d, &win))) return s;
+    int nsp = x->rank - 2;
+    resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
+    int64_t group = bd_attr_int(n, "group", 1);
+    int64_t C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_CONV, y);
+    bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
+    memset(cp, 0, sizeof *cp);
+    cp->nsp = nsp;
+    cp->group = group;
+    memcpy(cp->kernel, win.kernel, sizeof cp->kernel);
+    memcpy(cp->strides, win.strides, sizeof cp->strides);
+    memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
+    memcpy(cp->pads, win.pads, sizeof cp->pads);
+    /* 1-D convolutions run as 2-D ones of height 1. */
+    cp->packed = x->dtype == BD_DT_FLOAT && w->constant && (nsp == 1 || nsp == 2);
+    bool depthwise = group == C && group == M;
+
+    int64_t ksize = 1;
+    for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
+    int64_t mstep = group > 1 ? Mg * imax64(1, 48 / Mg) : 48; /* whole groups */
+    if (cp->packed && !depthwise) conv_gemm_tiling(nest, Cg * ksize, Mg, group);
+    else if (cp->packed) dwconv_tiling(nest, ksize);
+    else conv_tiling(nest, Cg * ksize, mstep, mstep, true, 1);
+
+    if (cp->packed) {
+        int64_t OW = y->dims[1 + nsp], rows = nsp == 2 ? nest->tile[2] : 1;
+        if (depthwise) {
+            int64_t kh = nsp == 2 ? win.kernel[0] : 1, kw = win.kernel[nsp - 1];
+            int64_t sh = nsp == 2 ? win.strides[0] : 1, sw = win.strides[nsp - 1];
+            int64_t dh = nsp == 2 ? win.dilations[0] : 1, dw = win.dilations[nsp - 1];
+            nest->scratch_bytes = dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
+        } else {
+            int64_t kh = nsp == 2 ? win.kernel[0] : 1, kw = win.kernel[nsp - 1];
+            int64_t dh = nsp == 2 ? win.dilations[0] : 1, dw = win.dilations[nsp - 1];
+            bool unit_strides = win.strides[0] == 1 && win.strides[nsp - 1] == 1;
+            nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
+            if (unit_strides)
+                nest->scratch_bytes = imax64(nest->scratch_bytes,
+                                             direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
+        }
+    }
+
+    bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    ox->dims[0] = affine(0, 1, 0, 0);
+    ox->dims[1] = group_channels(group, Cg, Mg, nest->tile[1], 1);
+    for (int i = 0; i < nsp; i++)
+        ox->dims[2 + i] = affine(2 + i, win.strides[i], -win.pads[i],
+                                 (win.kernel[i] - 1) * win.dilations[i]);
+    cp->x = 0;
+    bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
+    ow->dims[0] = affine(1, 1, 0, 0);
+    conv_tail_operands(nest, cp, n, b != NULL, y->rank);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- ConvTranspose */
+
+bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    nn_window win;
+    if ((s = conv_window(g, n, d, &win))) return s;
+    int nsp = x->rank - 2;
+    int64_t out_pad[BD_NN_MAX_SPATIAL];
+    read_ints(n, "output_padding", nsp, 0, out_pad);
+    /* With output_shape or SAME_*, the pads come from the total padding between the unpadded
+     * extent and the output; the odd element goes to the end for SAME_UPPER, else the start. */
+    bool derived = bd_node_attr(n, "output_shape") || win.auto_pad == PAD_SAME_UPPER ||
+                   win.auto_pad == PAD_SAME_LOWER;
+    for (int i = 0; i < nsp && derived; i++) {
+        int64_t span = (win.kernel[i] - 1) * win.dilations[i] + 1;
+        int64_t full = win.strides[i] * (x->dims[2 + i] - 1) + out_pad[i] + span;
+        int64_t total = imax64(0, full - y->dims[2 + i]);
+        int64_t head = win.auto_pad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        win.pads[i] = head;
+        win.pads[nsp + i] = total - head;
+    }
+    int64_t group = bd_attr_int(n, "group", 1);
+    int64_t C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_CONV_TRANSPOSE, y);
+    bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
+    memset(cp, 0, sizeof *cp);
+    cp->nsp = nsp;
+    cp->group = group;
+    memcpy(cp->kernel, win.kernel, sizeof cp->kernel);
+    memcpy(cp->strides, win.strides, sizeof cp->strides);
+    memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
+    memcpy(cp->pads, win.pads, sizeof cp->pads);
+    int64_t ksize = 1;
+    for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
+    /* Each output element gathers about Cg * ksize / stride^nsp products. */
+    int64_t per_out = Cg * ksize;
+    for (int i = 0; i < nsp; i++) per_out = imax64(1, per_out / win.strides[i]);
+    conv_tiling(nest, per_out, group > 1 ? Mg : 1, group > 1 ? Mg : 1, true, 1);
+
+    /* X along a spatial axis: output [lo, hi) gathers inputs (o + pad - k*dil) / stride, an
+     * affine range for stride 1, otherwise FULL. */
+    bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    ox->dims[0] = affine(0, 1, 0, 0);
+    ox->dims[1] = group_channels(group, Cg, Mg, nest->tile[1], 1);
+    for (int i = 0; i < nsp; i++) {
+        int64_t reach = (win.kernel[i] - 1) * win.dilations[i];
+        ox->dims[2 + i] = win.strides[i] == 1 ? affine(2 + i, 1, win.pads[i] - reach, reach)
+                                              : full_dim();
+    }
+    cp->x = 0;
+    /* W is [C, M/group, k...]: its axis 0 follows X's channels, axis 1 the output channel. */
+    bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
+    ow->dims[0] = ox->dims[1];
+    if (group == 1) ow->dims[1] = affine(1, 1, 0, 0);
+    conv_tail_operands(nest, cp, n, b != NULL, y->rank);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0), *ind = bd_node_out(g, n, 1);
+    bool is_max = n->op == BD_OP_MAX_POOL;
+    if (y->constant && (!ind || ind->constant)) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, y, "output 0")))
+        return s;
+    bool int8 = x->dtype == BD_DT_INT8 || x->dtype == BD_DT_UINT8;
+    if (!is_float_dtype(x->dtype) && !(is_max && int8))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (X) is %s",
+                            bd_dtype_name(x->dtype));
+    int nsp = x->rank - 2;
+    nn_window win;
+    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= 19;
+    if ((s = read_window(g, n, d, nsp, has_dilations, &win))) return s;
+    read_ints(n, "kernel_shape", nsp, 1, win.kernel);
+    resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_POOL, y);
+    bd_pool_params *pp = BD_NEST_PARAMS(nest, pool);
+    memset(pp, 0, sizeof *pp);
+    pp->nsp = nsp;
+    pp->is_max = is_max;
+    pp->count_include_pad = !is_max && bd_attr_int(n, "count_include_pad", 0) != 0;
+    pp->column_major = is_max && bd_attr_int(n, "storage_order", 0) != 0;
+    memcpy(pp->kernel, win.kernel, sizeof pp->kernel);
+    memcpy(pp->strides, win.strides, sizeof pp->strides);
+    memcpy(pp->dilations, win.dilations, sizeof pp->dilations);
+    memcpy(pp->pads, win.pads, sizeof pp->pads);
+    int64_t ksize = 1;
+    for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
+    bd_nest_tile_default(nest, imax64(64, (1 << 16) / ksize));
+    /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
+    nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
+
+    bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    ox->dims[0] = affine(0, 1, 0, 0);
+    ox->dims[1] = affine(1, 1, 0, 0);
+    for (int i = 0; i < nsp; i++)
+        ox->dims[2 + i] = affine(2 + i, win.strides[i], -win.pads[i],
+                                 (win.kernel[i] - 1) * win.dilations[i]);
+    pp->x = 0;
+    pp->y = 1;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    pp->indices = -1;
+    if (ind) {
+        if ((s = need_static(d, n, ind, "output 1 (Indices)"))) return s;
+        pp->indices = 2;
+        bd_access_identity(bd_nest_operand(nest, n->outputs[1], true, ind->rank), 0);
+    }
+    return BD_OK;
+}
+
+bd_status bd_lower_global_pool(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, y, "output 0")) ||
+        (s = need_dtype_float(d, n, x, "input 0 (X)")))
+        return s;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GLOBAL_POOL, y);
+    bd_global_pool_params *gp = BD_NEST_PARAMS(nest, global_pool);
+    memset(gp, 0, sizeof *gp);
+    gp->spatial = 1;
+    for (int i = 2; i < x->rank; i++) gp->spatial *= x->dims[i];
+    bd_nest_tile_default(nest, imax64(1, (1 << 16) / imax64(gp->spatial, 1)));
+    bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    ox->dims[0] = affine(0, 1, 0, 0);
+    ox->dims[1] = affine(1, 1, 0, 0);
+    gp->x = 0;
+    gp->y = 1;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- MatMul, Gemm */
+
+static bool matmul_dtype_ok(int dt) {
+    return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE || dt == BD_DT_INT32 || dt == BD_DT_INT64 ||
+           dt == BD_DT_UINT32 || dt == BD_DT_UINT64;
+}
+
+/* Element strides of v's batch axes (all but the last two, or none for rank <= 2) along the
+ * n_batch output batch axes, right-aligned; 0 where v broadcasts. Sets the access map of those
+ * axes too. */
+static void batch_strides(const bd_value *v, bd_operand *o, const bd_value *y, int n_batch,
+                          int64_t *out) {
+    int vb = v->rank > 2 ? v->rank - 2 : 0;
+    int64_t st[BD_MAX_RANK], acc = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        st[i] = acc;
+        acc *= v->dims[i];
+    }
+    for (int j = 0; j < n_batch; j++) out[j] = 0;
+    for (int k = 0; k < vb; k++) {
+        int j = k + n_batch - vb;
+        if (v->dims[k] == 1 && y->dims[j] != 1) {
+            o->dims[k] = affine(-1, 0, 0, 0);
+        } else {
+            o->dims[k] = affine(j, 1, 0, 0);
+            out[j] = v->dims[k] == 1 ? 0 : st[k];
+        }
+    }
+}
+
+/* Tiles [batch..., M?, N?]: batches one at a time (several when each is tiny), then cuts M and N
+ * until the op has its blocks. Every block packs its own rows of A (and, unless B was packed at
+ * create time, its own columns of B), so with a packed B the rows are cut first (in multiples of
+ * 48, a multiple of every register tile's MR) and the columns only down to 128; otherwise the
+ * larger of the two is halved. */
+/* (rows, columns) tile of an R x N float32 product split into `batches` independent products,
+ * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, partial
+ * ones whole), packing its rows of A, packing (or, when pre-packed, streaming) its columns of B,
+ * and a fixed dispatch cost. */
+static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
+                          bool has_n, int64_t *mt_out, int64_t *nt_out) {
+    int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
+    if (!has_m) R = 1;
+    double best = -1;
+    *mt_out = R;
+    *nt_out = N;
+    for (int64_t km = 1; km <= 32 && km <= R; km++) {
+        int64_t mt = km == 1 ? R : round_up(ceil_div(R, km), 12);
+        if (ceil_div(R, mt) != km) continue;
+        for (int64_t kn = 1; kn <= 32 && kn <= N; kn++) {
+            int64_t nt = kn == 1 ? N : round_up(ceil_div(N, kn), 32);
+            if (ceil_div(N, nt) != kn) continue;
+            double gemm = (double)round_up(mt, 12) * (double)K * (double)round_up(nt, 32) / 32.0;
+            double pack_a = 1.5 * (double)mt * (double)K * (double)ceil_div(nt, 2048);
+            double pack_b = (mp->b_packed ? 0.1 : 1.0) * (double)K * (double)nt;
+            double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0);
+            if (best < 0 || total < best * 0.999) {
+                best = total;
+                *mt_out = mt;
+                *nt_out = nt;
+            }
+        }
+    }
+}
+
+/* Merged rows (see bd_matmul_params): tile the R = batch x M rows as one axis. */
+static void matmul_tiling_merged(bd_nest *nest, bd_matmul_params *mp) {
+    int mi = mp->m_iter;
+    int64_t R = 1;
+    for (int i = 0; i <= mi; i++) R *= nest->extent[i];
+    int64_t rt, nt;
+    matmul_search(mp, R, 1, true, mp->n_iter >= 0, &rt, &nt);
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
+    /* the longest suffix of (batch..., M) that fits in rt rows stays whole */
+    int k = mi + 1;
+    int64_t inner = 1;
+    while (k > 0 && inner * nest->extent[k - 1] <= rt) inner *= nest->extent[--k];
+    mp->cut = k > 0 ? k - 1 : 0;
+    if (k > 0) {
+        for (int i = 0; i < k - 1; i++) tile[i] = 1;
+        tile[k - 1] = imax64(1, rt / inner);
+        mp->cut_rows = inner;
+    } else {
+        mp->cut_rows = R / imax64(nest->extent[0], 1);
+    }
+    bd_nest_tile(nest, tile);
+}
+
+/* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); float32 products
+ * search their (M, N) tile, other types (generated loops) halve the larger of M and N until the
+ * op has about one block per MM_BLOCK_WORK multiply-adds. */
+static void matmul_tiling(bd_nest *nest, const bd_matmul_params *mp, bool f32) {
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    int64_t per_batch = mp->M * mp->N * imax64(mp->K, 1), batches = 1;
+    for (int i = 0; i < mp->n_batch; i++) tile[i] = 1;
+    if (mp->n_batch > 0) {
+        int last = mp->n_batch - 1;
+        tile[last] = imax64(1, imin64(nest->extent[last], MM_BLOCK_WORK / imax64(per_batch, 1)));
+    }
+    for (int i = 0; i < mp->n_batch; i++) batches *= ceil_div(nest->extent[i], tile[i]);
+    if (f32) {
+        int64_t mt, nt;
+        matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
+        if (mp->m_iter >= 0) tile[mp->m_iter] = mt;
+        if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
+        bd_nest_tile(nest, tile);
+        return;
+    }
+    int64_t want = imin64(MM_MAX_BLOCKS, imax64(1, per_batch * batches / MM_BLOCK_WORK));
+    while (tile_blocks(nest, tile) < want) {
+        int64_t mt = mp->m_iter >= 0 ? tile[mp->m_iter] : 1;
+        int64_t nt = mp->n_iter >= 0 ? tile[mp->n_iter] : 1;
+        if (mp->n_iter >= 0 && nt >= 128 && (mt < 96 || nt >= mt)) tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
+        else if (mp->m_iter >= 0 && mt >= 24) tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
+        else break;
+    }
+    bd_nest_tile(nest, tile);
+}
+
+bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bool gemm = n->op == BD_OP_GEMM;
+    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
+    bd_value *c = gemm ? bd_node_in(g, n, 2) : NULL, *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, a, "input 0 (A)")) || (s = need_static(d, n, b, "input 1 (B)")) ||
+        (s = need_static(d, n, c, "input 2 (C)")) || (s = need_static(d, n, y, "output 0")))
+        return s;
+    if (!matmul_dtype_ok(a->dtype))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (A) is %s",
+                            bd_dtype_name(a->dtype));
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_MATMUL, y);
+    bd_matmul_params *mp = BD_NEST_PARAMS(nest, matmul);
+    memset(mp, 0, sizeof *mp);
+    mp->alpha = 1.0f;
+    mp->beta = 1.0f;
+    mp->c = -1;
+    bool a_vec = false, b_vec = false;
+    if (gemm) {
+        mp->trans_a = bd_attr_int(n, "transA", 0) != 0;
+        mp->trans_b = bd_attr_int(n, "transB", 0) != 0;
+        mp->alpha = bd_attr_float(n, "alpha", 1.0f);
+        mp->beta = bd_attr_float(n, "beta", 1.0f);
+        mp->M = y->dims[0];
+        mp->N = y->dims[1];
+        mp->K = a->dims[mp->trans_a ? 0 : 1];
+        mp->n_batch = 0;
+        mp->m_iter = 0;
+        mp->n_iter = 1;
+    } else {
+        a_vec = a->rank == 1;
+        b_vec = b->rank == 1;
+        mp->K = a->dims[a->rank - 1];
+        mp->M = a_vec ? 1 : a->dims[a->rank - 2];
+        mp->N = b_vec ? 1 : b->dims[b->rank - 1];
+        mp->n_batch = y->rank - !a_vec - !b_vec;
+        mp->m_iter = a_vec ? -1 : mp->n_batch;
+        mp->n_iter = b_vec ? -1 : mp->n_batch + !a_vec;
+    }
+
+    bd_operand *oa = bd_nest_operand(nest, n->inputs[0], false, a->rank);
+    bd_operand *ob = bd_nest_operand(nest, n->inputs[1], false, b->rank);
+    mp->a = 0;
+    mp->b = 1;
+    if (gemm) {
+        oa->dims[mp->trans_a ? 1 : 0] = affine(0, 1, 0, 0);
+        ob->dims[mp->trans_b ? 0 : 1] = affine(1, 1, 0, 0);
+    } else {
+        batch_strides(a, oa, y, mp->n_batch, mp->a_bstride);
+        batch_strides(b, ob, y, mp->n_batch, mp->b_bstride);
+        if (!a_vec) oa->dims[a->rank - 2] = affine(mp->m_iter, 1, 0, 0);
+        if (!b_vec) ob->dims[b->rank - 1] = affine(mp->n_iter, 1, 0, 0);
+    }
+    int64_t ys = 1;
+    for (int i = y->rank - 1; i >= 0; i--) {
+        if (i < mp->n_batch) mp->y_bstride[i] = ys;
+        ys *= y->dims[i];
+    }
+
+    bool b_shared = true; /* one B matrix for every batch */
+    for (int i = 0; i < mp->n_batch; i++) b_shared &= mp->b_bstride[i] == 0;
+    mp->b_packed = a->dtype == BD_DT_FLOAT && b->constant && b_shared && !b_vec;
+    mp->alpha_in_b = mp->b_packed && mp->alpha != 1.0f;
+    bool post_alpha = mp->alpha != 1.0f && !mp->alpha_in_b;
+    mp->c_mode = BD_MM_C_NONE;
+    if (c) {
+        mp->c = nest->n_operands;
+        bd_access_broadcast(bd_nest_operand(nest, n->inputs[2], false, c->rank), c, y);
+        bool row_vector = numel_of(c) == mp->N && (c->rank == 0 ? mp->N == 1
+                                                                  : c->dims[c->rank - 1] == mp->N);
+        bool beta_ok = mp->beta == 1.0f || c->constant;
+        mp->c_mode = row_vector && beta_ok && !post_alpha && a->dtype == BD_DT_FLOAT
+                         ? BD_MM_C_BIAS_N
+                         : BD_MM_C_GENERAL;
+        if (mp->beta == 0.0f && mp->c_mode == BD_MM_C_GENERAL) mp->c_mode = BD_MM_C_NONE;
+    }
+    mp->y = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+
+    /* A's batch axes contiguous like the output's (no broadcasting, no transpose): rows merge */
+    mp->merged = !gemm && !a_vec && b_shared && mp->n_batch > 0;
+    for (int j = 0, k = 0; j < mp->n_batch && mp->merged; j++) {
+        int64_t rows_after = mp->M * mp->K;
+        for (int i = j + 1; i < mp->n_batch; i++) rows_after *= y->dims[i];
+        mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
+        (void)k;
+    }
+    if (mp->merged && a->dtype == BD_DT_FLOAT) matmul_tiling_merged(nest, mp);
+    else matmul_tiling(nest, mp, a->dtype == BD_DT_FLOAT);
+    mp->merged &= a->dtype == BD_DT_FLOAT;
+    if (a->dtype == BD_DT_FLOAT) {
+        int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
+        if (mp->merged) mt = nest->tile[mp->cut] * mp->cut_rows;
+        int64_t nt = mp->n_iter >= 0 ? nest->tile[mp->n_iter] : 1;
+        nest->scratch_bytes = gemm_scratch_bound(mt, nt, mp->K);
+    }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- normalisation */
+
+static bd_status lower_batchnorm(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (n->opset >= 14 && bd_attr_int(n, "training_mode", 0) != 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'training_mode' = 1 (training "
+                            "statistics) is not compiled");
+    for (int k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k] >= 0 && bd_graph_value(g, n->outputs[k])->n_uses > 0)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output %d (a training statistic) is "
+                                "not compiled", k);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, y, "output 0")) ||
+        (s = need_dtype_float(d, n, x, "input 0 (X)")))
+        return s;
+    for (int k = 1; k < 5; k++) {
+        bd_value *v = bd_node_in(g, n, k);
+        if ((s = need_static(d, n, v, "a parameter input")) ||
+            (s = need_dtype_float(d, n, v, "a parameter input")))
+            return s;
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_NORM, y);
+    bd_norm_params *np = BD_NEST_PARAMS(nest, norm);
+    memset(np, 0, sizeof *np);
+    np->kind = BD_NORM_BATCH;
+    np->epsilon = bd_attr_float(n, "epsilon", 1e-5f);
+    np->channels = x->dims[1];
+    np->inner = 1;
+    for (int i = 2; i < x->rank; i++) np->inner *= x->dims[i];
+    np->per_activation = n->opset < 9 && bd_attr_int(n, "spatial", 1) == 0;
+    np->folded = true;
+    for (int k = 1; k < 5; k++) np->folded &= bd_node_in(g, n, k)->constant != NULL;
+    np->mean_out = np->inv_out = -1;
+
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) tile[i] = x->dims[i];
+    tile[0] = 1;
+    tile[1] = imax64(1, imin64(x->dims[1], (1 << 15) / imax64(np->inner, 1)));
+    bd_nest_tile(nest, tile);
+    if (nest->n_blocks < 4 && x->rank > 2) bd_nest_tile_default(nest, 1 << 14);
+
+    bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, x->rank), 0);
+    np->x = 0;
+    int *slot[4] = {&np->scale, &np->bias, &np->mean, &np->var};
+    for (int k = 1; k < 5; k++) {
+        bd_value *v = bd_node_in(g, n, k);
+        *slot[k - 1] = nest->n_operands;
+        bd_access_identity(bd_nest_operand(nest, n->inputs[k], false, v->rank), 1);
+    }
+    np->y = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    return BD_OK;
+}
+
+static bd_status lower_layernorm(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *sc = bd_node_in(g, n, 1), *bias = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0), *mo = bd_node_out(g, n, 1), *io = bd_node_out(g, n, 2);
+    if (y->constant && (!mo || mo->constant) && (!io || io->constant)) return BD_OK;
+    bd_status s;
+    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, sc, "input 1 (Scale)")) ||
+        (s = need_static(d, n, bias, "input 2 (B)")) || (s = need_static(d, n, y, "output 0")) ||
+        (s = need_dtype_float(d, n, x, "input 0 (X)")))
+        return s;
+    if (bd_attr_int(n, "stash_type", 1) != 1)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'stash_type' = %lld (only 1, "
+                            "float, is compiled)", (long long)bd_attr_int(n, "stash_type", 1));
+    int axis;
+    if (x->rank < 1 || !bd_norm_axis(bd_attr_int(n, "axis", -1), x->rank, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_NORM, y);
+    bd_norm_params *np = BD_NEST_PARAMS(nest, norm);
+    memset(np, 0, sizeof *np);
+    np->kind = BD_NORM_LAYER;
+    np->epsilon = bd_attr_float(n, "epsilon", 1e-5f);
+    np->axis = axis;
+    np->rows = 1;
+    np->cols = 1;
+    for (int i = 0; i < x->rank; i++) *(i < axis ? &np->rows : &np->cols) *= x->dims[i];
+    np->mean = np->var = np->bias = np->mean_out = np->inv_out = -1;
+
+    /* Normalised axes whole in every block; the outer ones cut to about 16K elements a block. */
+    int64_t tile[BD_MAX_RANK], per = np->cols, target = imax64(1, (1 << 14) / imax64(np->cols, 1));
+    for (int i = 0; i < x->rank; i++) tile[i] = x->dims[i];
+    int64_t rows_in = 1;
+    for (int i = axis - 1; i >= 0; i--) {
+        if (rows_in * x->dims[i] <= target) {
+            rows_in *= x->dims[i];
+        } else {
+            tile[i] = imax64(1, target / rows_in);
+            for (int j = i - 1; j >= 0; j--) tile[j] = 1;
+            break;
+        }
+    }
+    (void)per;
+    bd_nest_tile(nest, tile);
+
+    bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, x->rank), 0);
+    np->x = 0;
+    np->scale = 1;
+    bd_access_broadcast(bd_nest_operand(nest, n->inputs[1], false, sc->rank), sc, y);
+    if (bias) {
+        np->bias = nest->n_operands;
+        bd_access_broadcast(bd_nest_operand(nest, n->inputs[2], false, bias->rank), bias, y);
+    }
+    np->y = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_value *stats[2] = {mo, io};
+    int *stat_slot[2] = {&np->mean_out, &np->inv_out};
+    for (int k = 0; k < 2; k++) {
+        if (!stats[k]) continue;
+        if ((s = need_static(d, n, stats[k], "a statistics output"))) return s;
+        *stat_slot[k] = nest->n_operands;
+        bd_operand *o = bd_nest_operand(nest, n->outputs[1 + k], true, stats[k]->rank);
+        for (int i = 0; i < o->rank; i++) o->dims[i] = i < axis ? affine(i, 1, 0, 0) : affine(-1, 0, 0, 0);
+    }
+    return BD_OK;
+}
+
+bd_status bd_lower_norm(bd_program *p, int node, bd_diag *d) {
+    bd_node *n = bd_graph_node(p->graph, node);
+    return n->op == BD_OP_BATCH_NORMALIZATION ? lower_batchnorm(p, node, d)
+                                              : lower_layernorm(p, node, d);
+}
+
+/* ---------------------------------------------------------------- LSTM */
+
+/* The activation names LSTM accepts (case-insensitive), which of alpha/beta each consumes from
+ * activation_alpha/activation_beta (in order, as onnxruntime reads them) and their defaults. */
+static const struct {
+    const char *name;
+    int fn;
+    bool uses_alpha, uses_beta;
+    float alpha, beta;
+} rnn_acts[] = {
+    {"Sigmoid", BD_RNN_SIGMOID, false, false, 0, 0},
+    {"Tanh", BD_RNN_TANH, false, false, 0, 0},
+    {"Relu", BD_RNN_RELU, false, false, 0, 0},
+    {"Affine", BD_RNN_AFFINE, true, true, 1.0f, 0.0f},
+    {"LeakyRelu", BD_RNN_LEAKY_RELU, true, false, 0.01f, 0},
+    {"ThresholdedRelu", BD_RNN_THRESHOLDED_RELU, true, false, 1.0f, 0},
+    {"ScaledTanh", BD_RNN_SCALED_TANH, true, true, 1.0f, 1.0f},
+    {"HardSigmoid", BD_RNN_HARD_SIGMOID, true, true, 0.2f, 0.5f},
+    {"Elu", BD_RNN_ELU, true, false, 1.0f, 0},
+    {"Softsign", BD_RNN_SOFTSIGN, false, false, 0, 0},
+    {"Softplus", BD_RNN_SOFTPLUS, false, false, 0, 0},
+};
+
+static bd_status lstm_activations(const bd_node *n, bd_diag *d, bd_lstm_params *lp) {
+    static const int defaults[3] = {BD_RNN_SIGMOID, BD_RNN_TANH, BD_RNN_TANH};
+    for (int dir = 0; dir < 2; dir++)
+        for (int k = 0; k < 3; k++) lp->act[dir][k] = (bd_rnn_act){defaults[k], 0, 0};
+    const bd_attr *names = bd_node_attr(n, "activations");
+    if (!names) return BD_OK;
+    const bd_attr *al = bd_node_attr(n, "activation_alpha"), *be = bd_node_attr(n, "activation_beta");
+    int na = al && al->type == BD_ATTR_FLOATS ? al->n : 0, nb = be && be->type == BD_ATTR_FLOATS ? be->n : 0;
+    int ia = 0, ib = 0;
+    for (int i = 0; i < names->n && i < 3 * lp->num_dir; i++) {
+        size_t k = 0;
+        while (k < BD_COUNT(rnn_acts) && !bd_bytes_equal_nocase(&names->strings[i], rnn_acts[k].name)) k++;
+        if (k == BD_COUNT(rnn_acts))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'activations' value %d is "
+                                "not a supported function", i);
+        bd_rnn_act *act = &lp->act[i / 3][i % 3];
+        act->fn = rnn_acts[k].fn;
+        act->alpha = rnn_acts[k].alpha;
+        act->beta = rnn_acts[k].beta;
+        if (rnn_acts[k].uses_alpha && ia < na) act->alpha = al->floats[ia++];
+        if (rnn_acts[k].uses_beta && ib < nb) act->beta = be->floats[ib++];
+    }
+    return BD_OK;
+}
+
+bd_status bd_lower_lstm(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *in[8], *out[3];
+    for (int k = 0; k < 8; k++) in[k] = bd_node_in(g, n, k);
+    for (int k = 0; k < 3; k++) out[k] = bd_node_out(g, n, k);
+    bool any = false;
+    for (int k = 0; k < 3; k++) any |= out[k] && !out[k]->constant;
+    if (!any) return BD_OK;
+    bd_status s;
+    static const char *const in_names[8] = {"input 0 (X)", "input 1 (W)", "input 2 (R)",
+                                            "input 3 (B)", "input 4 (sequence_lens)",
+                                            "input 5 (initial_h)", "input 6 (initial_c)",
+                                            "input 7 (P)"};
+    for (int k = 0; k < 8; k++)
+        if ((s = need_static(d, n, in[k], in_names[k]))) return s;
+    for (int k = 0; k < 3; k++)
+        if ((s = need_static(d, n, out[k], "an output"))) return s;
+    if (in[0]->dtype != BD_DT_FLOAT)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (X) is %s; LSTM is compiled for "
+                            "float32 only", bd_dtype_name(in[0]->dtype));
+
+    bd_lstm_params lp;
+    memset(&lp, 0, sizeof lp);
+    const char *dir = bd_attr_string(g, n, "direction", "forward");
+    lp.num_dir = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+    lp.reverse = strcmp(dir, "reverse") == 0;
+    lp.batch_major = n->opset >= 14 && bd_attr_int(n, "layout", 0) != 0;
+    lp.seq = in[0]->dims[lp.batch_major ? 1 : 0];
+    lp.batch = in[0]->dims[lp.batch_major ? 0 : 1];
+    lp.input = in[0]->dims[2];
+    lp.hidden = in[2]->dims[2];
+    lp.input_forget = bd_attr_int(n, "input_forget", 0) != 0;
+    const bd_attr *clip = bd_node_attr(n, "clip");
+    lp.has_clip = clip != NULL;
+    lp.clip = clip ? clip->f : 0.0f;
+    if (lp.has_clip && !(lp.clip > 0.0f))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'clip' = %g, expected a positive "
+                            "threshold", (double)lp.clip);
+    if ((s = lstm_activations(n, d, &lp))) return s;
+    lp.packed = in[1]->constant && in[2]->constant;
+
+    /* One block per (direction, batch tile); the recurrence runs inside the block. Its scratch
+     * holds the input projections of every step for its batch rows, so batch tiles are capped
+     * at about 32 MiB of those; a single direction with a batch of 4 or more is cut in two so
+     * that two threads share the work. */
+    int64_t H4 = 4 * lp.hidden, per_row = imax64(1, lp.seq * H4);
+    if (per_row > ((int64_t)1 << 24))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "seq_length x 4 x hidden_size = %lld is too "
+                            "large for the per-step input projections", (long long)per_row);
+    int64_t bt = imax64(1, imin64(lp.batch, ((int64_t)1 << 23) / per_row));
+    if (lp.num_dir == 1 && lp.batch >= 4 && bt == lp.batch) bt = ceil_div(lp.batch, 2);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_LSTM, NULL);
+    nest->n_iter = 2;
+    nest->extent[0] = lp.num_dir;
+    nest->extent[1] = lp.batch;
+    bd_nest_tile(nest, (int64_t[]){1, bt});
+    bd_lstm_params *np = BD_NEST_PARAMS(nest, lstm);
+    *np = lp;
+    int *slots[8] = {&np->x, &np->w, &np->r, &np->b, &np->lens, &np->h0, &np->c0, &np->p};
+    int bdim = lp.batch_major ? 0 : 1; /* batch axis of X */
+    int sdir = lp.batch_major ? 1 : 0, sbatch = lp.batch_major ? 0 : 1; /* of the state tensors */
+    for (int k = 0; k < 8; k++) {
+        *slots[k] = -1;
+        if (!in[k]) continue;
+        *slots[k] = nest->n_operands;
+        bd_operand *o = bd_nest_operand(nest, n->inputs[k], false, in[k]->rank);
+        switch (k) {
+        case 0: o->dims[bdim] = affine(1, 1, 0, 0); break;
+        case 4: o->dims[0] = affine(1, 1, 0, 0); break;
+        case 5:
+        case 6:
+            o->dims[sdir] = affine(0, 1, 0, 0);
+            o->dims[sbatch] = affine(1, 1, 0, 0);
+            break;
+        default: o->dims[0] = affine(0, 1, 0, 0); break; /* W, R, B, P: per direction */
+        }
+    }
+    int *oslots[3] = {&np->y, &np->yh, &np->yc};
+    for (int k = 0; k < 3; k++) {
+        *oslots[k] = -1;
+        if (!out[k]) continue;
+        *oslots[k] = nest->n_operands;
+        bd_operand *o = bd_nest_operand(nest, n->outputs[k], true, out[k]->rank);
+        for (int i = 0; i < o->rank; i++) o->dims[i] = affine(-1, 0, 0, out[k]->dims[i] - 1);
+        if (k == 0) { /* Y: [seq, dir, batch, hidden] or [batch, seq, dir, hidden] */
+            o->dims[lp.batch_major ? 2 : 1] = affine(0, 1, 0, 0);
+            o->dims[lp.batch_major ? 0 : 2] = affine(1, 1, 0, 0);
+        } else {
+            o->dims[sdir] = affine(0, 1, 0, 0);
+            o->dims[sbatch] = affine(1, 1, 0, 0);
+        }
+    }
+    /* Scratch: input projections of every step, h, c, the gates of one step, the summed biases,
+     * and the GEMM's own. */
+    int64_t floats = lp.seq * bt * H4 + 2 * bt * lp.hidden + bt * H4 + H4 + lp.hidden + 64;
+    nest->scratch_bytes = floats * 4 + 256 +
+                          gemm_scratch_bound(imax64(lp.seq * bt, 1), H4, imax64(lp.input, lp.hidden));
+    return BD_OK;
+}

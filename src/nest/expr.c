@@ -1,0 +1,128 @@
+/* expr.c — building, composing, checking and dumping the scalar expressions of expr.h. */
+#include <string.h>
+
+#include "base/util.h"
+
+#include "nest/expr.h"
+
+static const struct {
+    const char *name;
+    int args, consts;
+} ops[BD_EXPR_OP_COUNT] = {
+#define X(name, args, consts) {#name, args, consts},
+    BD_EXPR_OPS(X)
+#undef X
+};
+
+int bd_expr_arity(bd_expr_op op) { return ops[op].args; }
+const char *bd_expr_op_name(bd_expr_op op) { return ops[op].name; }
+
+static int push(bd_expr *x, bd_expr_node node) {
+    if (x->overflow || x->n >= BD_EXPR_MAX_NODES) {
+        x->overflow = true;
+        return -1;
+    }
+    for (int i = 0; i < ops[node.op].args; i++)
+        if (node.arg[i] < 0) return -1; /* an argument already overflowed */
+    x->node[x->n] = node;
+    return x->n++;
+}
+
+int bd_expr_load(bd_expr *x, int operand, int dtype) {
+    return push(x, (bd_expr_node){.op = BD_EXPR_LOAD, .dtype = dtype, .operand = operand});
+}
+
+int bd_expr_const(bd_expr *x, double k, int dtype) {
+    return push(x, (bd_expr_node){.op = BD_EXPR_CONST, .dtype = dtype, .k = {k, 0}});
+}
+
+int bd_expr_unary_k(bd_expr *x, bd_expr_op op, int dtype, int a, double k0, double k1) {
+    return push(x, (bd_expr_node){.op = op, .dtype = dtype, .arg = {a, 0, 0}, .k = {k0, k1}});
+}
+
+int bd_expr_unary(bd_expr *x, bd_expr_op op, int dtype, int a) {
+    return bd_expr_unary_k(x, op, dtype, a, 0, 0);
+}
+
+int bd_expr_binary(bd_expr *x, bd_expr_op op, int dtype, int a, int b) {
+    return push(x, (bd_expr_node){.op = op, .dtype = dtype, .arg = {a, b, 0}});
+}
+
+int bd_expr_select(bd_expr *x, int dtype, int c, int a, int b) {
+    return push(x, (bd_expr_node){.op = BD_EXPR_SELECT, .dtype = dtype, .arg = {c, a, b}});
+}
+
+int bd_expr_cast(bd_expr *x, int dtype, int a) {
+    if (a < 0) return -1;
+    if (x->node[a].dtype == dtype) return a;
+    return bd_expr_unary(x, BD_EXPR_CAST, dtype, a);
+}
+
+const bd_expr_node *bd_expr_root(const bd_expr *x) { return x->n ? &x->node[x->n - 1] : NULL; }
+
+bool bd_expr_reads(const bd_expr *x, int i, int operand) {
+    const bd_expr_node *e = &x->node[i];
+    if (e->op == BD_EXPR_LOAD) return e->operand == operand;
+    for (int a = 0; a < ops[e->op].args; a++)
+        if (bd_expr_reads(x, e->arg[a], operand)) return true;
+    return false;
+}
+
+int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf, const int *operand_map) {
+    int map[BD_EXPR_MAX_NODES];
+    int last = -1;
+    for (int i = 0; i < src->n; i++) {
+        bd_expr_node e = src->node[i];
+        if (e.op == BD_EXPR_LOAD && leaf && leaf[e.operand] >= 0) {
+            map[i] = last = leaf[e.operand];
+            continue;
+        }
+        if (e.op == BD_EXPR_LOAD && operand_map) e.operand = operand_map[e.operand];
+        for (int a = 0; a < ops[e.op].args; a++) e.arg[a] = map[e.arg[a]];
+        map[i] = last = push(dst, e);
+        if (last < 0) return -1;
+    }
+    return last;
+}
+
+void bd_expr_compact(bd_expr *x, int root) {
+    if (!x->n) return;
+    BD_ASSERT(root >= 0 && root < x->n);
+    bool live[BD_EXPR_MAX_NODES] = {false};
+    live[root] = true;
+    for (int i = x->n - 1; i >= 0; i--)
+        if (live[i])
+            for (int a = 0; a < ops[x->node[i].op].args; a++) live[x->node[i].arg[a]] = true;
+    int map[BD_EXPR_MAX_NODES], n = 0;
+    for (int i = 0; i <= root; i++) {
+        if (!live[i]) continue;
+        bd_expr_node e = x->node[i];
+        for (int a = 0; a < ops[e.op].args; a++) e.arg[a] = map[e.arg[a]];
+        map[i] = n;
+        x->node[n++] = e;
+    }
+    x->n = n;
+}
+
+void bd_expr_dump(const bd_expr *x, FILE *f, const char *indent) {
+    for (int i = 0; i < x->n; i++) {
+        const bd_expr_node *e = &x->node[i];
+        fprintf(f, "%se%d = %s %s", indent, i, ops[e->op].name, bd_dtype_name(e->dtype));
+        if (e->op == BD_EXPR_LOAD) fprintf(f, " operand %d", e->operand);
+        for (int a = 0; a < ops[e->op].args; a++) fprintf(f, "%s e%d", a ? "," : "", e->arg[a]);
+        for (int k = 0; k < ops[e->op].consts; k++) fprintf(f, "%s %.17g", k ? "," : " k", e->k[k]);
+        fprintf(f, "\n");
+    }
+}
+
+bool bd_expr_valid(const bd_expr *x, int n_operands) {
+    if (x->overflow || x->n < 0 || x->n > BD_EXPR_MAX_NODES) return false;
+    for (int i = 0; i < x->n; i++) {
+        const bd_expr_node *e = &x->node[i];
+        if ((unsigned)e->op >= BD_EXPR_OP_COUNT || !bd_dtype_known(e->dtype)) return false;
+        if (e->op == BD_EXPR_LOAD && (e->operand < 0 || e->operand >= n_operands)) return false;
+        for (int a = 0; a < ops[e->op].args; a++)
+            if (e->arg[a] < 0 || e->arg[a] >= i) return false;
+    }
+    return true;
+}

@@ -1,0 +1,112 @@
+/* expr.h — the scalar expression IR stored in the nests: what one element of an elementwise body,
+ * or of a fused epilogue, computes.
+ *
+ * An expression is a small DAG of nodes in one array, each node after its arguments, the last
+ * node the result. A leaf loads operand k of the nest at the element the loop is at (through the
+ * operand's access map: the printer turns the map into the offset) or is a constant; the other
+ * nodes are unary, binary and ternary maps, select, and casts, including the float16/bfloat16
+ * conversions. Every node has the ONNX dtype of its value: a load has its operand's dtype
+ * (float16/bfloat16 as bit patterns), a cast converts its argument to its own dtype, and every
+ * other node computes in its own dtype. Lowering builds them (lower/elementwise.c), fusion
+ * composes them (fuse/fuse.c), and a printer translates each node through its dialect's table
+ * (target/print.c); nothing after lowering reads the ONNX node an expression came from. */
+#ifndef BD_EXPR_H
+#define BD_EXPR_H
+
+#include <stdio.h>
+
+#include "base/dtype.h"
+
+/* Column legend: enum name, arguments, constants (k[0], k[1]), meaning. */
+#define BD_EXPR_OPS(X)                                                                             \
+    X(LOAD, 0, 0)         /* operand `operand` at the current element */                          \
+    X(CONST, 0, 1)        /* k0 */                                                                 \
+    X(CAST, 1, 0)         /* a converted to the node's dtype, as ONNX Cast does */                 \
+    X(NEG, 1, 0)                                                                                   \
+    X(ABS, 1, 0)                                                                                   \
+    X(NOT, 1, 0)                                                                                   \
+    X(RELU, 1, 0)                                                                                  \
+    X(SQRT, 1, 0)                                                                                  \
+    X(EXP, 1, 0)                                                                                   \
+    X(LOG, 1, 0)                                                                                   \
+    X(ERF, 1, 0)                                                                                   \
+    X(TANH, 1, 0)                                                                                  \
+    X(RECIPROCAL, 1, 0)                                                                            \
+    X(SIGMOID, 1, 0)                                                                               \
+    X(LEAKY_RELU, 1, 1)   /* a < 0 ? k0 * a : a */                                                 \
+    X(HARD_SIGMOID, 1, 2) /* max(0, min(1, k0 * a + k1)) */                                        \
+    X(HARD_SWISH, 1, 0)   /* a * max(0, min(1, a / 6 + 1/2)) */                                    \
+    X(GELU, 1, 0)         /* a/2 (1 + erf(a / sqrt 2)) */                                          \
+    X(GELU_TANH, 1, 0)    /* a/2 (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) */                      \
+    X(ADD, 2, 0)                                                                                   \
+    X(SUB, 2, 0)                                                                                   \
+    X(MUL, 2, 0)                                                                                   \
+    X(DIV, 2, 0)          /* integers: 0 when b is 0 (C leaves it undefined) */                    \
+    X(POW, 2, 0)                                                                                   \
+    X(EQUAL, 2, 0)        /* bool result; a and b in their own dtype */                            \
+    X(LESS, 2, 0)                                                                                  \
+    X(GREATER, 2, 0)                                                                               \
+    X(AND, 2, 0)                                                                                   \
+    X(MIN, 2, 0)          /* NaN wins, as numpy's minimum */                                       \
+    X(MAX, 2, 0)                                                                                   \
+    X(CLAMP_MIN, 2, 0)    /* a < b ? b : a (Clip's lower bound; NaN a stays) */                    \
+    X(CLAMP_MAX, 2, 0)    /* a > b ? b : a */                                                      \
+    X(SELECT, 3, 0)       /* a ? b : c */
+
+typedef enum bd_expr_op {
+#define X(name, args, consts) BD_EXPR_##name,
+    BD_EXPR_OPS(X)
+#undef X
+    BD_EXPR_OP_COUNT
+} bd_expr_op;
+
+enum { BD_EXPR_MAX_NODES = 48 };
+
+typedef struct bd_expr_node {
+    bd_expr_op op;
+    int dtype;      /* BD_DT_* of the value */
+    int arg[3];     /* node indices, each < this node's */
+    int operand;    /* LOAD: nest operand index */
+    double k[2];    /* constants */
+} bd_expr_node;
+
+typedef struct bd_expr {
+    int n;          /* nodes; 0 = no expression; node n-1 is the result */
+    bool overflow;  /* a builder ran out of nodes: lowering refuses the op */
+    bd_expr_node node[BD_EXPR_MAX_NODES];
+} bd_expr;
+
+int bd_expr_arity(bd_expr_op op);
+const char *bd_expr_op_name(bd_expr_op op);
+
+/* Builders: append a node, return its index (-1 once the expression is full, which also sets
+ * overflow; every builder passes -1 through). */
+int bd_expr_load(bd_expr *x, int operand, int dtype);
+int bd_expr_const(bd_expr *x, double k, int dtype);
+int bd_expr_unary(bd_expr *x, bd_expr_op op, int dtype, int a);
+int bd_expr_binary(bd_expr *x, bd_expr_op op, int dtype, int a, int b);
+int bd_expr_select(bd_expr *x, int dtype, int c, int a, int b);
+int bd_expr_cast(bd_expr *x, int dtype, int a);  /* no node when a already has that dtype */
+/* A unary op with its constants (LEAKY_RELU, HARD_SIGMOID). */
+int bd_expr_unary_k(bd_expr *x, bd_expr_op op, int dtype, int a, double k0, double k1);
+
+/* The result node, or NULL for an empty expression. */
+const bd_expr_node *bd_expr_root(const bd_expr *x);
+/* Whether node i (or any node it reads) loads operand k. */
+bool bd_expr_reads(const bd_expr *x, int i, int operand);
+/* Appends src's nodes to dst with src's LOAD k replaced by dst node leaf[k] (a leaf of -1 keeps
+ * the load, renumbered through operand_map[k] when operand_map is given); returns the index of
+ * src's result in dst, -1 on overflow. How fusion composes a consumer's expression into its
+ * producer's. */
+int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf, const int *operand_map);
+
+/* Makes node `root` the result and drops the nodes it does not use (a load whose value an op
+ * ignores, as x^2 ignores its exponent), keeping the order of the rest. */
+void bd_expr_compact(bd_expr *x, int root);
+
+/* One line per node: `e3 = MUL f32 e1, e2`. */
+void bd_expr_dump(const bd_expr *x, FILE *f, const char *indent);
+/* Structure: arguments before their users, arities, loads of existing operands. */
+bool bd_expr_valid(const bd_expr *x, int n_operands);
+
+#endif

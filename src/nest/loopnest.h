@@ -1,0 +1,156 @@
+/* loopnest.h — the tiled loop-nest IR: what every operator becomes before code generation.
+ *
+ * A nest is one parallel loop over the blocks of an iteration domain. The domain's dims are the
+ * output dims of the op (plus reduction dims, described by extent only: a block always covers
+ * them whole). A tiling cuts every output dim into tiles; the cross product of tiles is the grid of
+ * blocks, each one unit of parallel work (one CPU task, one GPU thread block).
+ *
+ * Every operand, read or written, carries an access map: per operand dim, which index range a
+ * block touches, as a function of the block's range [lo, hi) along one iteration dim:
+ *
+ *   AFFINE  [scale*lo + offset, scale*(hi-1) + offset + window]  (inclusive, clamped to the extent)
+ *           covers elementwise (1,0,0), broadcast (scale 0, offset 0, window 0), strided and
+ *           dilated windows (stride, -pad, (k-1)*dilation), transpose (another iter dim), slices
+ *           and concat/split offsets;
+ *   FULL    the whole extent (a reduced dim, or a dim the op reads entirely, e.g. softmax's axis);
+ *   OPAQUE  some subset that depends on data (Gather's indices) or on a reshape that mixes dims:
+ *           consumers must assume the whole extent.
+ *
+ * The block-dependency analysis, fusion and scheduling read only this IR: pushing a consumer
+ * block's footprint through its input's access map into the producer's output space and
+ * intersecting with the producer's grid gives the producer blocks it needs. So no op may bypass
+ * it: a nest's `body` names the hand-written or generated code that computes one block, but what
+ * that code reads and writes must be exactly what the access maps say (a superset is allowed only
+ * as FULL/OPAQUE). */
+#ifndef BD_LOOPNEST_H
+#define BD_LOOPNEST_H
+
+#include <stdio.h>
+
+#include "front/graph.h"
+#include "nest/params.h"
+
+typedef enum bd_access_kind {
+    BD_ACCESS_AFFINE = 0,
+    BD_ACCESS_FULL,
+    BD_ACCESS_OPAQUE,
+} bd_access_kind;
+
+typedef struct bd_access_dim {
+    bd_access_kind kind;
+    int iter;       /* AFFINE: the iteration dim driving this operand dim, -1 = none (constant) */
+    int64_t scale;  /* AFFINE: index = scale * i + offset (+ 0..window) */
+    int64_t offset;
+    int64_t window;
+} bd_access_dim;
+
+typedef struct bd_operand {
+    int value;      /* value index in the graph */
+    bool write;     /* written by the nest (its outputs), else read */
+    int rank;
+    bd_access_dim dims[BD_MAX_RANK];
+} bd_operand;
+
+/* What computes one block, and the member of bd_nest_params it uses. One row per kind; a printer
+ * has one function per kind. */
+#define BD_BODIES(X)                                                                               \
+    X(ELEMENTWISE, expr)  /* an expression per element (unary/binary/ternary maps, Cast, Where) */ \
+    X(COPY, copy)         /* index remapping: Transpose, Slice, Expand, Concat/Split, Reshape */   \
+    X(PAD, pad)                                                                                    \
+    X(GATHER, gather)                                                                              \
+    X(RESIZE, resize)                                                                              \
+    X(CONV, conv)         /* Conv (grouped, any rank) */                                           \
+    X(CONV_TRANSPOSE, conv)                                                                        \
+    X(POOL, pool)         /* MaxPool, AveragePool */                                               \
+    X(GLOBAL_POOL, global_pool)                                                                    \
+    X(MATMUL, matmul)     /* MatMul, Gemm */                                                       \
+    X(REDUCE, reduce)     /* ReduceSum/Mean/Max */                                                 \
+    X(SOFTMAX, softmax)   /* Softmax, LogSoftmax */                                                \
+    X(NORM, norm)         /* BatchNormalization (inference), LayerNormalization */                 \
+    X(LSTM, lstm)         /* the recurrence: a block is one (direction, batch tile), all steps */  \
+    X(CONSTANT, none)     /* writes a compile-time constant (graph outputs that folded) */
+
+typedef enum bd_body {
+#define X(k, params) BD_BODY_##k,
+    BD_BODIES(X)
+#undef X
+    BD_BODY_COUNT
+} bd_body;
+
+enum { BD_NEST_MAX_OPERANDS = 16 };
+
+/* What a nest applies to each value it computes before storing it. Fusion (fuse/fuse.c) fills it
+ * when a nest absorbs the elementwise consumers of its output; only bodies whose printers apply
+ * epilogues (CONV, CONV_TRANSPOSE, MATMUL) get one. */
+typedef struct bd_epilogue {
+    int residual; /* operand added to the value (an absorbed residual Add), -1: none */
+    bd_expr act;  /* then this expression of LOAD 0 (the value): an absorbed activation; n == 0: none */
+} bd_epilogue;
+
+typedef struct bd_nest {
+    int node;          /* graph node this nest computes (or part of: Concat/Split give one each) */
+    bd_body body;
+    int part;          /* which piece of a multi-nest op (Concat input k, Split output k) */
+    int n_iter;        /* iteration dims = rank of the tiled output */
+    int64_t extent[BD_MAX_RANK];
+    int64_t tile[BD_MAX_RANK];
+    int64_t grid[BD_MAX_RANK]; /* ceil(extent / tile) */
+    int64_t n_blocks;          /* product of grid (1 for rank 0) */
+    int n_reduce;              /* reduction dims, always whole inside a block */
+    int64_t reduce_extent[4];
+    int n_operands;
+    bd_operand operands[BD_NEST_MAX_OPERANDS];
+    int64_t scratch_bytes;     /* per-thread scratch the body needs */
+    bd_nest_params params;     /* the body's resolved parameters: read through BD_NEST_PARAMS */
+    bd_epilogue epi;
+} bd_nest;
+
+/* The body's parameters, checked against the body: BD_NEST_PARAMS(nest, conv). */
+void bd_nest_params_check(bd_body body, bd_param_kind kind);
+#define BD_NEST_PARAMS(nest, member)                                                               \
+    (bd_nest_params_check((nest)->body, BD_PARAMS_##member), &(nest)->params.member)
+
+/* --fusion: none = one nest per node; op = a Conv/Gemm/MatMul absorbs a following bias, residual
+ * Add and activation into its epilogue (fuse.c). Set before bd_lower. */
+typedef enum bd_fusion { BD_FUSION_NONE = 0, BD_FUSION_OP = 1 } bd_fusion;
+
+typedef struct bd_program {
+    bd_graph *graph;
+    bd_fusion fusion;
+    bd_vec nests;   /* bd_nest, in a valid execution order */
+    bd_arena arena; /* tables the nests point to (Resize sampling tables) */
+} bd_program;
+
+/* Per-op lowering functions named by the op table's `lower` column (lower_*.c). */
+#define X(e, name, since, imin, imax, omin, omax, infer, fold, lower)                              \
+    bd_status lower(bd_program *p, int node, bd_diag *d);
+#include "front/ops.def"
+BD_OPS(X)
+#undef X
+
+/* lower.c: one or more nests per live node, in topological order. */
+bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d);
+void bd_program_free(bd_program *p);
+
+/* Helpers for the per-op lowering functions (lower.c). */
+bd_nest *bd_nest_begin(bd_program *p, int node, bd_body body, const bd_value *out);
+bd_operand *bd_nest_operand(bd_nest *n, int value, bool write, int rank);
+void bd_access_identity(bd_operand *o, int first_iter);        /* dim k <- iter first_iter+k */
+void bd_access_broadcast(bd_operand *o, const bd_value *in, const bd_value *out); /* numpy rules */
+void bd_access_full(bd_operand *o);
+void bd_access_opaque(bd_operand *o);
+void bd_nest_tile(bd_nest *n, const int64_t *tile); /* sets tile (clamped to extents) and grid */
+/* Default tiling: whole trailing dims up to about target elements per block, splitting leading
+ * dims, so that there are enough blocks for all threads. */
+void bd_nest_tile_default(bd_nest *n, int64_t target_elems);
+
+/* The region of operand o (inclusive lo/hi per dim) that block b of nest n touches. */
+void bd_nest_block_range(const bd_nest *n, int64_t block, int64_t *lo, int64_t *hi);
+void bd_operand_region(const bd_nest *n, const bd_operand *o, const bd_value *v, const int64_t *lo,
+                       const int64_t *hi, int64_t *rlo, int64_t *rhi);
+
+/* Text dump (--dump=tiles) and the verifier run between passes in test builds. */
+void bd_program_dump(const bd_program *p, FILE *f);
+bd_status bd_program_verify(const bd_program *p, bd_diag *d);
+
+#endif

@@ -1,0 +1,237 @@
+/* nest.c — the loop-nest IR's own operations: building nests and operands, tiling, the block ->
+ * index-range arithmetic the dependency analysis and the printers rest on, the checked access to
+ * a body's parameters, the text dump (--dump=tiles) and the verifier run between passes. */
+#include <string.h>
+
+#include "nest/loopnest.h"
+
+static const char *const body_names[BD_BODY_COUNT] = {
+#define X(k, params) #k,
+    BD_BODIES(X)
+#undef X
+};
+
+static const bd_param_kind body_params[BD_BODY_COUNT] = {
+#define X(k, params) BD_PARAMS_##params,
+    BD_BODIES(X)
+#undef X
+};
+
+void bd_nest_params_check(bd_body body, bd_param_kind kind) {
+    BD_ASSERT((unsigned)body < BD_BODY_COUNT && body_params[body] == kind);
+}
+
+bd_nest *bd_nest_begin(bd_program *p, int node, bd_body body, const bd_value *out) {
+    bd_nest *n = bd_vec_push(&p->nests);
+    n->node = node;
+    n->body = body;
+    n->n_iter = out ? out->rank : 0;
+    n->epi.residual = -1;
+    for (int i = 0; i < n->n_iter; i++) n->extent[i] = out->dims[i];
+    int64_t ones[BD_MAX_RANK];
+    for (int i = 0; i < BD_MAX_RANK; i++) ones[i] = 1;
+    bd_nest_tile(n, n->n_iter ? n->extent : ones); /* one block until the op says otherwise */
+    return n;
+}
+
+bd_operand *bd_nest_operand(bd_nest *n, int value, bool write, int rank) {
+    BD_ASSERT(n->n_operands < BD_NEST_MAX_OPERANDS && rank <= BD_MAX_RANK);
+    bd_operand *o = &n->operands[n->n_operands++];
+    memset(o, 0, sizeof *o);
+    o->value = value;
+    o->write = write;
+    o->rank = rank;
+    for (int k = 0; k < rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+    return o;
+}
+
+void bd_access_identity(bd_operand *o, int first_iter) {
+    for (int k = 0; k < o->rank; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, first_iter + k, 1, 0, 0};
+}
+
+void bd_access_broadcast(bd_operand *o, const bd_value *in, const bd_value *out) {
+    int shift = out->rank - in->rank;
+    for (int k = 0; k < in->rank; k++) {
+        if (in->dims[k] == 1 && out->dims[k + shift] != 1)
+            o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0}; /* always index 0 */
+        else
+            o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k + shift, 1, 0, 0};
+    }
+}
+
+void bd_access_full(bd_operand *o) {
+    for (int k = 0; k < o->rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+}
+
+void bd_access_opaque(bd_operand *o) {
+    for (int k = 0; k < o->rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+}
+
+void bd_nest_tile(bd_nest *n, const int64_t *tile) {
+    n->n_blocks = 1;
+    for (int i = 0; i < n->n_iter; i++) {
+        int64_t e = n->extent[i], t = tile[i];
+        if (t < 1) t = 1;
+        if (t > e) t = e > 0 ? e : 1;
+        n->tile[i] = t;
+        n->grid[i] = e > 0 ? (e + t - 1) / t : 0;
+        n->n_blocks *= n->grid[i];
+    }
+}
+
+void bd_nest_tile_default(bd_nest *n, int64_t target_elems) {
+    int64_t tile[BD_MAX_RANK];
+    int64_t elems = 1;
+    /* Keep trailing dims whole while they fit the target, then cut the next one. */
+    for (int i = n->n_iter - 1; i >= 0; i--) {
+        int64_t e = n->extent[i] > 0 ? n->extent[i] : 1;
+        if (elems * e <= target_elems) {
+            tile[i] = e;
+            elems *= e;
+        } else {
+            int64_t t = target_elems / elems;
+            tile[i] = t > 0 ? t : 1;
+            elems *= tile[i];
+            for (int j = i - 1; j >= 0; j--) tile[j] = 1;
+            break;
+        }
+    }
+    bd_nest_tile(n, tile);
+}
+
+void bd_nest_block_range(const bd_nest *n, int64_t block, int64_t *lo, int64_t *hi) {
+    for (int i = n->n_iter - 1; i >= 0; i--) {
+        int64_t g = n->grid[i] ? n->grid[i] : 1;
+        int64_t b = block % g;
+        block /= g;
+        lo[i] = b * n->tile[i];
+        hi[i] = lo[i] + n->tile[i];
+        if (hi[i] > n->extent[i]) hi[i] = n->extent[i];
+    }
+}
+
+void bd_operand_region(const bd_nest *n, const bd_operand *o, const bd_value *v, const int64_t *lo,
+                       const int64_t *hi, int64_t *rlo, int64_t *rhi) {
+    (void)n;
+    for (int k = 0; k < o->rank; k++) {
+        const bd_access_dim *a = &o->dims[k];
+        int64_t ext = v->dims[k];
+        if (a->kind != BD_ACCESS_AFFINE) {
+            rlo[k] = 0;
+            rhi[k] = ext - 1;
+            continue;
+        }
+        int64_t l = a->iter >= 0 ? lo[a->iter] : 0, h = a->iter >= 0 ? hi[a->iter] - 1 : 0;
+        int64_t x = a->scale * l + a->offset, y = a->scale * h + a->offset;
+        if (x > y) { /* negative scale (reversed slices) */
+            int64_t t = x;
+            x = y;
+            y = t;
+        }
+        y += a->window;
+        rlo[k] = x < 0 ? 0 : x;
+        rhi[k] = y > ext - 1 ? ext - 1 : y;
+    }
+}
+
+void bd_program_free(bd_program *p) {
+    bd_vec_free(&p->nests);
+    bd_arena_free(&p->arena);
+}
+
+/* ---------------------------------------------------------------- dump and verify */
+
+static const char *access_str(const bd_access_dim *a, char *buf, size_t len) {
+    switch (a->kind) {
+    case BD_ACCESS_FULL: return "FULL";
+    case BD_ACCESS_OPAQUE: return "OPAQUE";
+    default: break;
+    }
+    size_t o = 0;
+    if (a->iter < 0) o += (size_t)snprintf(buf + o, len - o, "%lld", (long long)a->offset);
+    else {
+        if (a->scale == 1) o += (size_t)snprintf(buf + o, len - o, "i%d", a->iter);
+        else o += (size_t)snprintf(buf + o, len - o, "%lld*i%d", (long long)a->scale, a->iter);
+        if (a->offset) o += (size_t)snprintf(buf + o, len - o, "%+lld", (long long)a->offset);
+    }
+    if (a->window) snprintf(buf + o, len - o, "..+%lld", (long long)a->window);
+    return buf;
+}
+
+void bd_program_dump(const bd_program *p, FILE *f) {
+    bd_graph *g = p->graph;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (n->node >= 0) {
+            const bd_node *node = bd_graph_node(g, n->node);
+            fprintf(f, "nest %zu: node %d '%s' (%s) body %s", i, n->node, bd_quote(node->name),
+                    bd_quote(node->op_type), body_names[n->body]);
+        } else {
+            fprintf(f, "nest %zu: body %s", i, body_names[n->body]);
+        }
+        if (n->part) fprintf(f, " part %d", n->part);
+        fprintf(f, "\n  domain [");
+        for (int k = 0; k < n->n_iter; k++) fprintf(f, "%s%lld", k ? "," : "", (long long)n->extent[k]);
+        fprintf(f, "] tile [");
+        for (int k = 0; k < n->n_iter; k++) fprintf(f, "%s%lld", k ? "," : "", (long long)n->tile[k]);
+        fprintf(f, "] blocks %lld", (long long)n->n_blocks);
+        if (n->n_reduce) {
+            fprintf(f, " reduce [");
+            for (int k = 0; k < n->n_reduce; k++)
+                fprintf(f, "%s%lld", k ? "," : "", (long long)n->reduce_extent[k]);
+            fprintf(f, "]");
+        }
+        fprintf(f, "\n");
+        for (int k = 0; k < n->n_operands; k++) {
+            const bd_operand *o = &n->operands[k];
+            fprintf(f, "  %s t%d '%s' (", o->write ? "write" : "read ", o->value,
+                    bd_quote(bd_graph_value(g, o->value)->name));
+            for (int j = 0; j < o->rank; j++) {
+                char buf[96];
+                fprintf(f, "%s%s", j ? ", " : "", access_str(&o->dims[j], buf, sizeof buf));
+            }
+            fprintf(f, ")\n");
+        }
+        if (n->body == BD_BODY_ELEMENTWISE) bd_expr_dump(&n->params.expr, f, "  ");
+        if (n->epi.residual >= 0) fprintf(f, "  epilogue: add operand %d\n", n->epi.residual);
+        if (n->epi.act.n) {
+            fprintf(f, "  epilogue: activation\n");
+            bd_expr_dump(&n->epi.act, f, "    ");
+        }
+    }
+}
+
+bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
+    bd_graph *g = p->graph;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        bool writes = false;
+        int64_t blocks = 1;
+        for (int k = 0; k < n->n_iter; k++) {
+            BD_ASSERT(n->tile[k] >= 1);
+            BD_ASSERT(n->grid[k] == (n->extent[k] + n->tile[k] - 1) / n->tile[k]);
+            blocks *= n->grid[k];
+        }
+        BD_ASSERT(blocks == n->n_blocks);
+        for (int k = 0; k < n->n_operands; k++) {
+            const bd_operand *o = &n->operands[k];
+            const bd_value *v = bd_graph_value(g, o->value);
+            BD_ASSERT(v && o->rank == v->rank);
+            writes |= o->write;
+            for (int j = 0; j < o->rank; j++) {
+                const bd_access_dim *a = &o->dims[j];
+                BD_ASSERT(a->kind != BD_ACCESS_AFFINE || a->iter < n->n_iter);
+                /* A write must be exact: every output element belongs to one block. */
+                BD_ASSERT(!o->write || a->kind == BD_ACCESS_AFFINE);
+            }
+        }
+        BD_ASSERT(writes);
+        if (n->body == BD_BODY_ELEMENTWISE)
+            BD_ASSERT(n->params.expr.n > 0 && bd_expr_valid(&n->params.expr, n->n_operands));
+        BD_ASSERT(n->epi.residual < n->n_operands);
+        BD_ASSERT(bd_expr_valid(&n->epi.act, 1));
+    }
+    (void)d;
+    return BD_OK;
+}

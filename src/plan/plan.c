@@ -1,0 +1,153 @@
+/* plan.c — the memory plan of plan.h: storage classes, then the arena by lifetimes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+
+static int64_t align64(int64_t x) { return (x + 63) & ~(int64_t)63; }
+
+typedef struct live_range {
+    int value;
+    int first, last; /* schedule steps */
+    int64_t bytes, offset;
+} live_range;
+
+static int cmp_by_size(const void *a, const void *b) {
+    const live_range *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->value - y->value;
+}
+
+/* Greedy by size, first fit among ranges whose lifetimes overlap: a classic, good-enough plan. */
+static int64_t plan_arena(live_range *r, int n) {
+    qsort(r, (size_t)n, sizeof *r, cmp_by_size);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t off = 0;
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (int j = 0; j < i; j++) {
+                bool overlap_time = r[j].first <= r[i].last && r[i].first <= r[j].last;
+                bool overlap_mem = r[j].offset < off + r[i].bytes && off < r[j].offset + r[j].bytes;
+                if (overlap_time && overlap_mem) {
+                    off = align64(r[j].offset + r[j].bytes);
+                    moved = true;
+                }
+            }
+        }
+        r[i].offset = off;
+        if (off + r[i].bytes > total) total = off + r[i].bytes;
+    }
+    return total;
+}
+
+/* Element types the generated programs hold (float16/bfloat16 as bit patterns). */
+static bool storable(int dt) {
+    switch (dt) {
+    case BD_DT_FLOAT: case BD_DT_DOUBLE: case BD_DT_INT8: case BD_DT_UINT8: case BD_DT_BOOL:
+    case BD_DT_INT16: case BD_DT_UINT16: case BD_DT_FLOAT16: case BD_DT_BFLOAT16:
+    case BD_DT_INT32: case BD_DT_UINT32: case BD_DT_INT64: case BD_DT_UINT64: return true;
+    default: return false;
+    }
+}
+
+static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan *m,
+                       live_range *ranges, int *index, int *n_ranges, bd_diag *d) {
+    bd_graph *g = p->graph;
+    for (int step = 0; step < s->n_steps; step++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
+        for (int k = 0; k < n->n_operands; k++) {
+            int v = n->operands[k].value;
+            const bd_value *val = bd_graph_value(g, v);
+            if (!storable(val->dtype))
+                return bd_fail(d, BD_ERR_UNSUPPORTED, "value '%s' has dtype %s, which code "
+                               "generation does not handle", bd_quote(val->name), bd_dtype_name(val->dtype));
+            bd_storage *st = &m->storage[v];
+            if (st->kind == BD_STORE_INPUT || st->kind == BD_STORE_OUTPUT) continue;
+            if (val->constant && !n->operands[k].write) {
+                if (st->kind == BD_STORE_NONE) {
+                    *st = (bd_storage){BD_STORE_CONST, align64(m->const_bytes)};
+                    m->const_bytes = st->where + val->constant->nbytes;
+                    *(int *)bd_vec_push(&m->constants) = v;
+                }
+                continue;
+            }
+            if (index[v] < 0) {
+                int64_t numel, bytes;
+                if (!bd_dims_numel(val->rank, val->dims, &numel) || !bd_dtype_nbytes(val->dtype, numel, &bytes))
+                    return bd_fail(d, BD_ERR_IO, "value '%s' is too large", bd_quote(val->name));
+                index[v] = *n_ranges;
+                ranges[(*n_ranges)++] = (live_range){v, step, step, align64(bytes ? bytes : 1), 0};
+            }
+            ranges[index[v]].last = step;
+        }
+    }
+    return BD_OK;
+}
+
+bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_activation_bytes,
+                         bd_memory_plan *m, bd_diag *d) {
+    bd_graph *g = p->graph;
+    size_t nv = g->values.len;
+    memset(m, 0, sizeof *m);
+    m->constants = BD_VEC(int);
+    m->largest = -1;
+    m->storage = calloc(nv + 1, sizeof *m->storage);
+    live_range *ranges = calloc(nv + 1, sizeof *ranges);
+    int *index = malloc((nv + 1) * sizeof *index);
+    BD_ASSERT(m->storage && ranges && index);
+    for (size_t v = 0; v < nv; v++) index[v] = -1;
+    for (size_t i = 0; i < g->inputs.len; i++)
+        m->storage[BD_VEC_AT(&g->inputs, int, i)] = (bd_storage){BD_STORE_INPUT, (int64_t)i};
+    for (size_t i = 0; i < g->outputs.len; i++) {
+        int v = BD_VEC_AT(&g->outputs, int, i);
+        if (m->storage[v].kind == BD_STORE_NONE) m->storage[v] = (bd_storage){BD_STORE_OUTPUT, (int64_t)i};
+    }
+    int n_ranges = 0;
+    bd_status st = place(p, s, m, ranges, index, &n_ranges, d);
+    if (!st) {
+        m->arena_bytes = plan_arena(ranges, n_ranges);
+        m->largest = n_ranges ? ranges[0].value : -1; /* plan_arena sorted them, largest first */
+        for (int i = 0; i < n_ranges; i++)
+            m->storage[ranges[i].value] = (bd_storage){BD_STORE_ARENA, ranges[i].offset};
+        for (size_t i = 0; i < p->nests.len; i++) {
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+            if (n->scratch_bytes > m->scratch_bytes) m->scratch_bytes = n->scratch_bytes;
+        }
+        m->scratch_bytes = align64(m->scratch_bytes);
+    }
+    free(ranges);
+    free(index);
+    /* The executable allocates this much when it starts: refuse here rather than fail there. */
+    int64_t need = m->arena_bytes + m->scratch_bytes;
+    if (!st && max_activation_bytes > 0 && need > max_activation_bytes) {
+        const bd_value *big = m->largest >= 0 ? bd_graph_value(g, m->largest) : NULL;
+        char shape[256] = "-";
+        if (big) bd_shape_str(big, shape, sizeof shape);
+        st = bd_fail(d, BD_ERR_IO, "the model needs %lld bytes of activation memory, above the limit of "
+                     "%lld (largest tensor '%s': %s%s); raise it with --max-activations",
+                     (long long)need, (long long)max_activation_bytes,
+                     big ? bd_quote(big->name) : "-", big ? bd_dtype_name(big->dtype) : "", shape);
+    }
+    return st;
+}
+
+void bd_memory_plan_free(bd_memory_plan *m) {
+    free(m->storage);
+    bd_vec_free(&m->constants);
+    memset(m, 0, sizeof *m);
+}
+
+void bd_memory_plan_dump(const bd_program *p, const bd_memory_plan *m, FILE *f) {
+    static const char *const kinds[] = {"none", "input", "output", "const", "arena"};
+    bd_graph *g = p->graph;
+    fprintf(f, "arena %lld bytes, scratch %lld bytes per thread, constants %lld bytes\n",
+            (long long)m->arena_bytes, (long long)m->scratch_bytes, (long long)m->const_bytes);
+    for (size_t v = 0; v < g->values.len; v++) {
+        const bd_storage *s = &m->storage[v];
+        if (s->kind == BD_STORE_NONE) continue;
+        fprintf(f, "  t%zu '%s': %s %lld\n", v, bd_quote(bd_graph_value(g, (int)v)->name), kinds[s->kind],
+                (long long)s->where);
+    }
+}

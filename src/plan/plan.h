@@ -1,0 +1,43 @@
+/* plan.h — where every value of a nest program lives at run time.
+ *
+ * Graph inputs and outputs live in the caller's buffers; constants in one blob embedded in the
+ * executable; every other value at an offset in one arena, planned by lifetimes over the
+ * schedule's order (largest first, first fit, 64-byte aligned): two values share bytes only when
+ * no step between the first and the last use of one touches the other. Per-thread scratch is the
+ * largest any nest asks for. The activation cap (--max-activations) is checked here, before any
+ * code exists. Printers read the plan; they decide nothing about memory. */
+#ifndef BD_PLAN_H
+#define BD_PLAN_H
+
+#include "schedule/schedule.h"
+
+typedef enum bd_store_kind {
+    BD_STORE_NONE = 0,
+    BD_STORE_INPUT,  /* the caller's input buffer `where` */
+    BD_STORE_OUTPUT, /* the caller's output buffer `where` */
+    BD_STORE_CONST,  /* the constant blob, at byte offset `where` */
+    BD_STORE_ARENA,  /* the arena, at byte offset `where` */
+} bd_store_kind;
+
+typedef struct bd_storage {
+    bd_store_kind kind;
+    int64_t where;
+} bd_storage;
+
+typedef struct bd_memory_plan {
+    bd_storage *storage;   /* per value index */
+    int64_t arena_bytes;   /* the planned arena */
+    int64_t scratch_bytes; /* per thread, 64-byte aligned */
+    int largest;           /* the largest arena value, -1 when none */
+    bd_vec constants;      /* int: the constant values in the blob, in blob order */
+    int64_t const_bytes;   /* the blob bytes they take (each at a 64-byte aligned offset) */
+} bd_memory_plan;
+
+/* max_activation_bytes: arena + scratch above it fails with BD_ERR_IO (0: no cap). */
+bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_activation_bytes,
+                         bd_memory_plan *m, bd_diag *d);
+void bd_memory_plan_free(bd_memory_plan *m);
+/* --dump=memory: one line per planned value. */
+void bd_memory_plan_dump(const bd_program *p, const bd_memory_plan *m, FILE *f);
+
+#endif

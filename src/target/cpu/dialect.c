@@ -1,0 +1,79 @@
+/* dialect.c — how C (the CPU target) spells the expression ops of nest/expr.h: the table the
+ * shared expression printer (target/print.c) reads for elementwise bodies and fused epilogues.
+ *
+ * float32 math goes through the prelude's straight-line bd_exp_v / bd_tanh_v / bd_erf_v so that
+ * loops of it vectorize (emit.c); float64 through libm. float16 and bfloat16 values are uint16_t
+ * bit patterns, converted exactly to float by bd_h2f / bd_bf2f and rounded back to nearest even by
+ * bd_f2h / bd_f2bf (from float) or bd_d2h / bd_d2bf (from anything wider, rounding once).
+ * Integer arithmetic is compiled with -fwrapv (ONNX integer overflow wraps), and what C leaves
+ * undefined (division by zero, INT_MIN / -1, float-to-int out of range) is guarded. */
+#include "target/cpu/emit.h"
+
+static bool is_half(int dt) { return dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16; }
+
+static const char *c_cast(bd_printer *p, const char *a, int from, int to) {
+    if (is_half(from)) {
+        a = bd_print_str(p, "%s(%s)", from == BD_DT_FLOAT16 ? "bd_h2f" : "bd_bf2f", a);
+        from = BD_DT_FLOAT;
+        if (to == BD_DT_FLOAT) return a;
+    }
+    if (to == BD_DT_BOOL) return bd_print_str(p, "%s != 0", a);
+    if (is_half(to)) {
+        const char *f = to == BD_DT_FLOAT16 ? "h" : "bf";
+        return from == BD_DT_FLOAT ? bd_print_str(p, "bd_f2%s(%s)", f, a)
+                                   : bd_print_str(p, "bd_d2%s((double)%s)", f, a);
+    }
+    bool from_float = from == BD_DT_FLOAT || from == BD_DT_DOUBLE;
+    bool to_float = to == BD_DT_FLOAT || to == BD_DT_DOUBLE;
+    if (from_float && !to_float) return bd_print_str(p, "bd_f2i_%s((double)%s)", bd_c_type(to), a);
+    return bd_print_str(p, "(%s)%s", bd_c_type(to), a);
+}
+
+#define ALL(t) {t, t, t, t}
+#define FLOATS(f32, f64) {f32, f64, NULL, NULL}
+
+const bd_expr_dialect bd_c_dialect = {
+    .type = bd_c_type,
+    .cast = c_cast,
+    .tmpl = {
+        [BD_EXPR_NEG] = ALL("-$0"),
+        [BD_EXPR_ABS] = {"fabsf($0)", "fabs($0)", "($0 < 0 ? -$0 : $0)", "$0"},
+        [BD_EXPR_NOT] = ALL("!$0"),
+        [BD_EXPR_RELU] = ALL("($0 < 0 ? 0 : $0)"),
+        [BD_EXPR_SQRT] = FLOATS("sqrtf($0)", "sqrt($0)"),
+        [BD_EXPR_EXP] = FLOATS("bd_exp_v($0)", "exp($0)"),
+        [BD_EXPR_LOG] = FLOATS("logf($0)", "log($0)"),
+        [BD_EXPR_ERF] = FLOATS("bd_erf_v($0)", "erf($0)"),
+        [BD_EXPR_TANH] = FLOATS("bd_tanh_v($0)", "tanh($0)"),
+        [BD_EXPR_RECIPROCAL] = FLOATS("1 / $0", "1 / $0"),
+        [BD_EXPR_SIGMOID] = FLOATS("1 / (1 + bd_exp_v(-$0))", "1 / (1 + exp(-$0))"),
+        [BD_EXPR_LEAKY_RELU] = FLOATS("($0 < 0 ? $k0 * $0 : $0)", "($0 < 0 ? $k0 * $0 : $0)"),
+        [BD_EXPR_HARD_SIGMOID] = FLOATS("fmaxf(0, fminf(1, $k0 * $0 + $k1))",
+                                        "fmax(0, fmin(1, $k0 * $0 + $k1))"),
+        [BD_EXPR_HARD_SWISH] = FLOATS("$0 * fmaxf(0, fminf(1, $0 / 6 + 0.5f))",
+                                      "$0 * fmax(0, fmin(1, $0 / 6 + 0.5))"),
+        [BD_EXPR_GELU] = FLOATS("0.5f * $0 * (1 + bd_erf_v($0 * 0.7071067811865476f))",
+                                "0.5 * $0 * (1 + erf($0 * 0.7071067811865476))"),
+        [BD_EXPR_GELU_TANH] =
+            FLOATS("0.5f * $0 * (1 + bd_tanh_v(0.7978845608028654f * ($0 + 0.044715f * $0 * $0 * $0)))",
+                   "0.5 * $0 * (1 + tanh(0.7978845608028654 * ($0 + 0.044715 * $0 * $0 * $0)))"),
+        [BD_EXPR_ADD] = ALL("$0 + $1"),
+        [BD_EXPR_SUB] = ALL("$0 - $1"),
+        [BD_EXPR_MUL] = ALL("$0 * $1"),
+        [BD_EXPR_DIV] = {"$0 / $1", "$0 / $1", "($1 == 0 ? 0 : $1 == -1 ? -$0 : $0 / $1)",
+                         "($1 == 0 ? 0 : $0 / $1)"},
+        [BD_EXPR_POW] = {"powf($0, $1)", "pow($0, $1)", "bd_f2i_$T(pow((double)$0, (double)$1))",
+                         "bd_f2i_$T(pow((double)$0, (double)$1))"},
+        [BD_EXPR_EQUAL] = ALL("$0 == $1"),
+        [BD_EXPR_LESS] = ALL("$0 < $1"),
+        [BD_EXPR_GREATER] = ALL("$0 > $1"),
+        [BD_EXPR_AND] = ALL("$0 && $1"),
+        [BD_EXPR_MIN] = {"bd_pickf($0, $1, $1 < $0)", "bd_pick($0, $1, $1 < $0)", "($1 < $0 ? $1 : $0)",
+                         "($1 < $0 ? $1 : $0)"},
+        [BD_EXPR_MAX] = {"bd_pickf($0, $1, $1 > $0)", "bd_pick($0, $1, $1 > $0)", "($1 > $0 ? $1 : $0)",
+                         "($1 > $0 ? $1 : $0)"},
+        [BD_EXPR_CLAMP_MIN] = ALL("($0 < $1 ? $1 : $0)"),
+        [BD_EXPR_CLAMP_MAX] = ALL("($0 > $1 ? $1 : $0)"),
+        [BD_EXPR_SELECT] = ALL("$0 ? $1 : $2"),
+    },
+};

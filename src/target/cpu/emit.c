@@ -1,0 +1,427 @@
+/* emit_c.c — prints a loop-nest program as one C file (plus the weight blob it embeds).
+ *
+ * Storage is decided first: graph inputs and outputs live in caller buffers, constants in one blob
+ * that the assembler embeds with .incbin (so compile time stays flat in weight size), and every
+ * other value at an offset in one arena, planned by lifetimes over the nest order (first fit, 64-byte
+ * aligned). Then each nest becomes a block function whose body comes from the emitter for its body
+ * kind (emit_c_*.c), and run() calls the runtime thread pool once per nest, in program order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/cpu/emit.h"
+
+static const bd_emit_body_fn body_fns[BD_BODY_COUNT] = {
+#define X(k, params) bd_emit_body_##k,
+    BD_BODIES(X)
+#undef X
+};
+
+/* ---------------------------------------------------------------- helpers for bodies */
+
+const char *bd_c_type(int dtype) {
+    switch (dtype) {
+    case BD_DT_FLOAT: return "float";
+    case BD_DT_DOUBLE: return "double";
+    case BD_DT_INT8: return "int8_t";
+    case BD_DT_UINT8:
+    case BD_DT_BOOL: return "uint8_t";
+    case BD_DT_INT16: return "int16_t";
+    case BD_DT_UINT16:
+    case BD_DT_FLOAT16:  /* stored as bit patterns: bodies that compute convert with bd_h2f/bd_f2h */
+    case BD_DT_BFLOAT16: return "uint16_t";
+    case BD_DT_INT32: return "int32_t";
+    case BD_DT_UINT32: return "uint32_t";
+    case BD_DT_INT64: return "int64_t";
+    case BD_DT_UINT64: return "uint64_t";
+    default: return NULL;
+    }
+}
+
+const char *bd_emit_ptr(bd_emitter *e, int value) {
+    const bd_value *v = bd_graph_value(e->graph, value);
+    const bd_storage *s = &e->storage[value];
+    const char *t = bd_c_type(v->dtype);
+    BD_ASSERT(t);
+    switch (s->kind) {
+    case BD_STORE_INPUT: return bd_emit_str(e, "((const %s *)S->in[%lld])", t, (long long)s->where);
+    case BD_STORE_OUTPUT: return bd_emit_str(e, "((%s *)S->out[%lld])", t, (long long)s->where);
+    case BD_STORE_CONST: return bd_emit_str(e, "((const %s *)(bd_weights + %lld))", t, (long long)s->where);
+    case BD_STORE_ARENA: return bd_emit_str(e, "((%s *)(S->arena + %lld))", t, (long long)s->where);
+    default: BD_ASSERT(!"value without storage");
+    }
+    return NULL;
+}
+
+int bd_emit_nest_slot(bd_emitter *e, const bd_nest *n) {
+    size_t i = (size_t)(n - (const bd_nest *)e->prog->nests.data);
+    BD_ASSERT(i < e->prog->nests.len);
+    if (e->nest_slot[i] < 0) e->nest_slot[i] = e->n_slots++;
+    return e->nest_slot[i];
+}
+
+const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n) {
+    return n->node >= 0 ? bd_graph_node(e->graph, n->node) : NULL;
+}
+
+void bd_value_strides(const bd_value *v, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= v->dims[i] > 0 ? v->dims[i] : 1;
+    }
+}
+
+int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) {
+    while (e->blob.len % 64) *(unsigned char *)bd_vec_push(&e->blob) = 0;
+    int64_t off = (int64_t)e->blob.len;
+    for (size_t b = 0; b < len; b++) *(unsigned char *)bd_vec_push(&e->blob) = ((const unsigned char *)data)[b];
+    return off;
+}
+
+/* ---------------------------------------------------------------- the file */
+
+/* `static const bdrt_io bd_inputs[]` or, for --lib, the exported `const NAME_io NAME_inputs[]`. */
+static void emit_io_table(bd_emitter *e, const char *decl, const char *name, const bd_vec *values) {
+    bd_graph *g = e->graph;
+    if (!values->len) {
+        bd_emit(e, "%s %s[1];", decl, name);
+        return;
+    }
+    bd_emit_open(e, "%s %s[%zu] =", decl, name, values->len);
+    for (size_t i = 0; i < values->len; i++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(values, int, i));
+        char dims[BD_MAX_RANK * 24 + 4] = "";
+        size_t o = 0;
+        for (int k = 0; k < v->rank; k++)
+            o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
+        bd_emit(e, "{%s, %d, %d, {%s}},", bd_print_string_literal(&e->pr, v->name), v->dtype, v->rank, v->rank ? dims : "0");
+    }
+    bd_emit_close(e, ";");
+}
+
+void bd_emit_block_decode(bd_emitter *e, const bd_nest *n) {
+    int r = n->n_iter ? n->n_iter : 1;
+    bd_emit(e, "int64_t lo[%d], hi[%d];", r, r);
+    if (!n->n_iter) bd_emit(e, "lo[0] = 0; hi[0] = 1;");
+    for (int k = n->n_iter - 1; k >= 0; k--) {
+        bd_emit(e, "lo[%d] = (block %% %lld) * %lld; hi[%d] = lo[%d] + %lld < %lld ? lo[%d] + %lld : %lld;", k,
+                (long long)n->grid[k], (long long)n->tile[k], k, k, (long long)n->tile[k],
+                (long long)n->extent[k], k, (long long)n->tile[k], (long long)n->extent[k]);
+        if (k) bd_emit(e, "block /= %lld;", (long long)n->grid[k]);
+    }
+    bd_emit(e, "(void)lo; (void)hi;");
+}
+
+static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_status *s, bd_diag *d) {
+    const bd_node *node = bd_emit_node(e, n);
+    bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
+                                : bd_emit_str(e, "nest %zu", i));
+    bd_emit_open(e, "static void k%zu(void *ctx, int64_t block, int thread)", i);
+    bd_emit(e, "bd_state *S = ctx;");
+    bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
+    bd_emit(e, "(void)S; (void)scratch; (void)block;");
+    bd_emit_block_decode(e, n);
+    if (!*s) *s = body_fns[n->body](e, n, BD_EMIT_BLOCK, d);
+    bd_emit_close(e, NULL);
+}
+
+/* float16 / bfloat16, stored as uint16_t bit patterns. To float, exactly: bd_h2f, bd_bf2f. From
+ * float, to nearest even, overflowing to infinity, subnormals kept, NaN kept NaN (quiet, top payload
+ * bits): bd_f2h, bd_f2bf. These are F. Giesen's float/half conversions with every case computed
+ * and picked by bit masks, no branch or ?: on the value, so that loops of them vectorize (GCC does
+ * not if-convert a float operation under -ftrapping-math); the subnormal cases go through one exact
+ * float addition / subtraction, which the default rounding mode rounds to nearest even. From a
+ * double, rounded once (double -> float -> half would round twice): bd_d2small(x, mantissa bits,
+ * exponent bits), named bd_d2h and bd_d2bf. */
+static void emit_half_prelude(bd_emitter *e) {
+    static const char *const lines[] = {
+        "static inline __attribute__((unused)) float bd_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }",
+        "static inline __attribute__((unused)) uint32_t bd_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }",
+        "static inline __attribute__((unused)) uint32_t bd_mask(int c) { return (uint32_t)0 - (uint32_t)c; }",
+        "static inline __attribute__((unused)) float bd_h2f(uint16_t h) {",
+        "    const uint32_t m = (uint32_t)(h & 0x7fffu) << 13, x = m & 0x0f800000u, z = bd_mask(x == 0);",
+        "    const uint32_t sub = bd_f2u(bd_u2f(m + (113u << 23)) - 0x1p-14f); /* exact: 0, subnormals */",
+        "    const uint32_t nrm = m + (112u << 23) + (bd_mask(x == 0x0f800000u) & (112u << 23));",
+        "    return bd_u2f((uint32_t)(h & 0x8000u) << 16 | (sub & z) | (nrm & ~z));",
+        "}",
+        "static inline __attribute__((unused)) uint16_t bd_f2h(float f) {",
+        "    const uint32_t s = bd_f2u(f) & 0x80000000u, a = bd_f2u(f) ^ s;",
+        "    const uint32_t sub = bd_f2u(bd_u2f(a) + 0.5f) - 0x3f000000u; /* below 2^-14 */",
+        "    const uint32_t nrm = (a + 0xc8000fffu + ((a >> 13) & 1)) >> 13; /* rebias, round */",
+        "    const uint32_t big = 0x7c00u | (bd_mask(a > 0x7f800000u) & (0x200u | ((a >> 13) & 0x3ffu)));",
+        "    const uint32_t mb = bd_mask(a >= 0x47800000u), ms = bd_mask(a < 0x38800000u);",
+        "    return (uint16_t)((s >> 16) | (big & mb) | (sub & ms) | (nrm & ~(mb | ms)));",
+        "}",
+        "static inline __attribute__((unused)) float bd_bf2f(uint16_t h) { return bd_u2f((uint32_t)h << 16); }",
+        "static inline __attribute__((unused)) uint16_t bd_f2bf(float f) {",
+        "    const uint32_t u = bd_f2u(f), nan = bd_mask((u & 0x7fffffffu) > 0x7f800000u);",
+        "    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;",
+        "    return (uint16_t)((nan & ((u >> 16) | 0x40u)) | (~nan & r));",
+        "}",
+        "static inline __attribute__((unused)) uint16_t bd_d2small(double v, int mbits, int ebits) {",
+        "    uint64_t u; memcpy(&u, &v, 8);",
+        "    const uint64_t a = u & 0x7fffffffffffffffull, inf = ((1ull << ebits) - 1) << mbits;",
+        "    const uint16_t s = (uint16_t)((u >> 63) << (mbits + ebits));",
+        "    if (a > 0x7ff0000000000000ull)",
+        "        return (uint16_t)(s | inf | 1ull << (mbits - 1) | ((a >> (52 - mbits)) & ((1ull << mbits) - 1)));",
+        "    const int bias = (1 << (ebits - 1)) - 1, x = (int)(a >> 52) - 1023, sub = x < 1 - bias;",
+        "    const uint64_t m = (a & 0xfffffffffffffull) | (uint64_t)(a >> 52 != 0) << 52;",
+        "    const int shift = (sub ? 1 - bias - mbits : x - mbits) - (x - 52);",
+        "    uint64_t q = 0;",
+        "    if (shift < 54) {",
+        "        const uint64_t rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);",
+        "        q = m >> shift;",
+        "        q += rem > half || (rem == half && (q & 1));",
+        "    }",
+        "    const uint64_t bits = sub ? q : ((uint64_t)(x + bias) << mbits) + q - (1ull << mbits);",
+        "    return (uint16_t)(s | (bits < inf ? bits : inf));",
+        "}",
+        "static inline __attribute__((unused)) uint16_t bd_d2h(double v) { return bd_d2small(v, 10, 5); }",
+        "static inline __attribute__((unused)) uint16_t bd_d2bf(double v) { return bd_d2small(v, 7, 8); }",
+    };
+    for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
+}
+
+/* Float32 exp, tanh and erf written as straight-line code so that loops calling them vectorize
+ * (libm's are scalar calls): exp by range reduction to [-ln2/2, ln2/2] and Cephes' polynomial
+ * (relative error ~2e-7); tanh by Cephes' odd polynomial below 0.625 and 1 - 2/(e^2x + 1) above;
+ * erf by its Taylor series below 0.5 and Abramowitz-Stegun 7.1.26 above (absolute error 1.5e-7). */
+static void emit_math_prelude(bd_emitter *e) {
+    static const char *const lines[] = {
+        "static inline __attribute__((unused)) float bd_exp_v(float x) {",
+        "    float c = x < -87.33654f ? -87.33654f : x > 88.72283f ? 88.72283f : x;",
+        "    float n = floorf(c * 1.44269504f + 0.5f);",
+        "    n = n > 127.0f ? 127.0f : n;",
+        "    float r = c - n * 0.693359375f;",
+        "    r = r + n * 2.12194440e-4f;",
+        "    float p = 1.9875691500e-4f;",
+        "    p = p * r + 1.3981999507e-3f;",
+        "    p = p * r + 8.3334519073e-3f;",
+        "    p = p * r + 4.1665795894e-2f;",
+        "    p = p * r + 1.6666665459e-1f;",
+        "    p = p * r + 5.0000001201e-1f;",
+        "    p = p * r * r + r + 1.0f;",
+        "    int32_t bits = ((int32_t)n + 127) << 23;",
+        "    float scale;",
+        "    memcpy(&scale, &bits, sizeof scale);",
+        "    float y = p * scale;",
+        "    return x != x ? x : x > 88.72283f ? INFINITY : x < -87.33654f ? 0.0f : y;",
+        "}",
+        "static inline __attribute__((unused)) float bd_tanh_v(float x) {",
+        "    float ax = fabsf(x), z = x * x;",
+        "    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z"
+        " + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;",
+        "    float big = 1.0f - 2.0f / (bd_exp_v(2.0f * (ax > 9.0f ? 9.0f : ax)) + 1.0f);",
+        "    return ax < 0.625f ? small : x < 0 ? -big : big;",
+        "}",
+        "static inline __attribute__((unused)) float bd_erf_v(float x) {",
+        "    float ax = fabsf(x), z = x * x;",
+        "    float small = x * (1.1283791671f + z * (-0.3761263890f + z * (0.1128379167f"
+        " + z * (-0.0268661706f + z * 0.0052239776f))));",
+        "    float t = 1.0f / (1.0f + 0.3275911f * ax);",
+        "    float big = 1.0f - ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t"
+        " - 0.284496736f) * t + 0.254829592f) * t * bd_exp_v(-z);",
+        "    return ax < 0.5f ? small : x < 0 ? -big : big;",
+        "}",
+    };
+    for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
+}
+
+/* Helpers the bodies' expressions use: float-to-integer conversion without C's undefined
+ * behaviour (NaN -> 0, saturating), and NaN-propagating selection for Min/Max. */
+static void emit_prelude(bd_emitter *e) {
+    static const struct { const char *type, *lo, *hi; } ints[] = {
+        {"int8_t", "-128.0", "127.0"}, {"uint8_t", "0.0", "255.0"}, {"int16_t", "-32768.0", "32767.0"},
+        {"uint16_t", "0.0", "65535.0"}, {"int32_t", "-2147483648.0", "2147483647.0"},
+        {"uint32_t", "0.0", "4294967295.0"}, {"int64_t", "-9223372036854775808.0", "9223372036854774784.0"},
+        {"uint64_t", "0.0", "18446744073709549568.0"}};
+    for (size_t i = 0; i < BD_COUNT(ints); i++)
+        bd_emit(e, "static inline __attribute__((unused)) %s bd_f2i_%s(double x) { return x != x ? 0 : x <= %s ? (%s)%s : "
+                   "x >= %s ? (%s)%s : (%s)x; }",
+                ints[i].type, ints[i].type, ints[i].lo, ints[i].type, ints[i].lo, ints[i].hi,
+                ints[i].type, ints[i].hi, ints[i].type);
+    bd_emit(e, "static inline __attribute__((unused)) float bd_pickf(float cur, float cand, int take) "
+               "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
+    bd_emit(e, "static inline __attribute__((unused)) double bd_pick(double cur, double cand, int take) "
+               "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
+    emit_half_prelude(e);
+    emit_math_prelude(e);
+}
+
+static char *lib_header(const bd_emitter *e, const char *name) {
+    bd_graph *g = e->graph;
+    bd_vec t = BD_VEC(char);
+    char line[512];
+#define H(...)                                                                                     \
+    do {                                                                                           \
+        int n_ = snprintf(line, sizeof line, __VA_ARGS__);                                          \
+        for (int i_ = 0; i_ < n_ && i_ < (int)sizeof line - 1; i_++) *(char *)bd_vec_push(&t) = line[i_]; \
+    } while (0)
+    H("/* %s.h - generated by bdc %s. Inference for one ONNX model; link with lib%s.a, -lpthread -lm. */\n", name, BDC_VERSION, name);
+    H("#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n", name, name);
+    H("#define %s_NUM_INPUTS %zu\n#define %s_NUM_OUTPUTS %zu\n\n", name, g->inputs.len, name, g->outputs.len);
+    H("/* One tensor the model reads or writes; dtype is the ONNX TensorProto.DataType code. */\n");
+    H("typedef struct %s_io {\n    const char *name;\n    int dtype;\n    int rank;\n    int64_t dims[12];\n} %s_io;\n\n", name, name);
+    H("/* Input and output descriptors, in graph order. */\nextern const %s_io %s_inputs[];\nextern const %s_io %s_outputs[];\n\n", name, name, name, name);
+    H("/* Creates an instance using `threads` worker threads (<= 0: all CPUs); NULL if out of memory. */\n");
+    H("void *%s_create(int threads);\n", name);
+    H("/* Runs one inference. inputs[i] / outputs[i] point to dense row-major buffers of the\n   descriptors' shapes and dtypes. Returns 0 on success. Not re-entrant per instance. */\n");
+    H("int %s_run(void *instance, const void *const *inputs, void *const *outputs);\n", name);
+    H("void %s_destroy(void *instance);\n\n#endif\n", name);
+#undef H
+    *(char *)bd_vec_push(&t) = 0;
+    return t.data;
+}
+
+bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memory_plan *mem,
+                    const bd_emit_opts *opts, bd_c_program *out, bd_diag *d) {
+    memset(out, 0, sizeof *out);
+    bd_emitter e = {0};
+    e.pr.text = BD_VEC(char);
+    e.prog = p;
+    e.graph = p->graph;
+    e.storage = mem->storage;
+    e.nest_slot = malloc((p->nests.len + 1) * sizeof *e.nest_slot);
+    BD_ASSERT(e.nest_slot);
+    for (size_t i = 0; i < p->nests.len; i++) e.nest_slot[i] = -1;
+    e.blob = BD_VEC(unsigned char);
+    /* The constants first, at the offsets the plan gave them. */
+    for (size_t i = 0; i < mem->constants.len; i++) {
+        const bd_tensor *t = bd_graph_value(e.graph, BD_VEC_AT(&mem->constants, int, i))->constant;
+        int64_t at = bd_emit_blob(&e, t->data, (size_t)t->nbytes);
+        BD_ASSERT(at == mem->storage[BD_VEC_AT(&mem->constants, int, i)].where);
+    }
+    bd_status s = BD_OK;
+
+    /* The file name only: the same model compiled from another folder gives the same source. */
+    const char *base = strrchr(e.graph->model->path, '/');
+    bd_emit_comment(&e, "Generated by bdc " BDC_VERSION " from ", base ? base + 1 : e.graph->model->path);
+    bd_emit(&e, "/* Do not edit: regenerate with bdc compile. */");
+    bd_emit(&e, "#include <math.h>");
+    bd_emit(&e, "#include <stdint.h>");
+    bd_emit(&e, "#include <stdlib.h>");
+    bd_emit(&e, "#include <string.h>");
+    bd_emit(&e, "#include \"bdrt.h\"");
+    bd_emit(&e, "#include \"bd_kernels.h\"");
+    bd_emit_blank(&e);
+    bd_emit(&e, "extern const unsigned char %s[]; /* weights.S: .incbin of the constants */",
+            opts->weights_symbol);
+    bd_emit(&e, "#define bd_weights %s", opts->weights_symbol);
+    emit_prelude(&e);
+    bd_emit(&e, "#define BD_ARENA_BYTES %lldu", (long long)mem->arena_bytes);
+    bd_emit(&e, "#define BD_SCRATCH_BYTES %lldu", (long long)mem->scratch_bytes);
+    /* The packed slots are counted while printing; the state struct uses a generous bound
+     * patched below. */
+    size_t state_at = e.pr.text.len;
+    bd_emit(&e, "typedef struct bd_state {");
+    bd_emit(&e, "    bdrt_pool *pool;");
+    bd_emit(&e, "    unsigned char *arena, *scratch;");
+    bd_emit(&e, "    size_t scratch_stride;");
+    bd_emit(&e, "    const void *const *in;");
+    bd_emit(&e, "    void *const *out;");
+    bd_emit(&e, "    void *packed[BD_PACKED_SLOTS];");
+    bd_emit(&e, "} bd_state;");
+    bd_emit_blank(&e);
+
+    /* Nests over an empty domain have nothing to run and get no code. */
+    for (size_t i = 0; i < p->nests.len && !s; i++) {
+        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks == 0) continue;
+        emit_block_function(&e, i, &BD_VEC_AT(&p->nests, bd_nest, i), &s, d);
+        bd_emit_blank(&e);
+    }
+
+    /* destroy / create / run */
+    bd_emit_open(&e, "static void bd_destroy(void *inst)");
+    bd_emit(&e, "bd_state *S = inst;");
+    bd_emit(&e, "if (!S) return;");
+    bd_emit(&e, "for (int i = 0; i < (int)(sizeof S->packed / sizeof S->packed[0]); i++) bdrt_free(S->packed[i]);");
+    bd_emit(&e, "if (S->pool) bdrt_pool_destroy(S->pool);");
+    bd_emit(&e, "bdrt_free(S->arena);");
+    bd_emit(&e, "bdrt_free(S->scratch);");
+    bd_emit(&e, "free(S);");
+    bd_emit_close(&e, NULL);
+    bd_emit_blank(&e);
+    bd_emit_open(&e, "static void *bd_create(int threads)");
+    bd_emit(&e, "bd_state *S = calloc(1, sizeof *S);");
+    bd_emit(&e, "if (!S) return NULL;");
+    bd_emit(&e, "S->pool = bdrt_pool_create(threads);");
+    bd_emit(&e, "if (!S->pool) { bd_destroy(S); return NULL; }");
+    bd_emit(&e, "S->arena = bdrt_alloc(BD_ARENA_BYTES ? BD_ARENA_BYTES : 64);");
+    bd_emit(&e, "S->scratch_stride = BD_SCRATCH_BYTES;");
+    bd_emit(&e, "S->scratch = bdrt_alloc((size_t)bdrt_pool_threads(S->pool) * BD_SCRATCH_BYTES + 64);");
+    bd_emit(&e, "if (!S->arena || !S->scratch) { bd_destroy(S); return NULL; }");
+    for (size_t i = 0; i < p->nests.len && !s; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (n->n_blocks > 0) s = body_fns[n->body](&e, n, BD_EMIT_SETUP, d);
+    }
+    bd_emit(&e, "return S;");
+    bd_emit_close(&e, NULL);
+    bd_emit_blank(&e);
+    bd_emit_open(&e, "static int bd_run(void *inst, const void *const *in, void *const *out)");
+    bd_emit(&e, "bd_state *S = inst;");
+    bd_emit(&e, "S->in = in;");
+    bd_emit(&e, "S->out = out;");
+    for (int i = 0; i < sched->n_steps; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, sched->order[i]);
+        if (n->n_blocks > 0) bd_emit(&e, "bdrt_pool_run(S->pool, %lld, k%d, S);", (long long)n->n_blocks, sched->order[i]);
+    }
+    bd_emit(&e, "return 0;");
+    bd_emit_close(&e, NULL);
+    bd_emit_blank(&e);
+
+    emit_io_table(&e, "static const bdrt_io", "bd_inputs", &e.graph->inputs);
+    emit_io_table(&e, "static const bdrt_io", "bd_outputs", &e.graph->outputs);
+    bd_emit_open(&e, "static const bdrt_model bd_model =");
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy",
+            bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len);
+    bd_emit_close(&e, ";");
+    bd_emit_blank(&e);
+    if (opts->library) {
+        const char *nm = opts->lib_name;
+        /* The header's descriptor type, declared identically here (same tag, same members). */
+        bd_emit(&e, "typedef struct %s_io { const char *name; int dtype; int rank; int64_t dims[12]; } %s_io;", nm, nm);
+        const char *decl = bd_emit_str(&e, "const %s_io", nm);
+        emit_io_table(&e, decl, bd_emit_str(&e, "%s_inputs", nm), &e.graph->inputs);
+        emit_io_table(&e, decl, bd_emit_str(&e, "%s_outputs", nm), &e.graph->outputs);
+        bd_emit(&e, "void *%s_create(int threads) { return bd_create(threads); }", nm);
+        bd_emit(&e, "int %s_run(void *instance, const void *const *inputs, void *const *outputs) "
+                    "{ return bd_run(instance, inputs, outputs); }", nm);
+        bd_emit(&e, "void %s_destroy(void *instance) { bd_destroy(instance); }", nm);
+        bd_emit(&e, "const bdrt_model *%s_descriptor(void) { return &bd_model; }", nm);
+    } else {
+        bd_emit(&e, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
+    }
+
+    /* Now that the slot count is known, define it ahead of the state struct. */
+    char def[64];
+    int dl = snprintf(def, sizeof def, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1);
+    bd_vec final = BD_VEC(char);
+    for (size_t i = 0; i < e.pr.text.len; i++) {
+        if (i == state_at)
+            for (int k = 0; k < dl; k++) *(char *)bd_vec_push(&final) = def[k];
+        *(char *)bd_vec_push(&final) = BD_VEC_AT(&e.pr.text, char, i);
+    }
+    *(char *)bd_vec_push(&final) = 0;
+
+    if (!s) {
+        out->source = final.data;
+        out->source_len = final.len - 1;
+        out->weights = e.blob.data;
+        out->weights_len = e.blob.len;
+        if (opts->library) out->header = lib_header(&e, opts->lib_name);
+    } else {
+        bd_vec_free(&final);
+        bd_vec_free(&e.blob);
+    }
+    free(e.nest_slot);
+    bd_printer_free(&e.pr);
+    return s;
+}
+
+void bd_c_program_free(bd_c_program *c) {
+    free(c->source);
+    free(c->weights);
+    free(c->header);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,57 @@
+/* print.h — what every printer of generated source shares: an indented text buffer with
+ * printf-style lines, comments and string literals safe for untrusted strings, numeric literals,
+ * and the translation of the nests' scalar expressions (nest/expr.h) through a dialect's table.
+ *
+ * A target's printer (target/cpu/ now; the GPU dialects next) keeps its own state beside a
+ * bd_printer and calls these; the differences between dialects live in bd_expr_dialect tables,
+ * not in copies of this code. */
+#ifndef BD_PRINT_H
+#define BD_PRINT_H
+
+#include "base/util.h"
+#include "nest/expr.h"
+
+typedef struct bd_printer {
+    bd_vec text;      /* char: the file being printed */
+    int indent;
+    bd_arena scratch; /* strings returned by the helpers below live until the printer ends */
+} bd_printer;
+
+/* One line at the current indent; open adds " {" and indents; close dedents and prints "}"
+ * followed by suffix (may be NULL). */
+void bd_print_line(bd_printer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bd_print_blank(bd_printer *p);
+void bd_print_open(bd_printer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bd_print_close(bd_printer *p, const char *suffix);
+/* A comment line holding an untrusted string, made harmless. */
+void bd_print_comment(bd_printer *p, const char *prefix, const char *untrusted);
+/* printf into the scratch arena (for building expressions). */
+const char *bd_print_str(bd_printer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A string literal for untrusted bytes: every byte outside [A-Za-z0-9_ .-] octal-escaped, so no
+ * quote, backslash, newline or trigraph can form. */
+const char *bd_print_string_literal(bd_printer *p, const char *untrusted);
+/* A floating literal of x in dtype (float32: an `f` suffix; always a '.' or an exponent, so "1"
+ * is "1.0f"); NaN and infinities by name. */
+const char *bd_print_float(bd_printer *p, double x, int dtype);
+/* Frees the text and the scratch arena. */
+void bd_printer_free(bd_printer *p);
+
+/* How a dialect spells each expression op. Templates are C-like expression text in which $0, $1
+ * and $2 stand for the arguments, $k0 and $k1 for the node's constants as literals of its dtype,
+ * and $T for its C type; one template per class of the node's dtype (for comparisons, the
+ * arguments' dtype): float32, float64, signed integer, unsigned integer or bool. NULL: that op
+ * and class have no spelling (lowering never asks for it). Casts are the dialect's `cast`. */
+enum { BD_CLASS_F32, BD_CLASS_F64, BD_CLASS_SIGNED, BD_CLASS_UNSIGNED, BD_CLASS_COUNT };
+typedef struct bd_expr_dialect {
+    const char *tmpl[BD_EXPR_OP_COUNT][BD_CLASS_COUNT];
+    const char *(*type)(int dtype); /* the type a value of dtype is held in */
+    /* a converted to dtype `to` from dtype `from` (a is already a primary expression) */
+    const char *(*cast)(bd_printer *p, const char *a, int from, int to);
+} bd_expr_dialect;
+
+/* The expression's value as one expression in the dialect, fully parenthesised where it nests;
+ * LOAD k prints as loads[k] (a name, or any expression). */
+const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr *x,
+                          const char *const *loads);
+
+#endif

@@ -1,0 +1,721 @@
+/* test_nest.c — the block-range and region primitives of the loop-nest IR (src/loopnest.h) on
+ * hand-built nests, and the printed block decoding of the C emitter against them:
+ *
+ *   - bd_nest_block_range over many extents and tiles (dividing or not, rank 0 to 6, an empty
+ *     domain, extents past 2^32): grid and block counts, each block's range, and that the blocks
+ *     partition the domain exactly (every index in exactly one block);
+ *   - bd_operand_region for identity, broadcast (no iter), transposed, strided and dilated windows
+ *     with negative offsets (padding) clamped at both ends, negative scale (reversed slices),
+ *     concat offsets, FULL and OPAQUE dims;
+ *   - the worked example of the design brief: Conv1x1 then Conv3x3 (stride 1, pad 1), both
+ *     1x64x56x56 tiled (1, 32, 8, 56): a consumer block reads a 1-row halo and needs 6 of the
+ *     producer's 14 blocks (the region-to-producer-blocks intersection is written here, since the
+ *     block-dependency analysis does not exist yet);
+ *   - two Inception-like branches on the same input: no block of one touches what the other writes,
+ *     while a join reading both depends on exactly the matching blocks of each;
+ *   - bd_emit_block_decode printed into a C program, built with the system C compiler ($CC or cc)
+ *     and run for every block, line by line equal to bd_nest_block_range.
+ *
+ * Prints one line per check and "N passed, M failed"; exits 1 on any failure. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target/cpu/emit.h"
+#include "nest/loopnest.h"
+
+extern char **environ;
+
+static int npass, nfail;
+
+static void check(bool ok, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void check(bool ok, const char *name, const char *fmt, ...) {
+    if (ok) {
+        printf("ok    %s\n", name);
+        npass++;
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        printf("FAIL  %s: ", name);
+        vprintf(fmt, ap);
+        printf("\n");
+        va_end(ap);
+        nfail++;
+    }
+    fflush(stdout);
+}
+
+/* "[a,b,c]" of n int64s, in a static ring of buffers (for messages). */
+static const char *fmt_dims(int n, const int64_t *v) {
+    static char ring[8][256];
+    static int next;
+    char *b = ring[next++ % 8];
+    size_t o = 0;
+    b[o++] = '[';
+    for (int i = 0; i < n && o < 200; i++)
+        o += (size_t)snprintf(b + o, 256 - o, "%s%lld", i ? "," : "", (long long)v[i]);
+    snprintf(b + o, 256 - o, "]");
+    return b;
+}
+
+static bool same(int n, const int64_t *a, const int64_t *b) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+/* ---------------------------------------------------------------- hand-built graphs and nests */
+
+typedef struct fixture {
+    bd_model *m;
+    bd_graph *g;
+    bd_program p;
+} fixture;
+
+static void fx_init(fixture *f) {
+    bd_arena arena = {0};
+    f->m = bd_arena_alloc(&arena, sizeof *f->m);
+    BD_ASSERT(f->m);
+    f->m->arena = arena;
+    f->m->subgraphs = BD_VEC(bd_graph *);
+    f->g = bd_graph_new(f->m, NULL, "test");
+    BD_ASSERT(f->g);
+    f->m->graph = f->g;
+    memset(&f->p, 0, sizeof f->p);
+    f->p.graph = f->g;
+    f->p.nests = BD_VEC(bd_nest);
+}
+
+static void fx_free(fixture *f) {
+    bd_program_free(&f->p);
+    bd_model_free(f->m);
+}
+
+/* A float value of the given shape (names are only for the dump). */
+static int fx_value(fixture *f, const char *name, int rank, const int64_t *dims) {
+    int v = bd_graph_add_value(f->g, name);
+    bd_value *val = bd_graph_value(f->g, v);
+    val->dtype = BD_DT_FLOAT;
+    val->rank = rank;
+    for (int i = 0; i < rank; i++) val->dims[i] = dims[i];
+    return v;
+}
+
+static bd_value *fx_val(fixture *f, int v) { return bd_graph_value(f->g, v); }
+
+/* A nest over value `out`, tiled by `tile`, writing `out` through the identity map. The pointer
+ * stays valid until the next nest is added. */
+static bd_nest *fx_nest(fixture *f, int out, const int64_t *tile) {
+    bd_nest *n = bd_nest_begin(&f->p, -1, BD_BODY_COPY, fx_val(f, out));
+    if (tile) bd_nest_tile(n, tile);
+    bd_access_identity(bd_nest_operand(n, out, true, fx_val(f, out)->rank), 0);
+    return n;
+}
+
+static bd_nest *fx_nest_at(fixture *f, size_t i) { return &BD_VEC_AT(&f->p.nests, bd_nest, i); }
+
+/* A bare nest over a domain (no graph needed for the block-range checks). */
+static void bare_nest(bd_nest *n, int rank, const int64_t *extent, const int64_t *tile) {
+    memset(n, 0, sizeof *n);
+    n->node = -1;
+    n->n_iter = rank;
+    for (int i = 0; i < rank; i++) n->extent[i] = extent[i];
+    bd_nest_tile(n, tile);
+}
+
+/* ---------------------------------------------------------------- bd_nest_block_range */
+
+typedef struct domain_case {
+    int rank;
+    int64_t extent[8];
+    int64_t tile[8];      /* as requested; bd_nest_tile clamps */
+    int64_t want_tile[8]; /* after clamping */
+} domain_case;
+
+static const domain_case domains[] = {
+    {0, {0}, {0}, {0}},
+    {1, {10}, {3}, {3}},
+    {1, {10}, {5}, {5}},
+    {1, {7}, {7}, {7}},
+    {1, {7}, {10}, {7}},  /* tile above the extent: one block */
+    {1, {7}, {0}, {1}},   /* tile below 1: one per index */
+    {1, {1}, {1}, {1}},
+    {1, {13}, {4}, {4}},
+    {1, {0}, {4}, {1}},   /* empty domain: no block */
+    {2, {5, 3}, {2, 2}, {2, 2}},
+    {2, {9, 10}, {4, 3}, {4, 3}},
+    {2, {1, 17}, {1, 16}, {1, 16}},
+    {3, {4, 6, 5}, {3, 4, 2}, {3, 4, 2}},
+    {3, {3, 1, 8}, {3, 1, 3}, {3, 1, 3}},
+    {4, {2, 3, 5, 7}, {1, 2, 3, 4}, {1, 2, 3, 4}},
+    {4, {1, 64, 56, 56}, {1, 32, 8, 56}, {1, 32, 8, 56}},
+    {4, {3, 5, 2, 9}, {2, 5, 2, 4}, {2, 5, 2, 4}},
+    {6, {2, 3, 2, 3, 2, 3}, {1, 2, 2, 2, 1, 2}, {1, 2, 2, 2, 1, 2}},
+};
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Row-major linear index of idx in extent. */
+static int64_t linear(int rank, const int64_t *extent, const int64_t *idx) {
+    int64_t l = 0;
+    for (int i = 0; i < rank; i++) l = l * extent[i] + idx[i];
+    return l;
+}
+
+static void test_block_range_case(const domain_case *c) {
+    char name[160];
+    snprintf(name, sizeof name, "block_range rank %d extent %s tile %s", c->rank,
+             fmt_dims(c->rank, c->extent), fmt_dims(c->rank, c->tile));
+    bd_nest n;
+    bare_nest(&n, c->rank, c->extent, c->tile);
+
+    int64_t want_blocks = 1, elems = 1;
+    int64_t want_grid[8];
+    for (int i = 0; i < c->rank; i++) {
+        want_grid[i] = c->extent[i] ? ceil_div(c->extent[i], c->want_tile[i]) : 0;
+        want_blocks *= want_grid[i];
+        elems *= c->extent[i];
+    }
+    bool ok = same(c->rank, n.tile, c->want_tile) && same(c->rank, n.grid, want_grid) &&
+              n.n_blocks == want_blocks;
+    char what[200];
+    snprintf(what, sizeof what, "%s: tile/grid/blocks", name);
+    check(ok, what, "tile %s grid %s blocks %lld, want %s %s %lld", fmt_dims(c->rank, n.tile),
+          fmt_dims(c->rank, n.grid), (long long)n.n_blocks, fmt_dims(c->rank, c->want_tile),
+          fmt_dims(c->rank, want_grid), (long long)want_blocks);
+
+    if (c->rank == 0) {
+        int64_t lo[1] = {-7}, hi[1] = {-7};
+        bd_nest_block_range(&n, 0, lo, hi);
+        snprintf(what, sizeof what, "%s: one block, nothing decoded", name);
+        check(n.n_blocks == 1 && lo[0] == -7 && hi[0] == -7, what, "blocks %lld lo %lld hi %lld",
+              (long long)n.n_blocks, (long long)lo[0], (long long)hi[0]);
+        return;
+    }
+
+    /* Every block's range is a tile (cut at the upper end), at its grid coordinate (last dim
+     * fastest), and the blocks cover every index exactly once. */
+    int *cover = calloc((size_t)(elems ? elems : 1), sizeof *cover);
+    BD_ASSERT(cover);
+    bool shape_ok = true, order_ok = true;
+    char first_bad[200] = "";
+    for (int64_t b = 0; b < n.n_blocks; b++) {
+        int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK], coord[8];
+        bd_nest_block_range(&n, b, lo, hi);
+        int64_t r = b;
+        for (int i = c->rank - 1; i >= 0; i--) {
+            coord[i] = r % want_grid[i];
+            r /= want_grid[i];
+        }
+        for (int i = 0; i < c->rank; i++) {
+            int64_t want_hi = (coord[i] + 1) * c->want_tile[i];
+            if (want_hi > c->extent[i]) want_hi = c->extent[i];
+            if (lo[i] != coord[i] * c->want_tile[i] || hi[i] != want_hi) order_ok = false;
+            if (!(0 <= lo[i] && lo[i] < hi[i] && hi[i] <= c->extent[i] &&
+                  hi[i] - lo[i] <= c->want_tile[i]))
+                shape_ok = false;
+        }
+        if ((!order_ok || !shape_ok) && !first_bad[0])
+            snprintf(first_bad, sizeof first_bad, "block %lld: lo %s hi %s", (long long)b,
+                     fmt_dims(c->rank, lo), fmt_dims(c->rank, hi));
+        if (!shape_ok) continue;
+        /* Mark every index of the block. */
+        int64_t idx[8];
+        for (int i = 0; i < c->rank; i++) idx[i] = lo[i];
+        for (;;) {
+            cover[linear(c->rank, c->extent, idx)]++;
+            int k = c->rank - 1;
+            while (k >= 0 && ++idx[k] == hi[k]) idx[k] = lo[k], k--;
+            if (k < 0) break;
+        }
+    }
+    snprintf(what, sizeof what, "%s: each block a clamped tile", name);
+    check(shape_ok, what, "%s", first_bad);
+    snprintf(what, sizeof what, "%s: blocks in row-major grid order", name);
+    check(order_ok, what, "%s", first_bad);
+    int64_t zero = 0, multi = 0;
+    for (int64_t e = 0; e < elems; e++) zero += cover[e] == 0, multi += cover[e] > 1;
+    snprintf(what, sizeof what, "%s: blocks partition the %lld indices", name, (long long)elems);
+    check(zero == 0 && multi == 0, what, "%lld indices in no block, %lld in several",
+          (long long)zero, (long long)multi);
+    free(cover);
+}
+
+static void test_block_range(void) {
+    for (size_t i = 0; i < sizeof domains / sizeof domains[0]; i++) test_block_range_case(&domains[i]);
+
+    /* Extents past 2^32 stay exact (no 32-bit arithmetic anywhere). */
+    bd_nest n;
+    int64_t ext[2] = {3, 5000000000LL}, tile[2] = {1, 1LL << 30};
+    bare_nest(&n, 2, ext, tile);
+    int64_t lo[2], hi[2];
+    bd_nest_block_range(&n, n.n_blocks - 1, lo, hi);
+    check(n.n_blocks == 15 && lo[0] == 2 && hi[0] == 3 && lo[1] == 4 * (1LL << 30) &&
+              hi[1] == 5000000000LL,
+          "block_range extent 5e9: last block", "blocks %lld lo %s hi %s", (long long)n.n_blocks,
+          fmt_dims(2, lo), fmt_dims(2, hi));
+}
+
+/* ---------------------------------------------------------------- bd_operand_region */
+
+typedef struct region_case {
+    const char *name;
+    int in_rank;
+    int64_t in_dims[4];
+    bd_access_dim map[4];
+    int64_t lo[4], hi[4];   /* the block's range over the nest's iteration dims (hi exclusive) */
+    int64_t want_lo[4], want_hi[4]; /* inclusive */
+} region_case;
+
+#define AFF(i, s, o, w) {BD_ACCESS_AFFINE, i, s, o, w}
+#define FULLD {BD_ACCESS_FULL, -1, 0, 0, 0}
+#define OPAQ {BD_ACCESS_OPAQUE, -1, 0, 0, 0}
+
+/* The nest's domain is [8, 16, 8, 8] throughout; the operand's extent and map vary. */
+static const region_case regions[] = {
+    {"identity", 2, {8, 16}, {AFF(0, 1, 0, 0), AFF(1, 1, 0, 0)}, {2, 4}, {5, 12}, {2, 4}, {4, 11}},
+    {"identity, last partial block", 2, {8, 16}, {AFF(0, 1, 0, 0), AFF(1, 1, 0, 0)}, {6, 12},
+     {8, 16}, {6, 12}, {7, 15}},
+    {"broadcast dim (no iter): index 0", 2, {1, 16}, {AFF(-1, 0, 0, 0), AFF(1, 1, 0, 0)}, {4, 8},
+     {8, 16}, {0, 8}, {0, 15}},
+    {"constant index (no iter, offset 3)", 1, {9}, {AFF(-1, 0, 3, 0)}, {4}, {8}, {3}, {3}},
+    {"transpose (dims swapped)", 2, {16, 8}, {AFF(1, 1, 0, 0), AFF(0, 1, 0, 0)}, {2, 4}, {5, 12},
+     {4, 2}, {11, 4}},
+    /* Conv k3 s2 p1 over 16 rows (8 out): [2*lo-1, 2*(hi-1)-1+2] */
+    {"stride 2 pad 1 k3: clamped at 0", 1, {16}, {AFF(0, 2, -1, 2)}, {0}, {4}, {0}, {7}},
+    {"stride 2 pad 1 k3: inner", 1, {16}, {AFF(0, 2, -1, 2)}, {2}, {5}, {3}, {9}},
+    {"stride 2 pad 1 k3: upper end", 1, {16}, {AFF(0, 2, -1, 2)}, {4}, {8}, {7}, {15}},
+    {"stride 2 pad 1 k3 over 15 rows: clamped at the end", 1, {15}, {AFF(0, 2, -1, 2)}, {4}, {8},
+     {7}, {14}},
+    {"stride 2 pad 1 k3, one block: clamped at both ends", 1, {15}, {AFF(0, 2, -1, 2)}, {0}, {8},
+     {0}, {14}},
+    /* Dilation 2, k3, pad 2: [lo-2, hi-1-2+4] */
+    {"dilation 2 pad 2 k3: both ends clamped", 1, {8}, {AFF(0, 1, -2, 4)}, {0}, {8}, {0}, {7}},
+    {"dilation 2 pad 2 k3: inner", 1, {8}, {AFF(0, 1, -2, 4)}, {3}, {5}, {1}, {6}},
+    /* Reversed slice x[::-1] over 10: index 9 - i */
+    {"negative scale (x[::-1])", 1, {10}, {AFF(0, -1, 9, 0)}, {2}, {5}, {5}, {7}},
+    {"negative scale, first block", 1, {10}, {AFF(0, -1, 9, 0)}, {0}, {3}, {7}, {9}},
+    /* x[9::-2] over 10 (5 out): index 9 - 2i */
+    {"negative scale -2", 1, {10}, {AFF(0, -2, 9, 0)}, {1}, {3}, {5}, {7}},
+    {"negative scale -2, last block", 1, {10}, {AFF(0, -2, 9, 0)}, {3}, {5}, {1}, {3}},
+    /* Concat piece 2 of an output [20]: the piece's domain is its input, written at offset 12 */
+    {"concat offset +12", 1, {20}, {AFF(0, 1, 12, 0)}, {2}, {6}, {14}, {17}},
+    {"FULL dim", 2, {8, 33}, {AFF(0, 1, 0, 0), FULLD}, {2, 4}, {3, 8}, {2, 0}, {2, 32}},
+    {"OPAQUE dim", 2, {21, 8}, {OPAQ, AFF(1, 1, 0, 0)}, {2, 4}, {3, 8}, {0, 4}, {20, 7}},
+    {"mixed: identity, FULL, window, OPAQUE", 4, {8, 5, 8, 7},
+     {AFF(0, 1, 0, 0), FULLD, AFF(2, 1, -1, 2), OPAQ}, {1, 0, 4, 0}, {3, 16, 8, 8},
+     {1, 0, 3, 0}, {2, 4, 7, 6}},
+};
+
+static void test_regions(void) {
+    fixture f;
+    fx_init(&f);
+    int64_t dom[4] = {8, 16, 8, 8};
+    int out = fx_value(&f, "out", 4, dom);
+    fx_nest(&f, out, NULL);
+    for (size_t i = 0; i < sizeof regions / sizeof regions[0]; i++) {
+        const region_case *c = &regions[i];
+        int in = fx_value(&f, "in", c->in_rank, c->in_dims);
+        bd_nest *n = fx_nest_at(&f, 0);
+        bd_operand o = {.value = in, .write = false, .rank = c->in_rank};
+        for (int k = 0; k < c->in_rank; k++) o.dims[k] = c->map[k];
+        int64_t lo[4] = {0}, hi[4] = {8, 16, 8, 8};
+        for (int k = 0; k < 4 && (c->lo[k] || c->hi[k]); k++) lo[k] = c->lo[k], hi[k] = c->hi[k];
+        int64_t rlo[4] = {-99, -99, -99, -99}, rhi[4] = {-99, -99, -99, -99};
+        bd_operand_region(n, &o, fx_val(&f, in), lo, hi, rlo, rhi);
+        char name[200];
+        snprintf(name, sizeof name, "region %s", c->name);
+        check(same(c->in_rank, rlo, c->want_lo) && same(c->in_rank, rhi, c->want_hi), name,
+              "got %s..%s, want %s..%s", fmt_dims(c->in_rank, rlo), fmt_dims(c->in_rank, rhi),
+              fmt_dims(c->in_rank, c->want_lo), fmt_dims(c->in_rank, c->want_hi));
+    }
+
+    /* The numpy broadcast helper builds the maps the broadcast cases above assume. */
+    int64_t d116[2] = {1, 16}, d16[1] = {16}, d81[2] = {8, 1};
+    int a = fx_value(&f, "a", 2, d116), b = fx_value(&f, "b", 1, d16), c = fx_value(&f, "c", 2, d81);
+    int o2 = fx_value(&f, "o2", 2, (int64_t[]){8, 16});
+    bd_operand oa = {.value = a, .rank = 2}, ob = {.value = b, .rank = 1}, oc = {.value = c, .rank = 2};
+    bd_access_broadcast(&oa, fx_val(&f, a), fx_val(&f, o2));
+    bd_access_broadcast(&ob, fx_val(&f, b), fx_val(&f, o2));
+    bd_access_broadcast(&oc, fx_val(&f, c), fx_val(&f, o2));
+    check(oa.dims[0].kind == BD_ACCESS_AFFINE && oa.dims[0].iter == -1 && oa.dims[1].iter == 1 &&
+              oa.dims[1].scale == 1,
+          "broadcast map [1,16] -> [8,16]: (none, i1)", "iters %d %d", oa.dims[0].iter,
+          oa.dims[1].iter);
+    check(ob.dims[0].iter == 1 && ob.dims[0].scale == 1, "broadcast map [16] -> [8,16]: (i1)",
+          "iter %d scale %lld", ob.dims[0].iter, (long long)ob.dims[0].scale);
+    check(oc.dims[0].iter == 0 && oc.dims[1].iter == -1, "broadcast map [8,1] -> [8,16]: (i0, none)",
+          "iters %d %d", oc.dims[0].iter, oc.dims[1].iter);
+    int64_t lo[2] = {3, 4}, hi[2] = {6, 12}, rlo[2], rhi[2];
+    bd_operand_region(fx_nest_at(&f, 0), &oc, fx_val(&f, c), lo, hi, rlo, rhi);
+    check(rlo[0] == 3 && rhi[0] == 5 && rlo[1] == 0 && rhi[1] == 0,
+          "region through broadcast map [8,1]", "got %s..%s", fmt_dims(2, rlo), fmt_dims(2, rhi));
+    fx_free(&f);
+}
+
+/* ---------------------------------------------------------------- region -> producer blocks */
+
+/* The producer's write operand for value v, or NULL. */
+static const bd_operand *writer_of(const bd_nest *p, int v) {
+    for (int k = 0; k < p->n_operands; k++)
+        if (p->operands[k].write && p->operands[k].value == v) return &p->operands[k];
+    return NULL;
+}
+
+static bool overlaps(int rank, const int64_t *alo, const int64_t *ahi, const int64_t *blo,
+                     const int64_t *bhi) {
+    for (int k = 0; k < rank; k++)
+        if (ahi[k] < blo[k] || bhi[k] < alo[k]) return false;
+    return true;
+}
+
+/* The producer blocks whose written region of value v meets [rlo, rhi] (inclusive): into out (up
+ * to cap), returning how many. Brute force over the producer's grid, through its write map. */
+static int64_t producer_blocks(const bd_graph *g, const bd_nest *p, int v, const int64_t *rlo,
+                               const int64_t *rhi, int64_t *out, int64_t cap) {
+    const bd_operand *w = writer_of(p, v);
+    if (!w) return 0;
+    const bd_value *val = &BD_VEC_AT(&g->values, bd_value, v);
+    int64_t count = 0;
+    for (int64_t b = 0; b < p->n_blocks; b++) {
+        int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK], wlo[BD_MAX_RANK], whi[BD_MAX_RANK];
+        bd_nest_block_range(p, b, lo, hi);
+        bd_operand_region(p, w, val, lo, hi, wlo, whi);
+        if (!overlaps(w->rank, wlo, whi, rlo, rhi)) continue;
+        if (count < cap) out[count] = b;
+        count++;
+    }
+    return count;
+}
+
+/* Edges from every block of consumer c to the blocks of producer p it reads (any operand). */
+static int64_t count_edges(const bd_graph *g, const bd_nest *c, const bd_nest *p) {
+    int64_t edges = 0;
+    for (int64_t b = 0; b < c->n_blocks; b++) {
+        int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK];
+        bd_nest_block_range(c, b, lo, hi);
+        for (int k = 0; k < c->n_operands; k++) {
+            const bd_operand *o = &c->operands[k];
+            if (o->write || !writer_of(p, o->value)) continue;
+            int64_t rlo[BD_MAX_RANK], rhi[BD_MAX_RANK], dummy[1];
+            bd_operand_region(c, o, &BD_VEC_AT(&g->values, bd_value, o->value), lo, hi, rlo, rhi);
+            edges += producer_blocks(g, p, o->value, rlo, rhi, dummy, 0);
+        }
+    }
+    return edges;
+}
+
+/* A 1x1 or kxk convolution nest, stride 1, pad (k-1)/2: reads x (N identity, C FULL, spatial
+ * windows) and w (dim 0 by the output channel, the rest FULL), writes y. */
+static void conv_nest(fixture *f, int x, int w, int y, int64_t k, const int64_t *tile) {
+    bd_nest *n = bd_nest_begin(&f->p, -1, BD_BODY_CONV, fx_val(f, y));
+    bd_nest_tile(n, tile);
+    bd_operand *ox = bd_nest_operand(n, x, false, 4);
+    ox->dims[0] = (bd_access_dim)AFF(0, 1, 0, 0);
+    ox->dims[1] = (bd_access_dim)FULLD;
+    ox->dims[2] = (bd_access_dim)AFF(2, 1, -(k - 1) / 2, k - 1);
+    ox->dims[3] = (bd_access_dim)AFF(3, 1, -(k - 1) / 2, k - 1);
+    bd_operand *ow = bd_nest_operand(n, w, false, 4);
+    bd_access_full(ow);
+    ow->dims[0] = (bd_access_dim)AFF(1, 1, 0, 0);
+    bd_access_identity(bd_nest_operand(n, y, true, 4), 0);
+}
+
+static void test_worked_example(void) {
+    fixture f;
+    fx_init(&f);
+    int64_t act[4] = {1, 64, 56, 56}, w1[4] = {64, 64, 1, 1}, w3[4] = {64, 64, 3, 3};
+    int64_t tile[4] = {1, 32, 8, 56};
+    int x = fx_value(&f, "x", 4, act), a = fx_value(&f, "A", 4, act), b = fx_value(&f, "B", 4, act);
+    int wa = fx_value(&f, "wA", 4, w1), wb = fx_value(&f, "wB", 4, w3);
+    conv_nest(&f, x, wa, a, 1, tile);
+    conv_nest(&f, a, wb, b, 3, tile);
+    const bd_nest *na = fx_nest_at(&f, 0), *nb = fx_nest_at(&f, 1);
+
+    int64_t want_grid[4] = {1, 2, 7, 1};
+    check(na->n_blocks == 14 && nb->n_blocks == 14 && same(4, na->grid, want_grid) &&
+              same(4, nb->grid, want_grid),
+          "worked example: 2 x 7 = 14 blocks per op", "A %lld %s, B %lld %s",
+          (long long)na->n_blocks, fmt_dims(4, na->grid), (long long)nb->n_blocks,
+          fmt_dims(4, nb->grid));
+
+    /* B's block (c-block 0, h-block 1) is block 1: c 0..31, h 8..15. */
+    int64_t lo[4], hi[4];
+    bd_nest_block_range(nb, 1, lo, hi);
+    int64_t blo[4] = {0, 0, 8, 0}, bhi[4] = {1, 32, 16, 56};
+    check(same(4, lo, blo) && same(4, hi, bhi), "worked example: B block 1 is c 0..31, h 8..15",
+          "lo %s hi %s", fmt_dims(4, lo), fmt_dims(4, hi));
+
+    const bd_operand *ra = &nb->operands[0];
+    int64_t rlo[4], rhi[4];
+    bd_operand_region(nb, ra, fx_val(&f, a), lo, hi, rlo, rhi);
+    int64_t want_lo[4] = {0, 0, 7, 0}, want_hi[4] = {0, 63, 16, 55};
+    check(same(4, rlo, want_lo) && same(4, rhi, want_hi),
+          "worked example: B block reads A n 0, c 0..63, h 7..16, w 0..55", "got %s..%s",
+          fmt_dims(4, rlo), fmt_dims(4, rhi));
+    check(lo[2] - rlo[2] == 1 && rhi[2] - (hi[2] - 1) == 1,
+          "worked example: halo 1 row above and below", "above %lld below %lld",
+          (long long)(lo[2] - rlo[2]), (long long)(rhi[2] - (hi[2] - 1)));
+    check(lo[3] - rlo[3] == 0 && rhi[3] - (hi[3] - 1) == 0,
+          "worked example: no halo along W (whole rows, clamped)", "left %lld right %lld",
+          (long long)(lo[3] - rlo[3]), (long long)(rhi[3] - (hi[3] - 1)));
+
+    int64_t got[16];
+    int64_t n = producer_blocks(f.g, na, a, rlo, rhi, got, 16);
+    /* c-block {0,1} x h-block {0,1,2}: block = c*7 + h */
+    int64_t want[6] = {0, 1, 2, 7, 8, 9};
+    check(n == 6 && same(6, got, want), "worked example: needs 6 producer blocks, not 14",
+          "%lld blocks %s", (long long)n, fmt_dims((int)(n < 16 ? n : 16), got));
+
+    /* The same set from the grid arithmetic (A writes by identity): tiles meeting [rlo, rhi]. */
+    int64_t span = 1;
+    for (int k = 0; k < 4; k++) span *= rhi[k] / na->tile[k] - rlo[k] / na->tile[k] + 1;
+    check(span == n, "worked example: brute force equals the grid-interval count",
+          "grid says %lld, brute force %lld", (long long)span, (long long)n);
+
+    /* Edge blocks: the first and last h-blocks clamp their halo and need 4 producer blocks. */
+    bd_nest_block_range(nb, 0, lo, hi);
+    bd_operand_region(nb, ra, fx_val(&f, a), lo, hi, rlo, rhi);
+    n = producer_blocks(f.g, na, a, rlo, rhi, got, 16);
+    int64_t want0[4] = {0, 1, 7, 8};
+    check(rlo[2] == 0 && rhi[2] == 8 && n == 4 && same(4, got, want0),
+          "worked example: first h-block reads h 0..8 from 4 producer blocks", "h %lld..%lld, %lld blocks %s",
+          (long long)rlo[2], (long long)rhi[2], (long long)n, fmt_dims((int)(n < 16 ? n : 16), got));
+    bd_nest_block_range(nb, 13, lo, hi);
+    bd_operand_region(nb, ra, fx_val(&f, a), lo, hi, rlo, rhi);
+    n = producer_blocks(f.g, na, a, rlo, rhi, got, 16);
+    int64_t want13[4] = {5, 6, 12, 13};
+    check(lo[1] == 32 && lo[2] == 48 && rlo[2] == 47 && rhi[2] == 55 && n == 4 && same(4, got, want13),
+          "worked example: last block reads h 47..55 from 4 producer blocks", "h %lld..%lld, %lld blocks %s",
+          (long long)rlo[2], (long long)rhi[2], (long long)n, fmt_dims((int)(n < 16 ? n : 16), got));
+
+    /* All of B against A: 5 inner h-blocks x 2 c-blocks x 6 + 2 edge h-blocks x 2 x 4 = 76, and
+     * A's input x has no producer nest. */
+    int64_t e = count_edges(f.g, nb, na);
+    check(e == 76, "worked example: 76 block edges B -> A (of 14 x 14 = 196)", "got %lld", (long long)e);
+    check(count_edges(f.g, na, nb) == 0, "worked example: no edges A -> B", "A reads what B writes");
+    fx_free(&f);
+}
+
+static void test_branches(void) {
+    fixture f;
+    fx_init(&f);
+    int64_t act[4] = {1, 64, 56, 56}, w1[4] = {64, 64, 1, 1}, tile[4] = {1, 32, 8, 56};
+    int x = fx_value(&f, "x", 4, act), p = fx_value(&f, "p", 4, act), q = fx_value(&f, "q", 4, act);
+    int wp = fx_value(&f, "wp", 4, w1), wq = fx_value(&f, "wq", 4, w1);
+    int s = fx_value(&f, "s", 4, act);
+    conv_nest(&f, x, wp, p, 1, tile);
+    conv_nest(&f, x, wq, q, 1, (int64_t[]){1, 16, 14, 56}); /* a different tiling */
+    /* The join: s = p + q, elementwise, tiled like p. */
+    bd_nest *ns = fx_nest(&f, s, tile);
+    bd_access_identity(bd_nest_operand(ns, p, false, 4), 0);
+    bd_access_identity(bd_nest_operand(ns, q, false, 4), 0);
+    const bd_nest *np = fx_nest_at(&f, 0), *nq = fx_nest_at(&f, 1);
+    ns = fx_nest_at(&f, 2);
+
+    check(count_edges(f.g, nq, np) == 0 && count_edges(f.g, np, nq) == 0,
+          "branches: no block of one branch touches the other's output", "edges found");
+    /* Every block of either branch, every read operand: nothing the other writes. */
+    bool clean = true;
+    const bd_nest *br[2] = {np, nq};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < br[i]->n_operands; k++)
+            if (!br[i]->operands[k].write && writer_of(br[1 - i], br[i]->operands[k].value))
+                clean = false;
+    check(clean, "branches: neither reads a value the other writes", "shared value");
+    /* Both read x: a shared input is not an edge (x has no producer nest). */
+    check(np->operands[0].value == x && nq->operands[0].value == x,
+          "branches: both read the same input", "inputs %d %d", np->operands[0].value,
+          nq->operands[0].value);
+    /* The join does depend on both, on exactly the matching blocks: p's tiling is its own (one
+     * block each), q's is (16, 14) so a (32, 8) block meets 2 c-tiles x 1 or 2 h-tiles. */
+    int64_t ep = count_edges(f.g, ns, np), eq = count_edges(f.g, ns, nq);
+    /* h-blocks of 8 against q's h-tiles of 14: blocks 0..6 meet 1,2,1,2,1,2,1 q-tiles = 10 */
+    check(ep == 14, "branches: join -> p is one block per block (14)", "got %lld", (long long)ep);
+    check(eq == 2 * 2 * 10, "branches: join -> q meets 40 blocks across tilings", "got %lld",
+          (long long)eq);
+    fx_free(&f);
+}
+
+/* ---------------------------------------------------------------- printed decoding vs C */
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
+    (void)st, (void)f;
+    if (flag == FTW_DP) rmdir(p);
+    else unlink(p);
+    return 0;
+}
+
+/* Runs argv with stdout to out_path (NULL: inherit) and stderr to err_path; exit status or -1. */
+static int run(char *const argv[], const char *out_path, const char *err_path) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (out_path) posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc) return -1;
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static void print_file_head(const char *path, int lines) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char buf[512];
+    while (lines-- > 0 && fgets(buf, sizeof buf, f)) printf("      %s", buf);
+    fclose(f);
+}
+
+typedef struct decode_case {
+    int rank;
+    int64_t extent[8], tile[8];
+} decode_case;
+
+static const decode_case decodes[] = {
+    {0, {0}, {0}},
+    {1, {10}, {3}},
+    {1, {7}, {7}},
+    {1, {1}, {1}},
+    {1, {13}, {5}},
+    {1, {1000003}, {4096}},
+    {1, {5000000000LL}, {1LL << 30}},
+    {2, {5, 3}, {2, 2}},
+    {2, {9, 10}, {4, 3}},
+    {3, {4, 6, 5}, {3, 4, 2}},
+    {3, {1, 17, 1}, {1, 16, 1}},
+    {4, {2, 3, 5, 7}, {1, 2, 3, 4}},
+    {4, {1, 64, 56, 56}, {1, 32, 8, 56}},
+    {4, {3, 5, 2, 9}, {2, 5, 2, 4}},
+    {6, {2, 3, 2, 3, 2, 3}, {1, 2, 2, 2, 1, 2}},
+};
+
+static void test_emitted_decode(void) {
+    enum { N = sizeof decodes / sizeof decodes[0] };
+    bd_nest *nests = calloc(N, sizeof *nests);
+    BD_ASSERT(nests);
+    bd_emitter e;
+    memset(&e, 0, sizeof e);
+    e.pr.text = BD_VEC(char);
+    bd_emit(&e, "#include <stdint.h>");
+    bd_emit(&e, "#include <stdio.h>");
+    for (int i = 0; i < N; i++) {
+        bare_nest(&nests[i], decodes[i].rank, decodes[i].extent, decodes[i].tile);
+        const bd_nest *n = &nests[i];
+        bd_emit_open(&e, "static void d%d(int64_t block)", i);
+        bd_emit(&e, "const int64_t b0 = block;");
+        bd_emit_block_decode(&e, n);
+        bd_emit(&e, "printf(\"%d %%lld\", (long long)b0);", i);
+        for (int k = 0; k < n->n_iter; k++)
+            bd_emit(&e, "printf(\" %%lld:%%lld\", (long long)lo[%d], (long long)hi[%d]);", k, k);
+        bd_emit(&e, "printf(\"\\n\");");
+        bd_emit_close(&e, NULL);
+    }
+    bd_emit_open(&e, "int main(void)");
+    for (int i = 0; i < N; i++)
+        bd_emit(&e, "for (int64_t b = 0; b < %lld; b++) d%d(b);", (long long)nests[i].n_blocks, i);
+    bd_emit(&e, "return 0;");
+    bd_emit_close(&e, NULL);
+
+    const char *base = getenv("TMPDIR");
+    char dir[1024], src[1100], exe[1100], out[1100], err[1100];
+    snprintf(dir, sizeof dir, "%s/bdc-nest-test-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        check(false, "decode: temporary folder", "mkdtemp %s: %s", dir, strerror(errno));
+        goto done;
+    }
+    snprintf(src, sizeof src, "%s/decode.c", dir);
+    snprintf(exe, sizeof exe, "%s/decode", dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    FILE *f = fopen(src, "w");
+    bool wrote = f && fwrite(e.pr.text.data, 1, e.pr.text.len, f) == e.pr.text.len;
+    if (f && fclose(f)) wrote = false;
+    check(wrote, "decode: generated program written", "%s: %s", src, strerror(errno));
+
+    const char *cc = getenv("CC");
+    if (!cc || !*cc) cc = "cc";
+    char *cc_argv[] = {(char *)cc, "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o", exe,
+                       src, NULL};
+    int rc = run(cc_argv, NULL, err);
+    check(rc == 0, "decode: printed decoding builds with -Wall -Wextra -Werror", "%s exited %d",
+          cc, rc);
+    if (rc) {
+        print_file_head(err, 20);
+        goto cleanup;
+    }
+    char *exe_argv[] = {exe, NULL};
+    rc = run(exe_argv, out, err);
+    check(rc == 0, "decode: generated program runs", "exit %d", rc);
+    if (rc) goto cleanup;
+
+    /* Line by line against bd_nest_block_range. */
+    FILE *in = fopen(out, "r");
+    BD_ASSERT(in);
+    char line[1024];
+    for (int i = 0; i < N; i++) {
+        const bd_nest *n = &nests[i];
+        int64_t bad = -1, lines = 0;
+        char got_line[1024] = "", want_line[1024] = "";
+        for (int64_t b = 0; b < n->n_blocks; b++) {
+            int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK];
+            bd_nest_block_range(n, b, lo, hi);
+            size_t o = (size_t)snprintf(want_line, sizeof want_line, "%d %lld", i, (long long)b);
+            for (int k = 0; k < n->n_iter; k++)
+                o += (size_t)snprintf(want_line + o, sizeof want_line - o, " %lld:%lld",
+                                      (long long)lo[k], (long long)hi[k]);
+            snprintf(want_line + o, sizeof want_line - o, "\n");
+            if (!fgets(line, sizeof line, in)) line[0] = 0;
+            lines++;
+            if (strcmp(line, want_line) != 0) {
+                bad = b;
+                snprintf(got_line, sizeof got_line, "%s", line);
+                break;
+            }
+        }
+        char name[200];
+        snprintf(name, sizeof name, "decode rank %d extent %s tile %s: %lld blocks agree", n->n_iter,
+                 fmt_dims(n->n_iter, decodes[i].extent), fmt_dims(n->n_iter, n->tile),
+                 (long long)n->n_blocks);
+        check(bad < 0, name, "block %lld: printed '%.*s', bd_nest_block_range '%.*s'",
+              (long long)bad, (int)strcspn(got_line, "\n"), got_line,
+              (int)strcspn(want_line, "\n"), want_line);
+        if (bad >= 0) { /* resynchronise on the next case's first line */
+            for (int64_t b = lines; b < n->n_blocks; b++)
+                if (!fgets(line, sizeof line, in)) break;
+        }
+    }
+    check(!fgets(line, sizeof line, in), "decode: no extra output", "extra line '%s'", line);
+    fclose(in);
+cleanup:
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    struct stat st;
+    check(stat(dir, &st) != 0, "decode: temporary folder removed", "%s still exists", dir);
+done:
+    bd_printer_free(&e.pr);
+    free(nests);
+}
+
+int main(void) {
+    test_block_range();
+    test_regions();
+    test_worked_example();
+    test_branches();
+    test_emitted_decode();
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
