@@ -32,3 +32,4 @@ bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LAB
 bdc_add_test(real_run_nofusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion none)
 # The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
 bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)
+bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)

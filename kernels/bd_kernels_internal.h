@@ -137,14 +137,14 @@ typedef void (*bd_pack_a_fn)(const void *ctx, int64_t i0, int64_t mc, int64_t k0
 typedef void (*bd_pack_b_fn)(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
                              int nr, float *dst);
 
-/* An operand: either pre-packed panels (whole depth K, panel stride K*MR or K*NR, panel 0 at
+/* A GEMM operand: either pre-packed panels (whole depth K, panel stride K*MR or K*NR, panel 0 at
  * row/column 0) or a packer called block by block. */
-typedef struct bd_operand {
+typedef struct bd_gemm_operand {
     const float *packed;
     bd_pack_a_fn pack_a;
     bd_pack_b_fn pack_b;
     const void *ctx;
-} bd_operand;
+} bd_gemm_operand;
 
 /* Raw row-major operands and their packers. */
 typedef struct bd_raw_matrix {
@@ -167,7 +167,7 @@ typedef struct bd_gemm_epilogue {
 /* C[m0:m1, n0:n1] of A*B with kernel kd; C points at element (m0, n0). Row/column indices are
  * those of the operands (a pre-packed operand's panel grid starts at index 0). */
 void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                 int64_t K, const bd_operand *a, const bd_operand *b, float *C, int64_t ldc,
+                 int64_t K, const bd_gemm_operand *a, const bd_gemm_operand *b, float *C, int64_t ldc,
                  const bd_gemm_epilogue *ep, void *scratch);
 /* Scratch floats bd_gemm_run needs with kernel kd for an (up to) M x N x K problem; a_packed:
  * only for calls whose A operand is pre-packed. */

@@ -599,7 +599,7 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
     const int64_t P = (oh1 - oh0) * s->OW;
     for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
         int64_t m_lo = imax(oc0 - g * Mg, 0), m_hi = imin(oc1 - g * Mg, Mg);
-        bd_operand a = {wpacked + BD_PACK_HDR_FLOATS + g * round_up(Mg, kd->mr) * Kd, NULL, NULL,
+        bd_gemm_operand a = {wpacked + BD_PACK_HDR_FLOATS + g * round_up(Mg, kd->mr) * Kd, NULL, NULL,
                         NULL};
         const float *xg = x + (n * s->C + g * Cg) * HW;
         float *c = y + (n * s->M + g * Mg + m_lo) * OHW + oh0 * s->OW;
@@ -611,7 +611,7 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         }
         bd_raw_matrix xm = {xg, HW, 0};
         im2col_ctx ictx = {s, xg, x + s->N * s->C * HW, oh0};
-        bd_operand b = {NULL, NULL, im2col_for(kd), &ictx};
+        bd_gemm_operand b = {NULL, NULL, im2col_for(kd), &ictx};
         if (is_pointwise(s)) { /* B is the input itself: Cg rows of H*W pixels */
             xm.p = xg + oh0 * s->W;
             b.pack_b = bd_pack_b_raw;

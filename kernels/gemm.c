@@ -349,7 +349,7 @@ static void macro_kernel(const macro_args *g) {
 }
 
 void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                 int64_t K, const bd_operand *a, const bd_operand *b, float *C, int64_t ldc,
+                 int64_t K, const bd_gemm_operand *a, const bd_gemm_operand *b, float *C, int64_t ldc,
                  const bd_gemm_epilogue *ep, void *scratch) {
     if (m1 <= m0 || n1 <= n0) return;
     BD_KCHECK(K >= 0 && m0 >= 0 && n0 >= 0);
@@ -426,8 +426,8 @@ void bd_f32_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, i
                  float act_max, void *scratch) {
     if (M <= 0 || N <= 0) return;
     bd_raw_matrix am = {A, lda, transA}, bm = {B, ldb, transB};
-    bd_operand a = {NULL, bd_pack_a_raw, NULL, &am};
-    bd_operand b = {NULL, NULL, bd_pack_b_raw, &bm};
+    bd_gemm_operand a = {NULL, bd_pack_a_raw, NULL, &am};
+    bd_gemm_operand b = {NULL, NULL, bd_pack_b_raw, &bm};
     bd_gemm_epilogue ep = {bias_n, bias_m, accumulate, act, act_min, act_max};
     bd_gemm_run(bd_gemm_kernel_current(), 0, M, 0, N, K, &a, &b, C, ldc, &ep, scratch);
 }
@@ -458,8 +458,8 @@ void bd_f32_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const fl
     BD_KCHECK(h.K == K && 0 <= n0 && n0 <= n1 && n1 <= h.rows);
     if (M <= 0 || n1 <= n0) return;
     bd_raw_matrix am = {A, lda, transA};
-    bd_operand a = {NULL, bd_pack_a_raw, NULL, &am};
-    bd_operand b = {Bpacked + BD_PACK_HDR_FLOATS, NULL, NULL, NULL};
+    bd_gemm_operand a = {NULL, bd_pack_a_raw, NULL, &am};
+    bd_gemm_operand b = {Bpacked + BD_PACK_HDR_FLOATS, NULL, NULL, NULL};
     bd_gemm_epilogue ep = {bias_n ? bias_n + n0 : NULL, bias_m, accumulate, act, act_min, act_max};
     bd_gemm_run(kd, 0, M, n0, n1, K, &a, &b, C + n0, ldc, &ep, scratch);
 }
@@ -490,8 +490,8 @@ void bd_f32_gemm_packed_a(int64_t m0, int64_t m1, int64_t N, int64_t K, const fl
     BD_KCHECK(h.K == K && 0 <= m0 && m0 <= m1 && m1 <= h.rows);
     if (N <= 0 || m1 <= m0) return;
     bd_raw_matrix bm = {B, ldb, transB};
-    bd_operand a = {Apacked + BD_PACK_HDR_FLOATS, NULL, NULL, NULL};
-    bd_operand b = {NULL, NULL, bd_pack_b_raw, &bm};
+    bd_gemm_operand a = {Apacked + BD_PACK_HDR_FLOATS, NULL, NULL, NULL};
+    bd_gemm_operand b = {NULL, NULL, bd_pack_b_raw, &bm};
     bd_gemm_epilogue ep = {bias_n, bias_m ? bias_m + m0 : NULL, accumulate, act, act_min, act_max};
     bd_gemm_run(kd, m0, m1, 0, N, K, &a, &b, C + m0 * ldc, ldc, &ep, scratch);
 }

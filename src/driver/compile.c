@@ -20,7 +20,7 @@
 
 #include "build/toolchain.h"
 #include "driver/pipeline.h"
-#include "target/cpu/emit.h"
+#include "target/target.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -148,8 +148,9 @@ static bd_status copy_to_emit_dir(const bd_workdir *w, const char *dir, bool hea
     return BD_OK;
 }
 
-static bd_status native_build(const bd_compile_opts *o, bd_workdir *w, const char *rt,
-                              const char *prefix, char *result, size_t rlen, bd_diag *d) {
+static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_workdir *w,
+                              const char *rt, const char *prefix, char *result, size_t rlen,
+                              bd_diag *d) {
     char inc[BD_PATH_MAX + 16], lib_rt[BD_PATH_MAX + 32], lib_k[BD_PATH_MAX + 32];
     snprintf(inc, sizeof inc, "-I%s/include", rt);
     snprintf(lib_rt, sizeof lib_rt, "%s/lib/libbdcrt.a", rt);
@@ -160,11 +161,13 @@ static bd_status native_build(const bd_compile_opts *o, bd_workdir *w, const cha
                        .hint = "set CC or install gcc"};
     char march[96];
     snprintf(march, sizeof march, "-march=%s", o->arch ? o->arch : "native");
-    /* -ffp-contract=fast: -std=c11 would otherwise forbid fusing a*b+c into one FMA. */
-    /* -fno-trapping-math: lets the selects in the generated exp/tanh/erf vectorize. */
-    char *cc_model[] = {(char *)cc, "-std=c11", "-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
-                        "-ffp-contract=fast", "-Wall", "-Wextra", (char *)werror, march, inc, "-c",
-                        "model.c", "-o", "model.o", NULL};
+    char *cc_model[32];
+    int nc = 0;
+    cc_model[nc++] = (char *)cc;
+    for (int i = 0; t->cflags[i] && nc < 20; i++) cc_model[nc++] = (char *)t->cflags[i];
+    const char *rest[] = {"-Wall", "-Wextra", werror, march, inc, "-c", "model.c", "-o", "model.o"};
+    for (size_t i = 0; i < BD_COUNT(rest); i++) cc_model[nc++] = (char *)rest[i];
+    cc_model[nc] = NULL;
     cmd.argv = cc_model;
     bd_status s = bd_tool_run(&cmd, d);
     char *cc_weights[] = {(char *)cc, "-c", "weights.S", "-o", "weights.o", NULL};
@@ -237,21 +240,22 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets or dtypes bdc cannot compile "
                     "yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
-    if (!s) s = bd_plan_program(m->graph, o->no_fusion ? BD_FUSION_NONE : BD_FUSION_OP,
+    const bd_target *t = o->target ? o->target : bd_targets[0];
+    if (!s) s = bd_plan_program(m->graph, t, o->no_fusion ? BD_FUSION_NONE : BD_FUSION_OP,
                                 o->limits.max_activation_bytes, &o->dumps, &pl, d);
-    if (!s) progress_step(&pr, "lower to loop nests, fuse, schedule, plan memory");
+    if (!s) progress_step(&pr, "lower to loop nests, tile, fuse, schedule, plan memory");
     char prefix[128];
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
     bd_emit_opts eo = {.library = o->library, .lib_name = prefix, .weights_symbol = wsym};
-    if (!s) s = bd_emit_c(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
+    if (!s) s = t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
     if (!s) progress_step(&pr, "emit C");
     if (!s) s = bd_workdir_create(&w, o->keep_temps, d);
     if (!s) s = write_sources(&w, &c, wsym, d);
     if (!s && o->emit_dir) s = copy_to_emit_dir(&w, o->emit_dir, o->library, d);
     char result[BD_PATH_MAX];
-    if (!s) s = native_build(o, &w, rt, prefix, result, sizeof result, d);
+    if (!s) s = native_build(o, t, &w, rt, prefix, result, sizeof result, d);
     if (!s) progress_step(&pr, "native build");
     if (!s && o->library) {
         /* Header first, then the archive: a build system keyed on the archive sees both. */

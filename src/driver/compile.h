@@ -8,6 +8,7 @@
 
 typedef struct bd_compile_opts {
     const char *model, *output;
+    const bd_target *target; /* --target (NULL: the first of bd_targets, cpu) */
     bool library;      /* --lib: static library + header instead of an executable */
     bool no_fusion;    /* --fusion none: one nest per node (the ablation baseline) */
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
@@ -16,7 +17,7 @@ typedef struct bd_compile_opts {
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */
     bool werror;       /* --werror: build the generated C with -Werror */
-    bd_dumps dumps;              /* --dump=... */
+    bd_dumps dumps;    /* --dump=... */
     bd_limits limits;  /* --max-weights, --max-activations, --max-nodes (else the defaults) */
 } bd_compile_opts;
 

@@ -109,7 +109,7 @@ static int cmd_compile(int argc, char **argv) {
                     return usage_error("compile: --arch '%s' is not a CPU name", v);
                 o.arch = v;
             }
-            else if (strcmp(v, "cpu") != 0) {
+            else if (!(o.target = bd_target_named(v))) {
                 fprintf(stderr, "bdc: error: target '%s' is not available yet (cpu only)\n", v);
                 return BD_ERR_UNSUPPORTED;
             }

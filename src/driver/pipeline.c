@@ -1,6 +1,6 @@
 /* pipeline.c — the compiler as plain lists of calls. The front half: load, verify, infer and
- * fold, simplify. The back half, over the nest program: lower, fuse, schedule, plan memory, each
- * followed by its verifier and, when asked, its dump. What follows (the target's printer and the
+ * fold, simplify. The back half, over the nest program: lower, tile (the target's choice), fuse,
+ * schedule, plan memory, each followed by its verifier and, when asked, its dump. What follows (the target's printer and the
  * native build) reads only the planned program (driver/compile.c). */
 #include <string.h>
 
@@ -28,13 +28,15 @@ bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **ou
     return BD_OK;
 }
 
-bd_status bd_plan_program(bd_graph *g, bd_fusion fusion, int64_t max_activation_bytes,
-                          const bd_dumps *dumps, bd_planned *out, bd_diag *d) {
+bd_status bd_plan_program(bd_graph *g, const bd_target *t, bd_fusion fusion,
+                          int64_t max_activation_bytes, const bd_dumps *dumps, bd_planned *out,
+                          bd_diag *d) {
     memset(out, 0, sizeof *out);
     bd_program *p = &out->prog;
     p->fusion = fusion;
     bd_status s = bd_lower(g, p, d); /* verifies */
     if (!s && dumps->lower) bd_program_dump(p, stderr);
+    if (!s) s = t->tile(p, d); /* verifies */
     if (!s) s = bd_fuse(p, d); /* verifies */
     if (!s && dumps->tiles) bd_program_dump(p, stderr);
     if (!s) s = bd_schedule_program(p, &out->sched, d);

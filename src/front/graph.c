@@ -121,6 +121,14 @@ bd_status bd_node_fail(bd_diag *d, bd_status s, const bd_node *n, const char *fm
 }
 
 /* ---- tensors ---- */
+void bd_dims_strides(int rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i] > 0 ? dims[i] : 1;
+    }
+}
+
 bool bd_dims_numel(int rank, const int64_t *dims, int64_t *numel) {
     int64_t p = 1;
     for (int i = 0; i < rank; i++)

@@ -190,6 +190,8 @@ bd_status bd_node_fail(bd_diag *d, bd_status s, const bd_node *n, const char *fm
 /* ---- tensors ---- */
 /* Product of dims, overflow-checked; false on overflow or negative dim. */
 bool bd_dims_numel(int rank, const int64_t *dims, int64_t *numel);
+/* Row-major element strides of dims[0..rank) (strides[rank-1] == 1; an empty dim counts as 1). */
+void bd_dims_strides(int rank, const int64_t *dims, int64_t *strides);
 /* Bytes for numel elements of dt (4-bit types rounded up); false on overflow. */
 bool bd_dtype_nbytes(int dt, int64_t numel, int64_t *nbytes);
 bd_tensor *bd_tensor_new(bd_arena *a, int dtype, int rank, const int64_t *dims); /* zeroed data */

@@ -202,7 +202,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
 
     /* MATMUL with an N axis and no C: a bias Add along N first */
     bd_matmul_params *mp = n->body == BD_BODY_MATMUL ? &n->params.matmul : NULL;
-    if (mp && mp->n_iter >= 0 && mp->c < 0 && mp->alpha == 1.0f && (c = sole_reader(ix, cur)) >= 0 &&
+    if (mp && !mp->gemm && mp->n_iter >= 0 && mp->c < 0 && (c = sole_reader(ix, cur)) >= 0 &&
         binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i)) {
         const bd_value *b = bd_graph_value(g, other);
         bool along_n = b->dtype == BD_DT_FLOAT && bd_value_shape_known(b) && b->rank >= 1 &&
@@ -212,7 +212,6 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         if (along_n) {
             mp->c = insert_before_output(n, y, nest_at(p, c), other);
             mp->beta = 1.0f;
-            mp->c_mode = BD_MM_C_BIAS_N;
             dead[c] = true;
             cur = written_value(nest_at(p, c));
         }

@@ -178,15 +178,6 @@ static int64_t tensor_span(const bd_tensor *t, int from, int to) {
     return p;
 }
 
-/* Row-major element strides of a shape. */
-static void row_strides(int rank, const int64_t *dims, int64_t *strides) {
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= dims[i];
-    }
-}
-
 /* Fills dst (dense, shaped dims) from src, where output index (i0..ir) reads source element
  * base + sum(ik * strides[k]); strides may be 0 (broadcast) or negative (reversed slices). */
 static void copy_strided(uint8_t *dst, const uint8_t *src, size_t esize, int rank,
@@ -452,7 +443,7 @@ bd_status bd_fold_expand(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_status s = fold_output(g, n, d, 0, x->dtype, &t);
     if (s || !t) return s;
     int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK];
-    row_strides(x->rank, x->dims, xstrides);
+    bd_dims_strides(x->rank, x->dims, xstrides);
     for (int i = 0; i < t->rank; i++) {
         int xi = i - (t->rank - x->rank);
         strides[i] = xi >= 0 && x->dims[xi] != 1 ? xstrides[xi] : 0;
@@ -904,7 +895,7 @@ bd_status bd_fold_slice(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_tensor *t;
     if ((s = fold_output(g, n, d, 0, x->dtype, &t)) || !t) return s;
     int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK], base = 0;
-    row_strides(x->rank, x->dims, xstrides);
+    bd_dims_strides(x->rank, x->dims, xstrides);
     for (int i = 0; i < x->rank; i++) {
         /* A step larger than the extent yields at most one element; its stride is never taken
          * (and could overflow). */
@@ -1021,7 +1012,7 @@ bd_status bd_fold_split(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_status s = split_plan(g, n, d, &axis, &sizes);
     if (s) return s;
     int64_t strides[BD_MAX_RANK], offset = 0;
-    row_strides(x->rank, x->dims, strides);
+    bd_dims_strides(x->rank, x->dims, strides);
     for (int k = 0; k < n->n_outputs; k++) {
         bd_tensor *t;
         if ((s = fold_output(g, n, d, k, x->dtype, &t))) return s;
@@ -1158,7 +1149,7 @@ bd_status bd_fold_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_tensor *t;
     if ((s = fold_output(g, n, d, 0, x->dtype, &t)) || !t) return s;
     int64_t xstrides[BD_MAX_RANK], strides[BD_MAX_RANK];
-    row_strides(x->rank, x->dims, xstrides);
+    bd_dims_strides(x->rank, x->dims, xstrides);
     for (int i = 0; i < rank; i++) strides[i] = xstrides[perm[i]];
     if (t->numel)
         copy_strided(t->data, x->data, fold_elem_size(t->dtype), rank, t->dims, strides, 0);

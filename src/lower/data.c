@@ -24,28 +24,7 @@
 #include "nest/loopnest.h"
 #include "front/passes.h"
 
-/* Elements per block: about 1/64 of the op, between 4096 and 16384 (16-64 KiB of float), so that
- * a big copy spreads over every thread while a block stays long enough to amortise its dispatch. */
-enum { TILE_MIN = 4096, TILE_MAX = 16384, TILE_SPREAD = 64 };
-
-static int64_t tile_target(const bd_nest *n) {
-    int64_t total = 1;
-    for (int k = 0; k < n->n_iter; k++) total *= n->extent[k];
-    int64_t t = total / TILE_SPREAD;
-    return t < TILE_MIN ? TILE_MIN : t > TILE_MAX ? TILE_MAX : t;
-}
-
-static void tile_default(bd_nest *n) { bd_nest_tile_default(n, tile_target(n)); }
-
 /* ---------------------------------------------------------------- shared helpers */
-
-static void row_strides(const bd_value *v, int64_t *s) {
-    int64_t acc = 1;
-    for (int i = v->rank - 1; i >= 0; i--) {
-        s[i] = acc;
-        acc *= v->dims[i] > 0 ? v->dims[i] : 1;
-    }
-}
 
 static int64_t numel_of(const bd_value *v) {
     int64_t n = 1;
@@ -101,8 +80,6 @@ static void copy_finish(bd_nest *nest, int yv, int rank) {
 
 /* ---------------------------------------------------------------- Reshape family */
 
-static bool tile_whole(const bd_nest *n, int k) { return n->tile[k] == n->extent[k]; }
-
 /* Reshape x -> y (same element count, row-major order kept): one COPY nest over y with access
  * maps through dim groups (see the file comment). */
 static bd_status lower_reshape_copy(bd_program *p, int node, int xv, int yv) {
@@ -110,80 +87,15 @@ static bd_status lower_reshape_copy(bd_program *p, int node, int xv, int yv) {
     bd_value *x = bd_graph_value(g, xv), *y = bd_graph_value(g, yv);
     if (numel_of(y) == 0) return BD_OK;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
-    bd_operand *xo = bd_nest_operand(nest, xv, false, x->rank);
+    bd_nest_operand(nest, xv, false, x->rank);
 
-    /* Non-unit dims of both sides, grouped by equal running products. */
-    int xd[BD_MAX_RANK], yd[BD_MAX_RANK], nx = 0, ny = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (x->dims[i] != 1) xd[nx++] = i;
-    for (int i = 0; i < y->rank; i++)
-        if (y->dims[i] != 1) yd[ny++] = i;
-    int gx0[BD_MAX_RANK], gx1[BD_MAX_RANK], gy0[BD_MAX_RANK], gy1[BD_MAX_RANK], ng = 0;
-    for (int i = 0, j = 0; i < nx && j < ny;) {
-        int si = i, sj = j;
-        int64_t px = x->dims[xd[i]], py = y->dims[yd[j]];
-        while (px != py) {
-            if (px < py) px *= x->dims[xd[++i]];
-            else py *= y->dims[yd[++j]];
-        }
-        gx0[ng] = si, gx1[ng] = i + 1, gy0[ng] = sj, gy1[ng] = j + 1;
-        ng++;
-        i++, j++;
-    }
-
-    /* Tiling: the default, moved so that a split group is cut only at its outermost dim (so that
-     * its input dim maps affinely), unless that makes blocks far too big. */
-    tile_default(nest);
-    for (int gi = ng - 1; gi >= 0; gi--) {
-        if (gx1[gi] - gx0[gi] != 1 || gy1[gi] - gy0[gi] < 2) continue;
-        int first = yd[gy0[gi]];
-        bool inner_whole = true;
-        for (int j = gy0[gi] + 1; j < gy1[gi]; j++) inner_whole &= tile_whole(nest, yd[j]);
-        if (inner_whole) continue;
-        /* Only when the dims before the group are cut to 1, i.e. the default's cut lies in or
-         * after the group. */
-        bool outer_ones = true;
-        for (int k = 0; k < first; k++) outer_ones &= nest->tile[k] == 1;
-        if (!outer_ones) continue;
-        int64_t tile[BD_MAX_RANK], inner = 1;
-        for (int k = 0; k < y->rank; k++) tile[k] = nest->tile[k];
-        for (int j = first + 1; j < y->rank; j++) {
-            if (j <= yd[gy1[gi] - 1]) tile[j] = y->dims[j];
-            inner *= tile[j];
-        }
-        int64_t target = tile_target(nest);
-        if (inner > 4 * target) continue;
-        int64_t t = target / inner;
-        tile[first] = t < 1 ? 1 : t;
-        bd_nest_tile(nest, tile);
-    }
-
-    /* Access maps of x: unit dims read index 0; groups as described above. */
-    for (int k = 0; k < x->rank; k++) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
-    for (int gi = 0; gi < ng; gi++) {
-        bool all_whole = true;
-        for (int j = gy0[gi]; j < gy1[gi]; j++) all_whole &= tile_whole(nest, yd[j]);
-        if (gx1[gi] - gx0[gi] == 1) {
-            int first = yd[gy0[gi]];
-            int64_t inner = 1;
-            bool inner_whole = true;
-            for (int j = gy0[gi] + 1; j < gy1[gi]; j++) {
-                inner *= y->dims[yd[j]];
-                inner_whole &= tile_whole(nest, yd[j]);
-            }
-            if (inner_whole) {
-                xo->dims[xd[gx0[gi]]] = (bd_access_dim){BD_ACCESS_AFFINE, first, inner, 0, inner - 1};
-                continue;
-            }
-        }
-        for (int i = gx0[gi]; i < gx1[gi]; i++)
-            xo->dims[xd[i]] = (bd_access_dim){all_whole ? BD_ACCESS_FULL : BD_ACCESS_OPAQUE, -1, 0, 0, 0};
-    }
     copy_finish(nest, yv, y->rank);
 
     bd_copy_params *cp = copy_params(nest);
-    row_strides(y, cp->in_stride);
-    row_strides(y, cp->out_stride);
+    bd_dims_strides(y->rank, y->dims, cp->in_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+    cp->reshape = true;
+    bd_nest_set_tile(g, nest, nest->tile); /* x's map, which follows the tile (nest.c) */
     return BD_OK;
 }
 
@@ -193,9 +105,8 @@ static void lower_fill(bd_program *p, int node, int yv, double value) {
     if (numel_of(y) == 0) return;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
     copy_finish(nest, yv, y->rank);
-    tile_default(nest);
     bd_copy_params *cp = copy_params(nest);
-    row_strides(y, cp->out_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
     cp->fill = true;
     cp->fill_value = value;
 }
@@ -262,12 +173,11 @@ bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
     bd_operand *xo = &nest->operands[0];
     for (int i = 0; i < r; i++) xo->dims[perm[i]] = (bd_access_dim){BD_ACCESS_AFFINE, i, 1, 0, 0};
     copy_finish(nest, n->outputs[0], r);
-    tile_default(nest);
     bd_copy_params *cp = copy_params(nest);
     int64_t xs[BD_MAX_RANK];
-    row_strides(x, xs);
+    bd_dims_strides(x->rank, x->dims, xs);
     for (int i = 0; i < r; i++) cp->in_stride[i] = y->dims[i] > 1 ? xs[perm[i]] : 0;
-    row_strides(y, cp->out_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
     return BD_OK;
 }
 
@@ -293,7 +203,7 @@ bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
     bd_operand *xo = &nest->operands[0];
     bd_copy_params *cp = copy_params(nest);
     int64_t xs[BD_MAX_RANK];
-    row_strides(x, xs);
+    bd_dims_strides(x->rank, x->dims, xs);
     for (int k = 0; k < r; k++) {
         cp->in_base += start[k] * xs[k];
         if (y->dims[k] > 1) {
@@ -304,8 +214,7 @@ bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
         }
     }
     copy_finish(nest, n->outputs[0], r);
-    tile_default(nest);
-    row_strides(y, cp->out_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
     return BD_OK;
 }
 
@@ -322,16 +231,15 @@ bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
     bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
     bd_access_broadcast(&nest->operands[0], x, y);
     copy_finish(nest, n->outputs[0], y->rank);
-    tile_default(nest);
     bd_copy_params *cp = copy_params(nest);
     int64_t xs[BD_MAX_RANK];
-    row_strides(x, xs);
+    bd_dims_strides(x->rank, x->dims, xs);
     int shift = y->rank - x->rank;
     for (int i = 0; i < y->rank; i++) {
         int xi = i - shift;
         cp->in_stride[i] = xi >= 0 && x->dims[xi] != 1 ? xs[xi] : 0;
     }
-    row_strides(y, cp->out_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
     return BD_OK;
 }
 
@@ -356,9 +264,8 @@ bd_status bd_lower_constant_of_shape(bd_program *p, int node, bd_diag *d) {
     bd_nest *nest = copy_nest(p, node, fill, n->outputs[0]);
     bd_access_broadcast(&nest->operands[0], fv, y);
     copy_finish(nest, n->outputs[0], y->rank);
-    tile_default(nest);
     bd_copy_params *cp = copy_params(nest); /* in_stride all 0: every element reads the value */
-    row_strides(y, cp->out_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
     return BD_OK;
 }
 
@@ -375,7 +282,7 @@ bd_status bd_lower_concat(bd_program *p, int node, bd_diag *d) {
     if (!bd_norm_axis(bd_attr_int(n, "axis", 0), y->rank, &axis))
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
     int64_t ys[BD_MAX_RANK], offset = 0;
-    row_strides(y, ys);
+    bd_dims_strides(y->rank, y->dims, ys);
     for (int k = 0; k < n->n_inputs; k++) {
         bd_value *x = bd_node_in(g, n, k);
         if ((s = need_static(d, n, x, "input"))) return s;
@@ -388,9 +295,8 @@ bd_status bd_lower_concat(bd_program *p, int node, bd_diag *d) {
         bd_operand *yo = bd_nest_operand(nest, n->outputs[0], true, y->rank);
         bd_access_identity(yo, 0);
         yo->dims[axis].offset = here;
-        tile_default(nest);
-        bd_copy_params *cp = copy_params(nest);
-        row_strides(x, cp->in_stride);
+            bd_copy_params *cp = copy_params(nest);
+        bd_dims_strides(x->rank, x->dims, cp->in_stride);
         memcpy(cp->out_stride, ys, sizeof ys);
         cp->out_base = here * ys[axis];
     }
@@ -441,7 +347,7 @@ bd_status bd_lower_split(bd_program *p, int node, bd_diag *d) {
     if (!sz) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
     if ((s = split_sizes(g, n, d, axis, sz))) return s;
     int64_t xs[BD_MAX_RANK], offset = 0;
-    row_strides(x, xs);
+    bd_dims_strides(x->rank, x->dims, xs);
     for (int k = 0; k < n->n_outputs; k++) {
         int64_t here = offset;
         offset += sz[k];
@@ -457,11 +363,10 @@ bd_status bd_lower_split(bd_program *p, int node, bd_diag *d) {
         bd_access_identity(xo, 0);
         xo->dims[axis].offset = here;
         copy_finish(nest, n->outputs[k], y->rank);
-        tile_default(nest);
-        bd_copy_params *cp = copy_params(nest);
+            bd_copy_params *cp = copy_params(nest);
         memcpy(cp->in_stride, xs, sizeof xs);
         cp->in_base = here * xs[axis];
-        row_strides(y, cp->out_stride);
+        bd_dims_strides(y->rank, y->dims, cp->out_stride);
     }
     return BD_OK;
 }
@@ -559,7 +464,6 @@ bd_status bd_lower_pad(bd_program *p, int node, bd_diag *d) {
         bd_access_full(bd_nest_operand(nest, n->inputs[2], false, cv->rank));
     }
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
-    tile_default(nest);
     *BD_NEST_PARAMS(nest, pad) = pp;
     return BD_OK;
 }
@@ -592,7 +496,6 @@ bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
     /* Block b reads exactly the indices of its own output positions. */
     bd_access_identity(bd_nest_operand(nest, n->inputs[1], false, q), axis);
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
-    tile_default(nest);
     bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
     gp->axis = axis;
     gp->idx_rank = q;
@@ -972,13 +875,11 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
 
     if ((s = resize_tables(p, n, &rp, d))) return s;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_RESIZE, y);
-    nest->scratch_bytes = rp.row_elems * (y->dtype == BD_DT_DOUBLE ? 8 : 4);
     bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, r);
     for (int k = 0; k < r; k++)
         xo->dims[k] = rp.active[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}
                                    : (bd_access_dim){BD_ACCESS_AFFINE, k, 1, 0, 0};
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
-    tile_default(nest);
     *BD_NEST_PARAMS(nest, resize) = rp;
     return BD_OK;
 }

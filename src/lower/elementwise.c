@@ -6,14 +6,11 @@
  * (nest/expr.h) built here from the node, once: its op, attributes and dtypes are resolved into
  * expression nodes, so that nothing after lowering reads the ONNX node. float16 and bfloat16
  * inputs are converted to float when loaded, the op computes in float, and the result is rounded
- * back when stored; Where, and Cast to the same type, move bit patterns unchanged. Tiles keep the
- * trailing dims whole (contiguous inner loops) up to a few thousand elements. */
+ * back when stored; Where, and Cast to the same type, move bit patterns unchanged. */
 #include <string.h>
 
 #include "front/passes.h"
 #include "nest/loopnest.h"
-
-enum { ELEMENTWISE_TILE = 16384 };
 
 static bool is_half(int dt) { return dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16; }
 
@@ -135,7 +132,6 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     }
     int n_in = nest->n_operands;
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, out->rank), 0);
-    bd_nest_tile_default(nest, ELEMENTWISE_TILE);
 
     bd_expr *x = BD_NEST_PARAMS(nest, expr);
     int in_dt = n_in ? dts[n->op == BD_OP_WHERE ? 1 : 0] : out->dtype;

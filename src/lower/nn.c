@@ -24,23 +24,10 @@
 #include "nest/loopnest.h"
 #include "front/passes.h"
 
-/* Work (multiply-adds) worth one block, and the most blocks one op is cut into (generated-loop
- * convolutions, matrix products); enough for a few threads with dynamic scheduling, few enough
- * that each block keeps the micro-kernels busy. */
-enum { CONV_BLOCK_WORK = 1 << 20, CONV_MAX_BLOCKS = 16, MM_BLOCK_WORK = 1 << 20, MM_MAX_BLOCKS = 16 };
-
-static int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
 
 static bool is_float_dtype(int dt) { return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE; }
 
-static int64_t numel_of(const bd_value *v) {
-    int64_t n = 1;
-    for (int i = 0; i < v->rank; i++) n *= v->dims[i];
-    return n;
-}
 
 /* Every value the nest touches must have a static shape. */
 static bd_status need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
@@ -53,19 +40,6 @@ static bd_status need_dtype_float(bd_diag *d, const bd_node *n, const bd_value *
     if (is_float_dtype(v->dtype)) return BD_OK;
     return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s is %s; only float32 and float64 are "
                         "compiled", what, bd_dtype_name(v->dtype));
-}
-
-/* The work of one block with tile sizes `tile` (product) times `per_elem`. */
-static int64_t tile_work(const bd_nest *nest, const int64_t *tile, int64_t per_elem) {
-    int64_t w = per_elem;
-    for (int i = 0; i < nest->n_iter; i++) w *= tile[i];
-    return w;
-}
-
-static int64_t tile_blocks(const bd_nest *nest, const int64_t *tile) {
-    int64_t b = 1;
-    for (int i = 0; i < nest->n_iter; i++) b *= ceil_div(nest->extent[i], tile[i] ? tile[i] : 1);
-    return b;
 }
 
 /* ---------------------------------------------------------------- sliding windows */
@@ -129,136 +103,7 @@ static bd_access_dim affine(int iter, int64_t scale, int64_t offset, int64_t win
 
 static bd_access_dim full_dim(void) { return (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}; }
 
-/* The input channels read by an output-channel tile of a grouped op (Cg input and Mg output
- * channels per group): all of them without groups; with groups, the channels of the groups the
- * tile meets, which is affine when tiles hold whole groups and Cg is a multiple of Mg. */
-static bd_access_dim group_channels(int64_t group, int64_t Cg, int64_t Mg, int64_t tile_m,
-                                    int iter) {
-    if (group == 1) return full_dim();
-    if (Cg % Mg == 0 && tile_m % Mg == 0) return affine(iter, Cg / Mg, 0, Cg / Mg - 1);
-    return full_dim();
-}
-
-/* An upper bound of bd_f32_gemm_scratch_bytes(M, N, K) over every instruction set of kernels/
- * (whose cache blocking keeps kc <= 512, nc <= 4096, mc <= 512 and a register tile of at most
- * 32 x 32). The generated create() checks the real figure against the scratch it allocated. */
-static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
-    int64_t kc = imin64(imax64(K, 0), 512), nc = imin64(imax64(N, 1), 4096) + 64;
-    int64_t mc = imin64(imax64(M, 1), 512) + 64;
-    return (kc * nc + mc * kc + 32 * 32 + 64) * 4 + 64;
-}
-
-/* An upper bound of the scratch of kernels/'s direct (im2col-free) stride-1 convolution of a
- * tile of `rows` output rows: the tap offsets of the Cg*KH*KW depth and the block's zero-padded
- * input rows. */
-static int64_t direct_conv_scratch_bound(int64_t Cg, int64_t rows, int64_t OW, int64_t KH,
-                                         int64_t KW, int64_t dh, int64_t dw) {
-    int64_t rows_in = rows + (KH - 1) * dh, wp = OW + (KW - 1) * dw;
-    return (16 + round_up(2 * Cg * KH * KW, 16) + Cg * rows_in * wp + 64) * 4 + 64;
-}
-
-/* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution (input rows for a
- * chunk of up to 32 output rows, split by column stride, plus the tap table). */
-static int64_t dwconv_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
-                                    int64_t dh, int64_t dw) {
-    int64_t row_len = round_up(OW, 16) + (KW - 1) * dw / sw + 16;
-    int64_t rows_in = 31 * sh + (KH - 1) * dh + 1;
-    return (64 + round_up(2 * KH * KW, 16) + rows_in * sw * row_len) * 4 + 64;
-}
-
 /* ---------------------------------------------------------------- Conv */
-
-/* Tiles a convolution output [N, M, spatial...]: one batch item per block, whole trailing spatial
- * axes, then output rows (first spatial axis) and channel tiles cut until the op has its blocks.
- * Every block re-packs (im2col) the input columns it reads, once for all its channels, so rows
- * are cut first while a block keeps `min_cols` output pixels, channels (in multiples of `mstep`)
- * only down to `min_m`, and rows again down to 32 pixels: past that the op gets fewer blocks. */
-static void conv_tiling(bd_nest *nest, int64_t work_per_out, int64_t mstep, int64_t min_m,
-                        bool cut_rows, int64_t min_cols) {
-    int64_t tile[BD_MAX_RANK];
-    int r = nest->n_iter;
-    for (int i = 0; i < r; i++) tile[i] = nest->extent[i];
-    tile[0] = 1;
-    int64_t want = imin64(CONV_MAX_BLOCKS, tile_work(nest, nest->extent, work_per_out) / CONV_BLOCK_WORK);
-    int64_t inner = 1; /* output pixels of one row of the first spatial axis */
-    for (int i = 3; i < r; i++) inner *= nest->extent[i];
-    while (tile_blocks(nest, tile) < want) {
-        int64_t rows = tile[2], mt = tile[1], half_rows = ceil_div(rows, 2);
-        int64_t half_m = round_up(ceil_div(mt, 2), mstep);
-        if (cut_rows && rows > 1 && half_rows * inner >= min_cols) tile[2] = half_rows;
-        else if (half_m < mt && half_m >= min_m) tile[1] = half_m;
-        else if (cut_rows && rows > 1 && half_rows * inner >= imin64(min_cols, 32)) tile[2] = half_rows;
-        else break;
-    }
-    bd_nest_tile(nest, tile);
-}
-
-/* Thread-time of running `blocks` blocks of `cost` each on T threads, summed over T = 1..8:
- * what a tiling costs whether the machine is idle, busy or wide (dynamic scheduling, equal
- * blocks: the slowest thread runs ceil(blocks / T) of them). */
-static double spread_cost(int64_t blocks, double cost) {
-    double total = 0;
-    for (int t = 1; t <= 8; t *= 2) total += (double)t * (double)ceil_div(blocks, t) * cost;
-    return total;
-}
-
-/* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
- * (channel tile, row tile), in cycles of the AVX-512 kernel: a block computes mt x K x cols
- * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
- * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
- * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
- * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
-static void conv_gemm_tiling(bd_nest *nest, int64_t K, int64_t Mg, int64_t group) {
-    int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
-    int64_t inner = 1;
-    for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++) inner *= nest->extent[i];
-    int64_t N = nest->extent[0];
-    int64_t best_m = M, best_r = OH;
-    double best = -1;
-    for (int64_t km = 1; km <= 16; km++) {
-        int64_t mt = ceil_div(M, km);
-        if (group > 1) mt = round_up(mt, Mg);
-        else if (km > 1) mt = mt % 16 == 0 ? mt : round_up(mt, 12);
-        if (mt > M || (km > 1 && ceil_div(M, mt) != km)) continue;
-        for (int64_t kr = 1; kr <= OH; kr++) {
-            int64_t rows = ceil_div(OH, kr);
-            if (ceil_div(OH, rows) != kr) continue;
-            int64_t cols = rows * inner;
-            int64_t m_eff = group > 1 ? ceil_div(mt, Mg) * round_up(Mg, 12) : round_up(mt, 12);
-            double gemm = (double)m_eff * (double)K * (double)round_up(cols, 32) / 32.0;
-            double pack = 0.8 * (double)K * (double)cols * (double)(group > 1 ? mt / Mg : 1);
-            double cost = gemm + pack + 20000.0;
-            double total = spread_cost(N * km * kr, cost);
-            if (best < 0 || total < best * 0.999) {
-                best = total;
-                best_m = mt;
-                best_r = rows;
-            }
-        }
-    }
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
-    tile[0] = 1;
-    tile[1] = best_m;
-    if (nest->n_iter > 3) tile[2] = best_r;
-    bd_nest_tile(nest, tile);
-}
-
-/* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
- * (rows stay whole: a row cut re-reads the window's halo), about 256K multiply-adds each, at least
- * two when there is work for two threads; rows are cut only when there are too few channels. */
-static void dwconv_tiling(bd_nest *nest, int64_t ksize) {
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
-    tile[0] = 1;
-    int64_t work = tile_work(nest, nest->extent, ksize);
-    int64_t want = work < (1 << 16) ? 1 : imin64(16, imax64(2, work / (1 << 18)));
-    int64_t per_item = ceil_div(want, nest->extent[0]);
-    int64_t M = nest->extent[1];
-    tile[1] = ceil_div(M, imin64(per_item, M));
-    if (per_item > M && nest->n_iter > 3) tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, M));
-    bd_nest_tile(nest, tile);
-}
 
 /* The operands after X and W that Conv and ConvTranspose share: the bias (one per output channel)
  * and the written output. */
@@ -303,7 +148,6 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     int nsp = x->rank - 2;
     resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
     int64_t group = bd_attr_int(n, "group", 1);
-    int64_t C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
 
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_CONV, y);
     bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
@@ -314,38 +158,8 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     memcpy(cp->strides, win.strides, sizeof cp->strides);
     memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
     memcpy(cp->pads, win.pads, sizeof cp->pads);
-    /* 1-D convolutions run as 2-D ones of height 1. */
-    cp->packed = x->dtype == BD_DT_FLOAT && w->constant && (nsp == 1 || nsp == 2);
-    bool depthwise = group == C && group == M;
-
-    int64_t ksize = 1;
-    for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
-    int64_t mstep = group > 1 ? Mg * imax64(1, 48 / Mg) : 48; /* whole groups */
-    if (cp->packed && !depthwise) conv_gemm_tiling(nest, Cg * ksize, Mg, group);
-    else if (cp->packed) dwconv_tiling(nest, ksize);
-    else conv_tiling(nest, Cg * ksize, mstep, mstep, true, 1);
-
-    if (cp->packed) {
-        int64_t OW = y->dims[1 + nsp], rows = nsp == 2 ? nest->tile[2] : 1;
-        if (depthwise) {
-            int64_t kh = nsp == 2 ? win.kernel[0] : 1, kw = win.kernel[nsp - 1];
-            int64_t sh = nsp == 2 ? win.strides[0] : 1, sw = win.strides[nsp - 1];
-            int64_t dh = nsp == 2 ? win.dilations[0] : 1, dw = win.dilations[nsp - 1];
-            nest->scratch_bytes = dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
-        } else {
-            int64_t kh = nsp == 2 ? win.kernel[0] : 1, kw = win.kernel[nsp - 1];
-            int64_t dh = nsp == 2 ? win.dilations[0] : 1, dw = win.dilations[nsp - 1];
-            bool unit_strides = win.strides[0] == 1 && win.strides[nsp - 1] == 1;
-            nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
-            if (unit_strides)
-                nest->scratch_bytes = imax64(nest->scratch_bytes,
-                                             direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
-        }
-    }
-
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     ox->dims[0] = affine(0, 1, 0, 0);
-    ox->dims[1] = group_channels(group, Cg, Mg, nest->tile[1], 1);
     for (int i = 0; i < nsp; i++)
         ox->dims[2 + i] = affine(2 + i, win.strides[i], -win.pads[i],
                                  (win.kernel[i] - 1) * win.dilations[i]);
@@ -353,6 +167,7 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
     ow->dims[0] = affine(1, 1, 0, 0);
     conv_tail_operands(nest, cp, n, b != NULL, y->rank);
+    bd_nest_set_tile(g, nest, nest->tile); /* X's channel map, which follows the tile */
     return BD_OK;
 }
 
@@ -383,7 +198,6 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
         win.pads[nsp + i] = total - head;
     }
     int64_t group = bd_attr_int(n, "group", 1);
-    int64_t C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
 
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_CONV_TRANSPOSE, y);
     bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
@@ -394,18 +208,10 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     memcpy(cp->strides, win.strides, sizeof cp->strides);
     memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
     memcpy(cp->pads, win.pads, sizeof cp->pads);
-    int64_t ksize = 1;
-    for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
-    /* Each output element gathers about Cg * ksize / stride^nsp products. */
-    int64_t per_out = Cg * ksize;
-    for (int i = 0; i < nsp; i++) per_out = imax64(1, per_out / win.strides[i]);
-    conv_tiling(nest, per_out, group > 1 ? Mg : 1, group > 1 ? Mg : 1, true, 1);
-
     /* X along a spatial axis: output [lo, hi) gathers inputs (o + pad - k*dil) / stride, an
      * affine range for stride 1, otherwise FULL. */
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     ox->dims[0] = affine(0, 1, 0, 0);
-    ox->dims[1] = group_channels(group, Cg, Mg, nest->tile[1], 1);
     for (int i = 0; i < nsp; i++) {
         int64_t reach = (win.kernel[i] - 1) * win.dilations[i];
         ox->dims[2 + i] = win.strides[i] == 1 ? affine(2 + i, 1, win.pads[i] - reach, reach)
@@ -414,9 +220,9 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     cp->x = 0;
     /* W is [C, M/group, k...]: its axis 0 follows X's channels, axis 1 the output channel. */
     bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
-    ow->dims[0] = ox->dims[1];
     if (group == 1) ow->dims[1] = affine(1, 1, 0, 0);
     conv_tail_operands(nest, cp, n, b != NULL, y->rank);
+    bd_nest_set_tile(g, nest, nest->tile); /* X's and W's channel maps, which follow the tile */
     return BD_OK;
 }
 
@@ -453,11 +259,6 @@ bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
     memcpy(pp->strides, win.strides, sizeof pp->strides);
     memcpy(pp->dilations, win.dilations, sizeof pp->dilations);
     memcpy(pp->pads, win.pads, sizeof pp->pads);
-    int64_t ksize = 1;
-    for (int i = 0; i < nsp; i++) ksize *= win.kernel[i];
-    bd_nest_tile_default(nest, imax64(64, (1 << 16) / ksize));
-    /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
-    nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
 
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     ox->dims[0] = affine(0, 1, 0, 0);
@@ -491,7 +292,6 @@ bd_status bd_lower_global_pool(bd_program *p, int node, bd_diag *d) {
     memset(gp, 0, sizeof *gp);
     gp->spatial = 1;
     for (int i = 2; i < x->rank; i++) gp->spatial *= x->dims[i];
-    bd_nest_tile_default(nest, imax64(1, (1 << 16) / imax64(gp->spatial, 1)));
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     ox->dims[0] = affine(0, 1, 0, 0);
     ox->dims[1] = affine(1, 1, 0, 0);
@@ -531,98 +331,6 @@ static void batch_strides(const bd_value *v, bd_operand *o, const bd_value *y, i
     }
 }
 
-/* Tiles [batch..., M?, N?]: batches one at a time (several when each is tiny), then cuts M and N
- * until the op has its blocks. Every block packs its own rows of A (and, unless B was packed at
- * create time, its own columns of B), so with a packed B the rows are cut first (in multiples of
- * 48, a multiple of every register tile's MR) and the columns only down to 128; otherwise the
- * larger of the two is halved. */
-/* (rows, columns) tile of an R x N float32 product split into `batches` independent products,
- * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, partial
- * ones whole), packing its rows of A, packing (or, when pre-packed, streaming) its columns of B,
- * and a fixed dispatch cost. */
-static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
-                          bool has_n, int64_t *mt_out, int64_t *nt_out) {
-    int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
-    if (!has_m) R = 1;
-    double best = -1;
-    *mt_out = R;
-    *nt_out = N;
-    for (int64_t km = 1; km <= 32 && km <= R; km++) {
-        int64_t mt = km == 1 ? R : round_up(ceil_div(R, km), 12);
-        if (ceil_div(R, mt) != km) continue;
-        for (int64_t kn = 1; kn <= 32 && kn <= N; kn++) {
-            int64_t nt = kn == 1 ? N : round_up(ceil_div(N, kn), 32);
-            if (ceil_div(N, nt) != kn) continue;
-            double gemm = (double)round_up(mt, 12) * (double)K * (double)round_up(nt, 32) / 32.0;
-            double pack_a = 1.5 * (double)mt * (double)K * (double)ceil_div(nt, 2048);
-            double pack_b = (mp->b_packed ? 0.1 : 1.0) * (double)K * (double)nt;
-            double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0);
-            if (best < 0 || total < best * 0.999) {
-                best = total;
-                *mt_out = mt;
-                *nt_out = nt;
-            }
-        }
-    }
-}
-
-/* Merged rows (see bd_matmul_params): tile the R = batch x M rows as one axis. */
-static void matmul_tiling_merged(bd_nest *nest, bd_matmul_params *mp) {
-    int mi = mp->m_iter;
-    int64_t R = 1;
-    for (int i = 0; i <= mi; i++) R *= nest->extent[i];
-    int64_t rt, nt;
-    matmul_search(mp, R, 1, true, mp->n_iter >= 0, &rt, &nt);
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
-    if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
-    /* the longest suffix of (batch..., M) that fits in rt rows stays whole */
-    int k = mi + 1;
-    int64_t inner = 1;
-    while (k > 0 && inner * nest->extent[k - 1] <= rt) inner *= nest->extent[--k];
-    mp->cut = k > 0 ? k - 1 : 0;
-    if (k > 0) {
-        for (int i = 0; i < k - 1; i++) tile[i] = 1;
-        tile[k - 1] = imax64(1, rt / inner);
-        mp->cut_rows = inner;
-    } else {
-        mp->cut_rows = R / imax64(nest->extent[0], 1);
-    }
-    bd_nest_tile(nest, tile);
-}
-
-/* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); float32 products
- * search their (M, N) tile, other types (generated loops) halve the larger of M and N until the
- * op has about one block per MM_BLOCK_WORK multiply-adds. */
-static void matmul_tiling(bd_nest *nest, const bd_matmul_params *mp, bool f32) {
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
-    int64_t per_batch = mp->M * mp->N * imax64(mp->K, 1), batches = 1;
-    for (int i = 0; i < mp->n_batch; i++) tile[i] = 1;
-    if (mp->n_batch > 0) {
-        int last = mp->n_batch - 1;
-        tile[last] = imax64(1, imin64(nest->extent[last], MM_BLOCK_WORK / imax64(per_batch, 1)));
-    }
-    for (int i = 0; i < mp->n_batch; i++) batches *= ceil_div(nest->extent[i], tile[i]);
-    if (f32) {
-        int64_t mt, nt;
-        matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
-        if (mp->m_iter >= 0) tile[mp->m_iter] = mt;
-        if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
-        bd_nest_tile(nest, tile);
-        return;
-    }
-    int64_t want = imin64(MM_MAX_BLOCKS, imax64(1, per_batch * batches / MM_BLOCK_WORK));
-    while (tile_blocks(nest, tile) < want) {
-        int64_t mt = mp->m_iter >= 0 ? tile[mp->m_iter] : 1;
-        int64_t nt = mp->n_iter >= 0 ? tile[mp->n_iter] : 1;
-        if (mp->n_iter >= 0 && nt >= 128 && (mt < 96 || nt >= mt)) tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
-        else if (mp->m_iter >= 0 && mt >= 24) tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
-        else break;
-    }
-    bd_nest_tile(nest, tile);
-}
-
 bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -641,6 +349,7 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_MATMUL, y);
     bd_matmul_params *mp = BD_NEST_PARAMS(nest, matmul);
     memset(mp, 0, sizeof *mp);
+    mp->gemm = gemm;
     mp->alpha = 1.0f;
     mp->beta = 1.0f;
     mp->c = -1;
@@ -686,43 +395,12 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
         ys *= y->dims[i];
     }
 
-    bool b_shared = true; /* one B matrix for every batch */
-    for (int i = 0; i < mp->n_batch; i++) b_shared &= mp->b_bstride[i] == 0;
-    mp->b_packed = a->dtype == BD_DT_FLOAT && b->constant && b_shared && !b_vec;
-    mp->alpha_in_b = mp->b_packed && mp->alpha != 1.0f;
-    bool post_alpha = mp->alpha != 1.0f && !mp->alpha_in_b;
-    mp->c_mode = BD_MM_C_NONE;
     if (c) {
         mp->c = nest->n_operands;
         bd_access_broadcast(bd_nest_operand(nest, n->inputs[2], false, c->rank), c, y);
-        bool row_vector = numel_of(c) == mp->N && (c->rank == 0 ? mp->N == 1
-                                                                  : c->dims[c->rank - 1] == mp->N);
-        bool beta_ok = mp->beta == 1.0f || c->constant;
-        mp->c_mode = row_vector && beta_ok && !post_alpha && a->dtype == BD_DT_FLOAT
-                         ? BD_MM_C_BIAS_N
-                         : BD_MM_C_GENERAL;
-        if (mp->beta == 0.0f && mp->c_mode == BD_MM_C_GENERAL) mp->c_mode = BD_MM_C_NONE;
     }
     mp->y = nest->n_operands;
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
-
-    /* A's batch axes contiguous like the output's (no broadcasting, no transpose): rows merge */
-    mp->merged = !gemm && !a_vec && b_shared && mp->n_batch > 0;
-    for (int j = 0, k = 0; j < mp->n_batch && mp->merged; j++) {
-        int64_t rows_after = mp->M * mp->K;
-        for (int i = j + 1; i < mp->n_batch; i++) rows_after *= y->dims[i];
-        mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
-        (void)k;
-    }
-    if (mp->merged && a->dtype == BD_DT_FLOAT) matmul_tiling_merged(nest, mp);
-    else matmul_tiling(nest, mp, a->dtype == BD_DT_FLOAT);
-    mp->merged &= a->dtype == BD_DT_FLOAT;
-    if (a->dtype == BD_DT_FLOAT) {
-        int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
-        if (mp->merged) mt = nest->tile[mp->cut] * mp->cut_rows;
-        int64_t nt = mp->n_iter >= 0 ? nest->tile[mp->n_iter] : 1;
-        nest->scratch_bytes = gemm_scratch_bound(mt, nt, mp->K);
-    }
     return BD_OK;
 }
 
@@ -762,13 +440,6 @@ static bd_status lower_batchnorm(bd_program *p, int node, bd_diag *d) {
     np->folded = true;
     for (int k = 1; k < 5; k++) np->folded &= bd_node_in(g, n, k)->constant != NULL;
     np->mean_out = np->inv_out = -1;
-
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) tile[i] = x->dims[i];
-    tile[0] = 1;
-    tile[1] = imax64(1, imin64(x->dims[1], (1 << 15) / imax64(np->inner, 1)));
-    bd_nest_tile(nest, tile);
-    if (nest->n_blocks < 4 && x->rank > 2) bd_nest_tile_default(nest, 1 << 14);
 
     bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, x->rank), 0);
     np->x = 0;
@@ -812,22 +483,7 @@ static bd_status lower_layernorm(bd_program *p, int node, bd_diag *d) {
     for (int i = 0; i < x->rank; i++) *(i < axis ? &np->rows : &np->cols) *= x->dims[i];
     np->mean = np->var = np->bias = np->mean_out = np->inv_out = -1;
 
-    /* Normalised axes whole in every block; the outer ones cut to about 16K elements a block. */
-    int64_t tile[BD_MAX_RANK], per = np->cols, target = imax64(1, (1 << 14) / imax64(np->cols, 1));
-    for (int i = 0; i < x->rank; i++) tile[i] = x->dims[i];
-    int64_t rows_in = 1;
-    for (int i = axis - 1; i >= 0; i--) {
-        if (rows_in * x->dims[i] <= target) {
-            rows_in *= x->dims[i];
-        } else {
-            tile[i] = imax64(1, target / rows_in);
-            for (int j = i - 1; j >= 0; j--) tile[j] = 1;
-            break;
-        }
-    }
-    (void)per;
-    bd_nest_tile(nest, tile);
-
+    for (int i = axis; i < x->rank; i++) nest->whole[i] = true; /* normalised axes */
     bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, x->rank), 0);
     np->x = 0;
     np->scale = 1;
@@ -944,23 +600,17 @@ bd_status bd_lower_lstm(bd_program *p, int node, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'clip' = %g, expected a positive "
                             "threshold", (double)lp.clip);
     if ((s = lstm_activations(n, d, &lp))) return s;
-    lp.packed = in[1]->constant && in[2]->constant;
 
-    /* One block per (direction, batch tile); the recurrence runs inside the block. Its scratch
-     * holds the input projections of every step for its batch rows, so batch tiles are capped
-     * at about 32 MiB of those; a single direction with a batch of 4 or more is cut in two so
-     * that two threads share the work. */
-    int64_t H4 = 4 * lp.hidden, per_row = imax64(1, lp.seq * H4);
+    /* The body keeps the input projections of every step of a batch row in scratch. */
+    int64_t per_row = lp.seq * 4 * lp.hidden;
     if (per_row > ((int64_t)1 << 24))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "seq_length x 4 x hidden_size = %lld is too "
                             "large for the per-step input projections", (long long)per_row);
-    int64_t bt = imax64(1, imin64(lp.batch, ((int64_t)1 << 23) / per_row));
-    if (lp.num_dir == 1 && lp.batch >= 4 && bt == lp.batch) bt = ceil_div(lp.batch, 2);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_LSTM, NULL);
     nest->n_iter = 2;
     nest->extent[0] = lp.num_dir;
     nest->extent[1] = lp.batch;
-    bd_nest_tile(nest, (int64_t[]){1, bt});
+    bd_nest_set_tile(g, nest, nest->extent); /* one block until the target tiles it */
     bd_lstm_params *np = BD_NEST_PARAMS(nest, lstm);
     *np = lp;
     int *slots[8] = {&np->x, &np->w, &np->r, &np->b, &np->lens, &np->h0, &np->c0, &np->p};
@@ -997,10 +647,5 @@ bd_status bd_lower_lstm(bd_program *p, int node, bd_diag *d) {
             o->dims[sbatch] = affine(1, 1, 0, 0);
         }
     }
-    /* Scratch: input projections of every step, h, c, the gates of one step, the summed biases,
-     * and the GEMM's own. */
-    int64_t floats = lp.seq * bt * H4 + 2 * bt * lp.hidden + bt * H4 + H4 + lp.hidden + 64;
-    nest->scratch_bytes = floats * 4 + 256 +
-                          gemm_scratch_bound(imax64(lp.seq * bt, 1), H4, imax64(lp.input, lp.hidden));
     return BD_OK;
 }

@@ -12,38 +12,6 @@
 
 #include "front/passes.h"
 
-enum {
-    REDUCE_WORK_TARGET = 16384, /* input elements a reduction block reads, about */
-    REDUCE_MIN_ROW = 64,        /* least tile of a column reduction's contiguous inner dim */
-    SOFTMAX_TILE = 2048,        /* elements per softmax block, about (rows are never cut) */
-};
-
-/* Tiles the nest with the dims marked `whole` uncut and the others cut from the innermost out so
- * that a block holds about target elements (at least the whole dims). */
-static void tile_keeping_whole(bd_nest *n, const bool *whole, int64_t target) {
-    int64_t tile[BD_MAX_RANK], elems = 1;
-    for (int i = 0; i < n->n_iter; i++) {
-        int64_t e = n->extent[i] > 0 ? n->extent[i] : 1;
-        tile[i] = e;
-        if (whole[i]) elems = e > INT64_MAX / elems ? INT64_MAX : elems * e;
-    }
-    bool cut = false;
-    for (int i = n->n_iter - 1; i >= 0; i--) {
-        if (whole[i]) continue;
-        int64_t e = tile[i];
-        if (cut) {
-            tile[i] = 1;
-        } else if (elems <= target && e <= target / elems) {
-            elems *= e;
-        } else {
-            int64_t t = elems < target ? target / elems : 1;
-            tile[i] = t < e ? t : e;
-            cut = true;
-        }
-    }
-    bd_nest_tile(n, tile);
-}
-
 static bool is_empty(const bd_value *v) {
     for (int k = 0; k < v->rank; k++)
         if (v->dims[k] == 0) return true;
@@ -139,22 +107,6 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
                                  : (bd_access_dim){BD_ACCESS_AFFINE, prm->iter_of[k], 1, 0, 0};
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
 
-    /* About REDUCE_WORK_TARGET input elements per block. When the innermost non-unit input dim is
-     * kept (a column reduction), its tile is the body's contiguous inner loop: at least 64 wide,
-     * and accumulated in scratch in the accumulator type (8 bytes at most). */
-    int64_t per_out = prm->count > 0 ? prm->count : 1;
-    int64_t target = REDUCE_WORK_TARGET / per_out > 0 ? REDUCE_WORK_TARGET / per_out : 1;
-    int column_iter = -1;
-    for (int k = x->rank - 1; k >= 0; k--) {
-        if (x->dims[k] == 1) continue;
-        column_iter = reduced[k] ? -1 : prm->iter_of[k];
-        break;
-    }
-    if (column_iter >= 0 && target < REDUCE_MIN_ROW)
-        target = y->dims[column_iter] < REDUCE_MIN_ROW ? y->dims[column_iter] : REDUCE_MIN_ROW;
-    bool whole[BD_MAX_RANK] = {false};
-    tile_keeping_whole(nest, whole, target);
-    if (column_iter >= 0) nest->scratch_bytes = 8 * nest->tile[column_iter];
     return BD_OK;
 }
 
@@ -184,18 +136,14 @@ bd_status bd_lower_softmax(bd_program *p, int node, bd_diag *d) {
     prm->first = a;
     prm->last = n->opset < 13 ? x->rank - 1 : a;
 
-    bool whole[BD_MAX_RANK] = {false};
     bd_operand *in = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     bd_access_identity(in, 0);
     for (int k = prm->first; k <= prm->last; k++) {
-        whole[k] = true;
+        nest->whole[k] = true; /* softmax runs along these */
         in->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
         if (nest->n_reduce < 4) nest->reduce_extent[nest->n_reduce++] = x->dims[k];
         else nest->reduce_extent[3] *= x->dims[k];
     }
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
-    tile_keeping_whole(nest, whole, SOFTMAX_TILE);
-    /* Along an inner axis (dims after it): per-column max and sum over the tile's last dim. */
-    if (prm->last < x->rank - 1) nest->scratch_bytes = 2 * 8 * nest->tile[x->rank - 1];
     return BD_OK;
 }

@@ -95,6 +95,8 @@ typedef struct bd_nest {
     int64_t extent[BD_MAX_RANK];
     int64_t tile[BD_MAX_RANK];
     int64_t grid[BD_MAX_RANK]; /* ceil(extent / tile) */
+    bool whole[BD_MAX_RANK];   /* iteration dims every block must cover whole (the body reads
+                                  them entirely: a softmax axis, normalised axes); tilers keep them */
     int64_t n_blocks;          /* product of grid (1 for rank 0) */
     int n_reduce;              /* reduction dims, always whole inside a block */
     int64_t reduce_extent[4];
@@ -139,10 +141,22 @@ void bd_access_identity(bd_operand *o, int first_iter);        /* dim k <- iter 
 void bd_access_broadcast(bd_operand *o, const bd_value *in, const bd_value *out); /* numpy rules */
 void bd_access_full(bd_operand *o);
 void bd_access_opaque(bd_operand *o);
-void bd_nest_tile(bd_nest *n, const int64_t *tile); /* sets tile (clamped to extents) and grid */
-/* Default tiling: whole trailing dims up to about target elements per block, splitting leading
- * dims, so that there are enough blocks for all threads. */
-void bd_nest_tile_default(bd_nest *n, int64_t target_elems);
+/* Sets the tile (clamped to the extents) and the grid, then the access maps that depend on the
+ * tile (a grouped convolution's input channels, a reshape's split dims): the one way tilers and
+ * lowering set a tile, so a nest's maps are always those of its tile. */
+void bd_nest_set_tile(const bd_graph *g, bd_nest *n, const int64_t *tile);
+/* Tiling of whole trailing dims up to about target elements per block, splitting leading dims
+ * (the tilers' common default). */
+void bd_nest_tile_default(const bd_graph *g, bd_nest *n, int64_t target_elems);
+
+/* A reshape's dims in groups whose extents multiply to the same count on both sides (unit dims
+ * left out): group k is input dims xd[gx0[k] .. gx1[k]) and output dims yd[gy0[k] .. gy1[k]). */
+typedef struct bd_reshape_groups {
+    int n, nx, ny;
+    int xd[BD_MAX_RANK], yd[BD_MAX_RANK];
+    int gx0[BD_MAX_RANK], gx1[BD_MAX_RANK], gy0[BD_MAX_RANK], gy1[BD_MAX_RANK];
+} bd_reshape_groups;
+void bd_reshape_groups_of(const bd_value *x, const bd_value *y, bd_reshape_groups *r);
 
 /* The region of operand o (inclusive lo/hi per dim) that block b of nest n touches. */
 void bd_nest_block_range(const bd_nest *n, int64_t block, int64_t *lo, int64_t *hi);

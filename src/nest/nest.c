@@ -5,6 +5,8 @@
 
 #include "nest/loopnest.h"
 
+static void set_grid(bd_nest *n, const int64_t *tile);
+
 static const char *const body_names[BD_BODY_COUNT] = {
 #define X(k, params) #k,
     BD_BODIES(X)
@@ -30,7 +32,7 @@ bd_nest *bd_nest_begin(bd_program *p, int node, bd_body body, const bd_value *ou
     for (int i = 0; i < n->n_iter; i++) n->extent[i] = out->dims[i];
     int64_t ones[BD_MAX_RANK];
     for (int i = 0; i < BD_MAX_RANK; i++) ones[i] = 1;
-    bd_nest_tile(n, n->n_iter ? n->extent : ones); /* one block until the op says otherwise */
+    set_grid(n, n->n_iter ? n->extent : ones); /* one block until a tiler says otherwise */
     return n;
 }
 
@@ -68,7 +70,7 @@ void bd_access_opaque(bd_operand *o) {
     for (int k = 0; k < o->rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
 }
 
-void bd_nest_tile(bd_nest *n, const int64_t *tile) {
+static void set_grid(bd_nest *n, const int64_t *tile) {
     n->n_blocks = 1;
     for (int i = 0; i < n->n_iter; i++) {
         int64_t e = n->extent[i], t = tile[i];
@@ -80,7 +82,80 @@ void bd_nest_tile(bd_nest *n, const int64_t *tile) {
     }
 }
 
-void bd_nest_tile_default(bd_nest *n, int64_t target_elems) {
+/* The input channels read by an output-channel tile of a grouped op (Cg input and Mg output
+ * channels per group): all of them without groups; with groups, the channels of the groups the
+ * tile meets, which is affine when tiles hold whole groups and Cg is a multiple of Mg. */
+static bd_access_dim group_channels(int64_t group, int64_t Cg, int64_t Mg, int64_t tile_m) {
+    if (group > 1 && Cg % Mg == 0 && tile_m % Mg == 0)
+        return (bd_access_dim){BD_ACCESS_AFFINE, 1, Cg / Mg, 0, Cg / Mg - 1};
+    return (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+}
+
+void bd_reshape_groups_of(const bd_value *x, const bd_value *y, bd_reshape_groups *r) {
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] != 1) r->xd[r->nx++] = i;
+    for (int i = 0; i < y->rank; i++)
+        if (y->dims[i] != 1) r->yd[r->ny++] = i;
+    for (int i = 0, j = 0; i < r->nx && j < r->ny;) {
+        int si = i, sj = j;
+        int64_t px = x->dims[r->xd[i]], py = y->dims[r->yd[j]];
+        while (px != py) {
+            if (px < py) px *= x->dims[r->xd[++i]];
+            else py *= y->dims[r->yd[++j]];
+        }
+        r->gx0[r->n] = si, r->gx1[r->n] = i + 1, r->gy0[r->n] = sj, r->gy1[r->n] = j + 1;
+        r->n++;
+        i++, j++;
+    }
+}
+
+/* A reshape reads, per dim group: a dim that keeps its extent 1:1; an input dim split into
+ * several output dims affinely from the outermost of them while the tile keeps the inner ones
+ * whole; merged or reshuffled dims FULL when the block covers the group whole, else OPAQUE; unit
+ * dims index 0. */
+static void reshape_maps(const bd_graph *g, bd_nest *n) {
+    bd_operand *xo = &n->operands[0];
+    const bd_value *x = bd_graph_value((bd_graph *)g, xo->value);
+    const bd_value *y = bd_graph_value((bd_graph *)g, n->operands[n->n_operands - 1].value);
+    bd_reshape_groups r;
+    bd_reshape_groups_of(x, y, &r);
+    for (int k = 0; k < x->rank; k++) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    for (int gi = 0; gi < r.n; gi++) {
+        bool all_whole = true;
+        for (int j = r.gy0[gi]; j < r.gy1[gi]; j++) all_whole &= n->tile[r.yd[j]] == n->extent[r.yd[j]];
+        if (r.gx1[gi] - r.gx0[gi] == 1) {
+            int first = r.yd[r.gy0[gi]];
+            int64_t inner = 1;
+            bool inner_whole = true;
+            for (int j = r.gy0[gi] + 1; j < r.gy1[gi]; j++) {
+                inner *= y->dims[r.yd[j]];
+                inner_whole &= n->tile[r.yd[j]] == n->extent[r.yd[j]];
+            }
+            if (inner_whole) {
+                xo->dims[r.xd[r.gx0[gi]]] = (bd_access_dim){BD_ACCESS_AFFINE, first, inner, 0, inner - 1};
+                continue;
+            }
+        }
+        for (int i = r.gx0[gi]; i < r.gx1[gi]; i++)
+            xo->dims[r.xd[i]] = (bd_access_dim){all_whole ? BD_ACCESS_FULL : BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    }
+}
+
+void bd_nest_set_tile(const bd_graph *g, bd_nest *n, const int64_t *tile) {
+    set_grid(n, tile);
+    if ((n->body == BD_BODY_CONV || n->body == BD_BODY_CONV_TRANSPOSE) && n->n_operands >= 2) {
+        const bd_conv_params *cp = &n->params.conv;
+        const bd_value *x = bd_graph_value((bd_graph *)g, n->operands[cp->x].value);
+        const bd_value *y = bd_graph_value((bd_graph *)g, n->operands[cp->y].value);
+        int64_t Cg = x->dims[1] / cp->group, Mg = y->dims[1] / cp->group;
+        n->operands[cp->x].dims[1] = group_channels(cp->group, Cg, Mg, n->tile[1]);
+        if (n->body == BD_BODY_CONV_TRANSPOSE) n->operands[cp->w].dims[0] = n->operands[cp->x].dims[1];
+    }
+    if (n->body == BD_BODY_COPY && n->params.copy.reshape && n->n_operands == 2) reshape_maps(g, n);
+}
+
+void bd_nest_tile_default(const bd_graph *g, bd_nest *n, int64_t target_elems) {
     int64_t tile[BD_MAX_RANK];
     int64_t elems = 1;
     /* Keep trailing dims whole while they fit the target, then cut the next one. */
@@ -97,7 +172,7 @@ void bd_nest_tile_default(bd_nest *n, int64_t target_elems) {
             break;
         }
     }
-    bd_nest_tile(n, tile);
+    bd_nest_set_tile(g, n, tile);
 }
 
 void bd_nest_block_range(const bd_nest *n, int64_t block, int64_t *lo, int64_t *hi) {
@@ -214,6 +289,7 @@ bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
             blocks *= n->grid[k];
         }
         BD_ASSERT(blocks == n->n_blocks);
+        for (int k = 0; k < n->n_iter; k++) BD_ASSERT(!n->whole[k] || n->grid[k] <= 1);
         for (int k = 0; k < n->n_operands; k++) {
             const bd_operand *o = &n->operands[k];
             const bd_value *v = bd_graph_value(g, o->value);

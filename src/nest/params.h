@@ -23,6 +23,7 @@ typedef struct bd_copy_params {
     int64_t in_base, out_base;
     int64_t in_stride[BD_MAX_RANK], out_stride[BD_MAX_RANK]; /* elements, per iteration dim */
     bool fill;         /* no input operand: every element becomes fill_value (Dropout's mask) */
+    bool reshape;      /* a Reshape-family copy: operand 0's map follows the tile (nest.c) */
     double fill_value;
 } bd_copy_params;
 
@@ -135,23 +136,17 @@ typedef struct bd_global_pool_params {
     int64_t spatial; /* elements averaged per (n, c) */
 } bd_global_pool_params;
 
-/* How Gemm's C enters the result. */
-enum {
-    BD_MM_C_NONE = 0,
-    BD_MM_C_BIAS_N, /* one value per column (C is [N] or [1, N]), beta folded or 1 */
-    BD_MM_C_GENERAL /* any broadcast of C: y = alpha * AB + beta * C in an epilogue loop */
-};
-
 /* MatMul and Gemm. The output is [batch..., M, N] with the M axis absent when A is 1-D and the N
  * axis absent when B is 1-D (MatMul); Gemm has no batch axes. */
 typedef struct bd_matmul_params {
-    int a, b, c, y;
+    int a, b, c, y;      /* c: Gemm's C, or a bias fusion absorbed (y = alpha AB + beta C) */
+    bool gemm;           /* Gemm (C, transposes, alpha, beta), else MatMul */
     int n_batch;         /* batch axes of the output */
     int m_iter, n_iter;  /* iteration dims of M and N, -1 when absent */
     int64_t M, N, K;
     bool trans_a, trans_b;
     float alpha, beta;
-    int c_mode;          /* BD_MM_C_* */
+    /* Chosen by the target's tiler (CPU: target/cpu/tile.c): */
     bool b_packed;       /* float32, B constant and shared by every batch: packed at create */
     /* B shared by every batch and A laid out like the output's rows: the batch axes and M form
      * one run of rows, and a block is rows [r0, r1): iteration dims before `cut` have tile 1, those

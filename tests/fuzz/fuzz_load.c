@@ -1,7 +1,7 @@
 /* fuzz_load.c — libFuzzer target over everything the compiler does before the native compiler:
  * load (from memory), verify, shape inference with constant folding, simplification, the support
- * check, and the nest program's passes (lower, fuse, schedule, plan memory, each verified) and C
- * emission. Any
+ * check, and the nest program's passes (lower, tile, fuse, schedule, plan memory, each verified)
+ * and C emission. Any
  * crash, sanitizer report or leak is a bug: bad input must come back as a status. External data
  * is looked up in a folder that does not exist, so the fuzzer cannot make bdc read files. The
  * input's length picks the fusion mode (odd: none), so both lowering paths are covered. */
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "driver/pipeline.h"
-#include "target/cpu/emit.h"
+#include "target/cpu/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,10 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bd_dumps none = {0};
         bd_planned pl;
         bd_fusion fusion = size % 2 ? BD_FUSION_NONE : BD_FUSION_OP;
-        if (bd_plan_program(m->graph, fusion, (int64_t)1 << 30, &none, &pl, &d) == BD_OK) {
+        if (bd_plan_program(m->graph, &bd_target_cpu, fusion, (int64_t)1 << 30, &none, &pl, &d) == BD_OK) {
             bd_emit_opts eo = {.lib_name = "fuzz", .weights_symbol = "fuzz_weights"};
             bd_c_program c = {0};
-            bd_emit_c(&pl.prog, &pl.sched, &pl.mem, &eo, &c, &d);
+            bd_target_cpu.emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, &d);
             bd_c_program_free(&c);
         }
         bd_planned_free(&pl);

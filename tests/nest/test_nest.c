@@ -117,7 +117,7 @@ static bd_value *fx_val(fixture *f, int v) { return bd_graph_value(f->g, v); }
  * stays valid until the next nest is added. */
 static bd_nest *fx_nest(fixture *f, int out, const int64_t *tile) {
     bd_nest *n = bd_nest_begin(&f->p, -1, BD_BODY_COPY, fx_val(f, out));
-    if (tile) bd_nest_tile(n, tile);
+    if (tile) bd_nest_set_tile(f->g, n, tile);
     bd_access_identity(bd_nest_operand(n, out, true, fx_val(f, out)->rank), 0);
     return n;
 }
@@ -130,7 +130,7 @@ static void bare_nest(bd_nest *n, int rank, const int64_t *extent, const int64_t
     n->node = -1;
     n->n_iter = rank;
     for (int i = 0; i < rank; i++) n->extent[i] = extent[i];
-    bd_nest_tile(n, tile);
+    bd_nest_set_tile(NULL, n, tile) /* body ELEMENTWISE: no graph needed */;
 }
 
 /* ---------------------------------------------------------------- bd_nest_block_range */
@@ -138,7 +138,7 @@ static void bare_nest(bd_nest *n, int rank, const int64_t *extent, const int64_t
 typedef struct domain_case {
     int rank;
     int64_t extent[8];
-    int64_t tile[8];      /* as requested; bd_nest_tile clamps */
+    int64_t tile[8];      /* as requested; bd_nest_set_tile clamps */
     int64_t want_tile[8]; /* after clamping */
 } domain_case;
 
@@ -419,7 +419,7 @@ static int64_t count_edges(const bd_graph *g, const bd_nest *c, const bd_nest *p
  * windows) and w (dim 0 by the output channel, the rest FULL), writes y. */
 static void conv_nest(fixture *f, int x, int w, int y, int64_t k, const int64_t *tile) {
     bd_nest *n = bd_nest_begin(&f->p, -1, BD_BODY_CONV, fx_val(f, y));
-    bd_nest_tile(n, tile);
+    bd_nest_set_tile(f->g, n, tile);
     bd_operand *ox = bd_nest_operand(n, x, false, 4);
     ox->dims[0] = (bd_access_dim)AFF(0, 1, 0, 0);
     ox->dims[1] = (bd_access_dim)FULLD;

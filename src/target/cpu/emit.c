@@ -64,14 +64,6 @@ const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n) {
     return n->node >= 0 ? bd_graph_node(e->graph, n->node) : NULL;
 }
 
-void bd_value_strides(const bd_value *v, int64_t *strides) {
-    int64_t s = 1;
-    for (int i = v->rank - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= v->dims[i] > 0 ? v->dims[i] : 1;
-    }
-}
-
 int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) {
     while (e->blob.len % 64) *(unsigned char *)bd_vec_push(&e->blob) = 0;
     int64_t off = (int64_t)e->blob.len;

@@ -15,8 +15,7 @@
 #define BD_EMIT_C_H
 
 #include "nest/loopnest.h"
-#include "plan/plan.h"
-#include "target/print.h"
+#include "target/target.h"
 
 typedef struct bd_emitter {
     bd_printer pr;       /* the C file being printed */
@@ -64,25 +63,9 @@ const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n);
  * dim (hi exclusive): the same decoding as bd_nest_block_range, printed (tests check they agree). */
 void bd_emit_block_decode(bd_emitter *e, const bd_nest *n);
 /* Row-major element strides of a value (strides[rank-1] == 1). */
-void bd_value_strides(const bd_value *v, int64_t *strides);
-
-/* Output of the printer. */
-typedef struct bd_c_program {
-    char *source;         /* model.c, NUL-terminated (heap) */
-    size_t source_len;
-    unsigned char *weights; /* the blob embedded with .incbin (heap, may be NULL) */
-    size_t weights_len;
-    char *header;         /* <name>.h for --lib (heap; NULL unless requested) */
-} bd_c_program;
-
-typedef struct bd_emit_opts {
-    bool library;          /* emit <name>_create/_run/_destroy + header instead of main() */
-    const char *lib_name;  /* C identifier prefix for --lib (already sanitised) */
-    const char *weights_symbol; /* assembler symbol of the embedded constants */
-} bd_emit_opts;
+#define bd_value_strides(v, strides) bd_dims_strides((v)->rank, (v)->dims, strides)
 
 bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memory_plan *mem,
                     const bd_emit_opts *opts, bd_c_program *out, bd_diag *d);
-void bd_c_program_free(bd_c_program *c);
 
 #endif

@@ -35,6 +35,7 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
      * count (at -O2 too, where its "very cheap" cost model refuses both). */
     for (int k = 0; k < nest->n_operands; k++) {
         const bd_operand *o = &nest->operands[k];
+        if (!o->write && !loaded[k]) continue; /* an input the expression ignores */
         const char *t = bd_c_type(bd_graph_value(g, o->value)->dtype);
         bd_emit(e, "%s%s *restrict P%d = %s;", o->write ? "" : "const ", t, k, bd_emit_ptr(e, o->value));
     }

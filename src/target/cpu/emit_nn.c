@@ -108,15 +108,6 @@ static void emit_packed_alloc(bd_emitter *e, int slot, const char *var, const ch
     bd_emit(e, "S->packed[%d] = %s;", slot, var);
 }
 
-/* Row-major element strides of dims[0..rank). */
-static void strides_of(int rank, const int64_t *dims, int64_t *st) {
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        st[i] = s;
-        s *= dims[i] > 0 ? dims[i] : 1;
-    }
-}
-
 /* ---------------------------------------------------------------- CONV */
 
 static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_value *x,
@@ -163,7 +154,7 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
         /* residual and activation over the block's output just written, still in cache */
         int r = y->rank;
         int64_t ys[BD_MAX_RANK];
-        strides_of(r, y->dims, ys);
+        bd_dims_strides(r, y->dims, ys);
         bd_emit(e, "float *Yb = %s + n * %lld;", operand_ptr(e, n, cp->y), ll(ys[0]));
         if (n->epi.residual >= 0) bd_emit(e, "const float *Rb = %s + n * %lld;", operand_ptr(e, n, n->epi.residual), ll(ys[0]));
         const char *off = "0";
@@ -212,9 +203,9 @@ static conv_geom emit_conv_prologue(bd_emitter *e, const bd_nest *n, const bd_co
     g.M = g.y->dims[1];
     g.Cg = g.C / cp->group;
     g.Mg = g.M / cp->group;
-    strides_of(cp->nsp, g.x->dims + 2, g.xs);
-    strides_of(cp->nsp, cp->kernel, g.ks);
-    strides_of(cp->nsp, g.y->dims + 2, g.ys);
+    bd_dims_strides(cp->nsp, g.x->dims + 2, g.xs);
+    bd_dims_strides(cp->nsp, cp->kernel, g.ks);
+    bd_dims_strides(cp->nsp, g.y->dims + 2, g.ys);
     g.XS = g.xs[0] * g.x->dims[2];
     g.KS = g.ks[0] * cp->kernel[0];
     g.YS = g.ys[0] * g.y->dims[2];
@@ -365,8 +356,8 @@ static void emit_pool_rows(bd_emitter *e, const bd_nest *n, const bd_pool_params
     const char *T = bd_c_type(x->dtype);
     int nsp = pp->nsp, last = nsp - 1, li = 2 + last; /* last spatial axis, its iteration dim */
     int64_t C = x->dims[1], xs[BD_MAX_RANK], ys[BD_MAX_RANK];
-    strides_of(nsp, x->dims + 2, xs);
-    strides_of(nsp, y->dims + 2, ys);
+    bd_dims_strides(nsp, x->dims + 2, xs);
+    bd_dims_strides(nsp, y->dims + 2, ys);
     int64_t XS = xs[0] * x->dims[2], YS = ys[0] * y->dims[2];
     int64_t W = x->dims[li], OW = y->dims[li], KW = pp->kernel[last];
     int64_t s = pp->strides[last], dl = pp->dilations[last], p = pp->pads[last];
@@ -537,8 +528,8 @@ bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     bool fl = x->dtype == BD_DT_FLOAT || x->dtype == BD_DT_DOUBLE;
     int nsp = pp->nsp;
     int64_t C = x->dims[1], xs[BD_MAX_RANK], ys[BD_MAX_RANK];
-    strides_of(nsp, x->dims + 2, xs);
-    strides_of(nsp, y->dims + 2, ys);
+    bd_dims_strides(nsp, x->dims + 2, xs);
+    bd_dims_strides(nsp, y->dims + 2, ys);
     int64_t XS = xs[0] * x->dims[2], YS = ys[0] * y->dims[2];
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
@@ -647,15 +638,31 @@ static void mm_c_strides(bd_emitter *e, const bd_nest *n, const bd_matmul_params
     if (mp->c < 0) return;
     const bd_value *c = operand_value(e, n, mp->c);
     int64_t st[BD_MAX_RANK];
-    strides_of(c->rank, c->dims, st);
+    bd_dims_strides(c->rank, c->dims, st);
     /* Gemm: C is right-aligned on [M, N] */
     if (c->rank >= 1 && c->dims[c->rank - 1] != 1) *cs_n = st[c->rank - 1];
     if (c->rank >= 2 && c->dims[c->rank - 2] != 1) *cs_m = st[c->rank - 2];
 }
 
-/* The float32 bias_n pointer for C_BIAS_N: C itself, or beta * C folded into the blob. */
+/* How C enters the result: not at all (no C, or beta 0), as the kernels' per-column bias (one
+ * value per column, beta 1 or C constant so that beta folds into it, float32, no alpha left to
+ * apply after the kernel), or in a general epilogue loop y = alpha * AB + beta * C. */
+enum { MM_C_NONE, MM_C_BIAS_N, MM_C_GENERAL };
+static int mm_c_mode(bd_emitter *e, const bd_nest *n, const bd_matmul_params *mp) {
+    if (mp->c < 0) return MM_C_NONE;
+    const bd_value *c = operand_value(e, n, mp->c), *a = operand_value(e, n, mp->a);
+    int64_t numel = 1;
+    for (int i = 0; i < c->rank; i++) numel *= c->dims[i];
+    bool row_vector = numel == mp->N && (c->rank == 0 ? mp->N == 1 : c->dims[c->rank - 1] == mp->N);
+    bool beta_ok = mp->beta == 1.0f || c->constant;
+    bool post_alpha = mp->alpha != 1.0f && !mp->alpha_in_b;
+    if (row_vector && beta_ok && !post_alpha && a->dtype == BD_DT_FLOAT) return MM_C_BIAS_N;
+    return mp->beta == 0.0f ? MM_C_NONE : MM_C_GENERAL;
+}
+
+/* The float32 bias_n pointer for MM_C_BIAS_N: C itself, or beta * C folded into the blob. */
 static const char *mm_bias_ptr(bd_emitter *e, const bd_nest *n, const bd_matmul_params *mp) {
-    if (mp->c_mode != BD_MM_C_BIAS_N) return "NULL";
+    if (mm_c_mode(e, n, mp) != MM_C_BIAS_N) return "NULL";
     const bd_value *c = operand_value(e, n, mp->c);
     if (mp->beta == 1.0f) return operand_ptr(e, n, mp->c);
     float *tmp = malloc((size_t)mp->N * sizeof *tmp);
@@ -769,7 +776,7 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
         return;
     }
     bool post_alpha = mp->alpha != 1.0f && !mp->alpha_in_b;
-    bool add_c = mp->c_mode == BD_MM_C_GENERAL;
+    bool add_c = mm_c_mode(e, n, mp) == MM_C_GENERAL;
     bool epilogue = post_alpha || add_c || n->epi.residual >= 0;
     kernel_act ka = kernel_act_of(n);
     int act = epilogue ? BD_ACT_NONE : ka.code;
@@ -805,7 +812,7 @@ static void emit_matmul_generic(bd_emitter *e, const bd_nest *n, const bd_matmul
     const bd_value *y = operand_value(e, n, mp->y);
     const char *T = bd_c_type(y->dtype);
     mm_layout l = mm_layout_of(mp);
-    bool add_c = mp->c_mode != BD_MM_C_NONE;
+    bool add_c = mm_c_mode(e, n, mp) != MM_C_NONE;
     bool post_alpha = mp->alpha != 1.0f;
     bd_emit(e, "const %s *A = %s;", T, operand_ptr(e, n, mp->a));
     bd_emit(e, "const %s *B = %s;", T, operand_ptr(e, n, mp->b));
@@ -851,7 +858,7 @@ static void emit_batchnorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
     int64_t C = np->channels, inner = np->inner;
     int64_t params = np->per_activation ? C * inner : C;
     int64_t xs[BD_MAX_RANK];
-    strides_of(r, x->dims, xs);
+    bd_dims_strides(r, x->dims, xs);
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, np->x));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, np->y));
     if (np->folded) {
@@ -924,7 +931,7 @@ static void operand_iter_strides(bd_emitter *e, const bd_nest *n, int k, int r, 
     const bd_operand *o = &n->operands[k];
     const bd_value *v = operand_value(e, n, k);
     int64_t st[BD_MAX_RANK];
-    strides_of(v->rank, v->dims, st);
+    bd_dims_strides(v->rank, v->dims, st);
     for (int i = 0; i < r; i++) out[i] = 0;
     for (int j = 0; j < o->rank; j++)
         if (o->dims[j].kind == BD_ACCESS_AFFINE && o->dims[j].iter >= 0 && v->dims[j] != 1)
@@ -936,7 +943,7 @@ static void emit_layernorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
     const char *T = bd_c_type(x->dtype);
     int r = x->rank, axis = np->axis;
     int64_t xs[BD_MAX_RANK], ss[BD_MAX_RANK], bs[BD_MAX_RANK];
-    strides_of(r, x->dims, xs);
+    bd_dims_strides(r, x->dims, xs);
     operand_iter_strides(e, n, np->scale, r, ss);
     if (np->bias >= 0) operand_iter_strides(e, n, np->bias, r, bs);
     /* Scale and B laid out like the normalised axes: one flat loop. */

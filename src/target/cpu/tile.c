@@ -1,0 +1,527 @@
+/* tile.c — the CPU target's tiling pass: for every nest, the tile (its block grid) and the choices
+ * that go with it on this target: which convolutions and matrix products run on the packed-weight
+ * micro-kernels of kernels/, the per-thread scratch their bodies need, the row-merged layout of
+ * batched products.
+ *
+ * Tilings aim at enough blocks for every thread (dynamic scheduling balances uneven ones) while
+ * keeping each block big enough that the micro-kernels run at speed. Convolutions and float32
+ * matrix products that run on kernels/ pick their tile by a small search over a cost model (the
+ * register-tile work, the packing each block repeats, a dispatch cost), scored over 1 to 8
+ * threads; depthwise convolutions cut channels; elementwise, data-movement and reduction nests
+ * keep trailing dims whole up to a few thousand elements. Every tile is set through
+ * bd_nest_set_tile, which keeps the nest's tile-dependent access maps right; dims a body must see
+ * whole (bd_nest.whole) are never cut. */
+#include <string.h>
+
+#include "target/cpu/target.h"
+
+/* Work (multiply-adds) worth one block, and the most blocks one op is cut into (generated-loop
+ * convolutions, matrix products); enough for a few threads with dynamic scheduling, few enough
+ * that each block keeps the micro-kernels busy. */
+enum { CONV_BLOCK_WORK = 1 << 20, CONV_MAX_BLOCKS = 16, MM_BLOCK_WORK = 1 << 20, MM_MAX_BLOCKS = 16 };
+
+static int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
+
+
+static const bd_value *operand_value(const bd_graph *g, const bd_nest *n, int k) {
+    return bd_graph_value((bd_graph *)g, n->operands[k].value);
+}
+
+/* The work of one block with tile sizes `tile` (product) times `per_elem`. */
+static int64_t tile_work(const bd_nest *nest, const int64_t *tile, int64_t per_elem) {
+    int64_t w = per_elem;
+    for (int i = 0; i < nest->n_iter; i++) w *= tile[i];
+    return w;
+}
+
+static int64_t tile_blocks(const bd_nest *nest, const int64_t *tile) {
+    int64_t b = 1;
+    for (int i = 0; i < nest->n_iter; i++) b *= ceil_div(nest->extent[i], tile[i] ? tile[i] : 1);
+    return b;
+}
+
+/* An upper bound of bd_f32_gemm_scratch_bytes(M, N, K) over every instruction set of kernels/
+ * (whose cache blocking keeps kc <= 512, nc <= 4096, mc <= 512 and a register tile of at most
+ * 32 x 32). The generated create() checks the real figure against the scratch it allocated. */
+static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
+    int64_t kc = imin64(imax64(K, 0), 512), nc = imin64(imax64(N, 1), 4096) + 64;
+    int64_t mc = imin64(imax64(M, 1), 512) + 64;
+    return (kc * nc + mc * kc + 32 * 32 + 64) * 4 + 64;
+}
+
+/* An upper bound of the scratch of kernels/'s direct (im2col-free) stride-1 convolution of a
+ * tile of `rows` output rows: the tap offsets of the Cg*KH*KW depth and the block's zero-padded
+ * input rows. */
+static int64_t direct_conv_scratch_bound(int64_t Cg, int64_t rows, int64_t OW, int64_t KH,
+                                         int64_t KW, int64_t dh, int64_t dw) {
+    int64_t rows_in = rows + (KH - 1) * dh, wp = OW + (KW - 1) * dw;
+    return (16 + round_up(2 * Cg * KH * KW, 16) + Cg * rows_in * wp + 64) * 4 + 64;
+}
+
+/* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution (input rows for a
+ * chunk of up to 32 output rows, split by column stride, plus the tap table). */
+static int64_t dwconv_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                                    int64_t dh, int64_t dw) {
+    int64_t row_len = round_up(OW, 16) + (KW - 1) * dw / sw + 16;
+    int64_t rows_in = 31 * sh + (KH - 1) * dh + 1;
+    return (64 + round_up(2 * KH * KW, 16) + rows_in * sw * row_len) * 4 + 64;
+}
+
+/* Tiles a convolution output [N, M, spatial...]: one batch item per block, whole trailing spatial
+ * axes, then output rows (first spatial axis) and channel tiles cut until the op has its blocks.
+ * Every block re-packs (im2col) the input columns it reads, once for all its channels, so rows
+ * are cut first while a block keeps `min_cols` output pixels, channels (in multiples of `mstep`)
+ * only down to `min_m`, and rows again down to 32 pixels: past that the op gets fewer blocks. */
+static void conv_tiling(const bd_graph *g, bd_nest *nest, int64_t work_per_out, int64_t mstep, int64_t min_m,
+                        bool cut_rows, int64_t min_cols) {
+    int64_t tile[BD_MAX_RANK];
+    int r = nest->n_iter;
+    for (int i = 0; i < r; i++) tile[i] = nest->extent[i];
+    tile[0] = 1;
+    int64_t want = imin64(CONV_MAX_BLOCKS, tile_work(nest, nest->extent, work_per_out) / CONV_BLOCK_WORK);
+    int64_t inner = 1; /* output pixels of one row of the first spatial axis */
+    for (int i = 3; i < r; i++) inner *= nest->extent[i];
+    while (tile_blocks(nest, tile) < want) {
+        int64_t rows = tile[2], mt = tile[1], half_rows = ceil_div(rows, 2);
+        int64_t half_m = round_up(ceil_div(mt, 2), mstep);
+        if (cut_rows && rows > 1 && half_rows * inner >= min_cols) tile[2] = half_rows;
+        else if (half_m < mt && half_m >= min_m) tile[1] = half_m;
+        else if (cut_rows && rows > 1 && half_rows * inner >= imin64(min_cols, 32)) tile[2] = half_rows;
+        else break;
+    }
+    bd_nest_set_tile(g, nest, tile);
+}
+
+/* Thread-time of running `blocks` blocks of `cost` each on T threads, summed over T = 1..8:
+ * what a tiling costs whether the machine is idle, busy or wide (dynamic scheduling, equal
+ * blocks: the slowest thread runs ceil(blocks / T) of them). */
+static double spread_cost(int64_t blocks, double cost) {
+    double total = 0;
+    for (int t = 1; t <= 8; t *= 2) total += (double)t * (double)ceil_div(blocks, t) * cost;
+    return total;
+}
+
+/* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
+ * (channel tile, row tile), in cycles of the AVX-512 kernel: a block computes mt x K x cols
+ * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
+ * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
+ * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
+ * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
+static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg, int64_t group) {
+    int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
+    int64_t inner = 1;
+    for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++) inner *= nest->extent[i];
+    int64_t N = nest->extent[0];
+    int64_t best_m = M, best_r = OH;
+    double best = -1;
+    for (int64_t km = 1; km <= 16; km++) {
+        int64_t mt = ceil_div(M, km);
+        if (group > 1) mt = round_up(mt, Mg);
+        else if (km > 1) mt = mt % 16 == 0 ? mt : round_up(mt, 12);
+        if (mt > M || (km > 1 && ceil_div(M, mt) != km)) continue;
+        for (int64_t kr = 1; kr <= OH; kr++) {
+            int64_t rows = ceil_div(OH, kr);
+            if (ceil_div(OH, rows) != kr) continue;
+            int64_t cols = rows * inner;
+            int64_t m_eff = group > 1 ? ceil_div(mt, Mg) * round_up(Mg, 12) : round_up(mt, 12);
+            double gemm = (double)m_eff * (double)K * (double)round_up(cols, 32) / 32.0;
+            double pack = 0.8 * (double)K * (double)cols * (double)(group > 1 ? mt / Mg : 1);
+            double cost = gemm + pack + 20000.0;
+            double total = spread_cost(N * km * kr, cost);
+            if (best < 0 || total < best * 0.999) {
+                best = total;
+                best_m = mt;
+                best_r = rows;
+            }
+        }
+    }
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    tile[0] = 1;
+    tile[1] = best_m;
+    if (nest->n_iter > 3) tile[2] = best_r;
+    bd_nest_set_tile(g, nest, tile);
+}
+
+/* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
+ * (rows stay whole: a row cut re-reads the window's halo), about 256K multiply-adds each, at least
+ * two when there is work for two threads; rows are cut only when there are too few channels. */
+static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    tile[0] = 1;
+    int64_t work = tile_work(nest, nest->extent, ksize);
+    int64_t want = work < (1 << 16) ? 1 : imin64(16, imax64(2, work / (1 << 18)));
+    int64_t per_item = ceil_div(want, nest->extent[0]);
+    int64_t M = nest->extent[1];
+    tile[1] = ceil_div(M, imin64(per_item, M));
+    if (per_item > M && nest->n_iter > 3) tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, M));
+    bd_nest_set_tile(g, nest, tile);
+}
+
+/* Tiles [batch..., M?, N?]: batches one at a time (several when each is tiny), then cuts M and N
+ * until the op has its blocks. Every block packs its own rows of A (and, unless B was packed at
+ * create time, its own columns of B), so with a packed B the rows are cut first (in multiples of
+ * 48, a multiple of every register tile's MR) and the columns only down to 128; otherwise the
+ * larger of the two is halved. */
+/* (rows, columns) tile of an R x N float32 product split into `batches` independent products,
+ * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, partial
+ * ones whole), packing its rows of A, packing (or, when pre-packed, streaming) its columns of B,
+ * and a fixed dispatch cost. */
+static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
+                          bool has_n, int64_t *mt_out, int64_t *nt_out) {
+    int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
+    if (!has_m) R = 1;
+    double best = -1;
+    *mt_out = R;
+    *nt_out = N;
+    for (int64_t km = 1; km <= 32 && km <= R; km++) {
+        int64_t mt = km == 1 ? R : round_up(ceil_div(R, km), 12);
+        if (ceil_div(R, mt) != km) continue;
+        for (int64_t kn = 1; kn <= 32 && kn <= N; kn++) {
+            int64_t nt = kn == 1 ? N : round_up(ceil_div(N, kn), 32);
+            if (ceil_div(N, nt) != kn) continue;
+            double gemm = (double)round_up(mt, 12) * (double)K * (double)round_up(nt, 32) / 32.0;
+            double pack_a = 1.5 * (double)mt * (double)K * (double)ceil_div(nt, 2048);
+            double pack_b = (mp->b_packed ? 0.1 : 1.0) * (double)K * (double)nt;
+            double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0);
+            if (best < 0 || total < best * 0.999) {
+                best = total;
+                *mt_out = mt;
+                *nt_out = nt;
+            }
+        }
+    }
+}
+
+/* Merged rows (see bd_matmul_params): tile the R = batch x M rows as one axis. */
+static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_params *mp) {
+    int mi = mp->m_iter;
+    int64_t R = 1;
+    for (int i = 0; i <= mi; i++) R *= nest->extent[i];
+    int64_t rt, nt;
+    matmul_search(mp, R, 1, true, mp->n_iter >= 0, &rt, &nt);
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
+    /* the longest suffix of (batch..., M) that fits in rt rows stays whole */
+    int k = mi + 1;
+    int64_t inner = 1;
+    while (k > 0 && inner * nest->extent[k - 1] <= rt) inner *= nest->extent[--k];
+    mp->cut = k > 0 ? k - 1 : 0;
+    if (k > 0) {
+        for (int i = 0; i < k - 1; i++) tile[i] = 1;
+        tile[k - 1] = imax64(1, rt / inner);
+        mp->cut_rows = inner;
+    } else {
+        mp->cut_rows = R / imax64(nest->extent[0], 1);
+    }
+    bd_nest_set_tile(g, nest, tile);
+}
+
+/* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); float32 products
+ * search their (M, N) tile, other types (generated loops) halve the larger of M and N until the
+ * op has about one block per MM_BLOCK_WORK multiply-adds. */
+static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_params *mp, bool f32) {
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    int64_t per_batch = mp->M * mp->N * imax64(mp->K, 1), batches = 1;
+    for (int i = 0; i < mp->n_batch; i++) tile[i] = 1;
+    if (mp->n_batch > 0) {
+        int last = mp->n_batch - 1;
+        tile[last] = imax64(1, imin64(nest->extent[last], MM_BLOCK_WORK / imax64(per_batch, 1)));
+    }
+    for (int i = 0; i < mp->n_batch; i++) batches *= ceil_div(nest->extent[i], tile[i]);
+    if (f32) {
+        int64_t mt, nt;
+        matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
+        if (mp->m_iter >= 0) tile[mp->m_iter] = mt;
+        if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
+        bd_nest_set_tile(g, nest, tile);
+        return;
+    }
+    int64_t want = imin64(MM_MAX_BLOCKS, imax64(1, per_batch * batches / MM_BLOCK_WORK));
+    while (tile_blocks(nest, tile) < want) {
+        int64_t mt = mp->m_iter >= 0 ? tile[mp->m_iter] : 1;
+        int64_t nt = mp->n_iter >= 0 ? tile[mp->n_iter] : 1;
+        if (mp->n_iter >= 0 && nt >= 128 && (mt < 96 || nt >= mt)) tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
+        else if (mp->m_iter >= 0 && mt >= 24) tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
+        else break;
+    }
+    bd_nest_set_tile(g, nest, tile);
+}
+
+
+/* ---------------------------------------------------------------- per body */
+
+/* Elements per data-movement block: about 1/64 of the op, between 4096 and 16384 (16-64 KiB of
+ * float), so that a big copy spreads over every thread while a block stays long enough to
+ * amortise its dispatch. Elementwise blocks: about 16384 elements. */
+enum { TILE_MIN = 4096, TILE_MAX = 16384, TILE_SPREAD = 64, ELEMENTWISE_TILE = 16384 };
+
+static int64_t data_tile_target(const bd_nest *n) {
+    int64_t total = 1;
+    for (int k = 0; k < n->n_iter; k++) total *= n->extent[k];
+    int64_t t = total / TILE_SPREAD;
+    return t < TILE_MIN ? TILE_MIN : t > TILE_MAX ? TILE_MAX : t;
+}
+
+/* A reshape: the default, moved so that a split group is cut only at its outermost dim (so that
+ * its input dim maps affinely), unless that makes blocks far too big. */
+static void tile_reshape(const bd_graph *g, bd_nest *nest) {
+    const bd_value *x = operand_value(g, nest, 0), *y = operand_value(g, nest, nest->n_operands - 1);
+    bd_reshape_groups r;
+    bd_reshape_groups_of(x, y, &r);
+    bd_nest_tile_default(g, nest, data_tile_target(nest));
+    for (int gi = r.n - 1; gi >= 0; gi--) {
+        if (r.gx1[gi] - r.gx0[gi] != 1 || r.gy1[gi] - r.gy0[gi] < 2) continue;
+        int first = r.yd[r.gy0[gi]];
+        bool inner_whole = true;
+        for (int j = r.gy0[gi] + 1; j < r.gy1[gi]; j++)
+            inner_whole &= nest->tile[r.yd[j]] == nest->extent[r.yd[j]];
+        if (inner_whole) continue;
+        /* Only when the dims before the group are cut to 1, i.e. the default's cut lies in or
+         * after the group. */
+        bool outer_ones = true;
+        for (int k = 0; k < first; k++) outer_ones &= nest->tile[k] == 1;
+        if (!outer_ones) continue;
+        int64_t tile[BD_MAX_RANK], inner = 1;
+        for (int k = 0; k < y->rank; k++) tile[k] = nest->tile[k];
+        for (int j = first + 1; j < y->rank; j++) {
+            if (j <= r.yd[r.gy1[gi] - 1]) tile[j] = y->dims[j];
+            inner *= tile[j];
+        }
+        int64_t target = data_tile_target(nest);
+        if (inner > 4 * target) continue;
+        int64_t t = target / inner;
+        tile[first] = t < 1 ? 1 : t;
+        bd_nest_set_tile(g, nest, tile);
+    }
+}
+
+static void tile_conv(const bd_graph *g, bd_nest *nest) {
+    bd_conv_params *cp = &nest->params.conv;
+    const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
+    const bd_value *y = operand_value(g, nest, cp->y);
+    int nsp = cp->nsp;
+    int64_t group = cp->group, C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
+    /* Packed weights and the kernels' conv tiles: float32, 1-D (as 2-D of height 1) or 2-D,
+     * constant W. */
+    cp->packed = x->dtype == BD_DT_FLOAT && w->constant && (nsp == 1 || nsp == 2);
+    bool depthwise = group == C && group == M;
+    int64_t ksize = 1;
+    for (int i = 0; i < nsp; i++) ksize *= cp->kernel[i];
+    int64_t mstep = group > 1 ? Mg * imax64(1, 48 / Mg) : 48; /* whole groups */
+    if (cp->packed && !depthwise) conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
+    else if (cp->packed) dwconv_tiling(g, nest, ksize);
+    else conv_tiling(g, nest, Cg * ksize, mstep, mstep, true, 1);
+    if (!cp->packed) return;
+    int64_t OW = y->dims[1 + nsp], rows = nsp == 2 ? nest->tile[2] : 1;
+    int64_t kh = nsp == 2 ? cp->kernel[0] : 1, kw = cp->kernel[nsp - 1];
+    int64_t dh = nsp == 2 ? cp->dilations[0] : 1, dw = cp->dilations[nsp - 1];
+    if (depthwise) {
+        int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
+        nest->scratch_bytes = dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
+    } else {
+        bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
+        nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
+        if (unit_strides)
+            nest->scratch_bytes = imax64(nest->scratch_bytes,
+                                         direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
+    }
+}
+
+static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
+    const bd_conv_params *cp = &nest->params.conv;
+    int64_t group = cp->group;
+    int64_t Cg = operand_value(g, nest, cp->x)->dims[1] / group;
+    int64_t Mg = operand_value(g, nest, cp->y)->dims[1] / group;
+    int64_t ksize = 1;
+    for (int i = 0; i < cp->nsp; i++) ksize *= cp->kernel[i];
+    /* Each output element gathers about Cg * ksize / stride^nsp products. */
+    int64_t per_out = Cg * ksize;
+    for (int i = 0; i < cp->nsp; i++) per_out = imax64(1, per_out / cp->strides[i]);
+    conv_tiling(g, nest, per_out, group > 1 ? Mg : 1, group > 1 ? Mg : 1, true, 1);
+}
+
+static void tile_pool(const bd_graph *g, bd_nest *nest) {
+    const bd_pool_params *pp = &nest->params.pool;
+    int64_t ksize = 1;
+    for (int i = 0; i < pp->nsp; i++) ksize *= pp->kernel[i];
+    bd_nest_tile_default(g, nest, imax64(64, (1 << 16) / ksize));
+    /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
+    nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
+}
+
+static void tile_matmul(const bd_graph *g, bd_nest *nest) {
+    bd_matmul_params *mp = &nest->params.matmul;
+    const bd_value *a = operand_value(g, nest, mp->a), *b = operand_value(g, nest, mp->b);
+    const bd_value *y = operand_value(g, nest, mp->y);
+    bool f32 = a->dtype == BD_DT_FLOAT;
+    bool b_shared = true; /* one B matrix for every batch */
+    for (int i = 0; i < mp->n_batch; i++) b_shared &= mp->b_bstride[i] == 0;
+    /* B packed once at create time for the kernels (scaled by alpha when that is not 1) */
+    mp->b_packed = f32 && b->constant && b_shared && b->rank >= 2;
+    mp->alpha_in_b = mp->b_packed && mp->alpha != 1.0f;
+    /* A's batch axes contiguous like the output's (no broadcasting, no transpose): rows merge */
+    mp->merged = !mp->gemm && mp->m_iter >= 0 && b_shared && mp->n_batch > 0;
+    for (int j = 0; j < mp->n_batch && mp->merged; j++) {
+        int64_t rows_after = mp->M * mp->K;
+        for (int i = j + 1; i < mp->n_batch; i++) rows_after *= y->dims[i];
+        mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
+    }
+    if (mp->merged && f32) matmul_tiling_merged(g, nest, mp);
+    else matmul_tiling(g, nest, mp, f32);
+    mp->merged &= f32;
+    if (f32) {
+        int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
+        if (mp->merged) mt = nest->tile[mp->cut] * mp->cut_rows;
+        int64_t nt = mp->n_iter >= 0 ? nest->tile[mp->n_iter] : 1;
+        nest->scratch_bytes = gemm_scratch_bound(mt, nt, mp->K);
+    }
+}
+
+static void tile_norm(const bd_graph *g, bd_nest *nest) {
+    const bd_norm_params *np = &nest->params.norm;
+    const bd_value *x = operand_value(g, nest, np->x);
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) tile[i] = x->dims[i];
+    if (np->kind == BD_NORM_BATCH) {
+        tile[0] = 1;
+        tile[1] = imax64(1, imin64(x->dims[1], (1 << 15) / imax64(np->inner, 1)));
+        bd_nest_set_tile(g, nest, tile);
+        if (nest->n_blocks < 4 && x->rank > 2) bd_nest_tile_default(g, nest, 1 << 14);
+        return;
+    }
+    /* LayerNormalization: normalised axes whole in every block; the outer ones cut to about 16K
+     * elements a block. */
+    int64_t target = imax64(1, (1 << 14) / imax64(np->cols, 1)), rows_in = 1;
+    for (int i = np->axis - 1; i >= 0; i--) {
+        if (rows_in * x->dims[i] <= target) {
+            rows_in *= x->dims[i];
+        } else {
+            tile[i] = imax64(1, target / rows_in);
+            for (int j = i - 1; j >= 0; j--) tile[j] = 1;
+            break;
+        }
+    }
+    bd_nest_set_tile(g, nest, tile);
+}
+
+/* LSTM: one block per (direction, batch tile); the recurrence runs inside the block. Its scratch
+ * holds the input projections of every step for its batch rows, so batch tiles are capped at
+ * about 32 MiB of those; a single direction with a batch of 4 or more is cut in two so that two
+ * threads share the work. */
+static void tile_lstm(const bd_graph *g, bd_nest *nest) {
+    bd_lstm_params *lp = &nest->params.lstm;
+    int64_t H4 = 4 * lp->hidden, per_row = imax64(1, lp->seq * H4);
+    int64_t bt = imax64(1, imin64(lp->batch, ((int64_t)1 << 23) / per_row));
+    if (lp->num_dir == 1 && lp->batch >= 4 && bt == lp->batch) bt = ceil_div(lp->batch, 2);
+    bd_nest_set_tile(g, nest, (int64_t[]){1, bt});
+    /* W and R packed at create time when constant */
+    lp->packed = operand_value(g, nest, lp->w)->constant && operand_value(g, nest, lp->r)->constant;
+    /* Scratch: input projections of every step, h, c, the gates of one step, the summed biases,
+     * and the GEMM's own. */
+    int64_t floats = lp->seq * bt * H4 + 2 * bt * lp->hidden + bt * H4 + H4 + lp->hidden + 64;
+    nest->scratch_bytes = floats * 4 + 256 +
+                          gemm_scratch_bound(imax64(lp->seq * bt, 1), H4, imax64(lp->input, lp->hidden));
+}
+
+/* Tiles the nest with its whole dims uncut and the others cut from the innermost out so that a
+ * block holds about target elements (at least the whole dims). */
+static void tile_keeping_whole(const bd_graph *g, bd_nest *n, int64_t target) {
+    int64_t tile[BD_MAX_RANK], elems = 1;
+    for (int i = 0; i < n->n_iter; i++) {
+        int64_t e = n->extent[i] > 0 ? n->extent[i] : 1;
+        tile[i] = e;
+        if (n->whole[i]) elems = e > INT64_MAX / elems ? INT64_MAX : elems * e;
+    }
+    bool cut = false;
+    for (int i = n->n_iter - 1; i >= 0; i--) {
+        if (n->whole[i]) continue;
+        int64_t e = tile[i];
+        if (cut) {
+            tile[i] = 1;
+        } else if (elems <= target && e <= target / elems) {
+            elems *= e;
+        } else {
+            int64_t t = elems < target ? target / elems : 1;
+            tile[i] = t < e ? t : e;
+            cut = true;
+        }
+    }
+    bd_nest_set_tile(g, n, tile);
+}
+
+enum {
+    REDUCE_WORK_TARGET = 16384, /* input elements a reduction block reads, about */
+    REDUCE_MIN_ROW = 64,        /* least tile of a column reduction's contiguous inner dim */
+    SOFTMAX_TILE = 2048,        /* elements per softmax block, about (rows are never cut) */
+};
+
+/* About REDUCE_WORK_TARGET input elements per block. When the innermost non-unit input dim is
+ * kept (a column reduction), its tile is the body's contiguous inner loop: at least 64 wide, and
+ * accumulated in scratch in the accumulator type (8 bytes at most). */
+static void tile_reduce(const bd_graph *g, bd_nest *nest) {
+    const bd_reduce_params *prm = &nest->params.reduce;
+    const bd_value *x = operand_value(g, nest, 0), *y = operand_value(g, nest, 1);
+    int64_t per_out = prm->count > 0 ? prm->count : 1;
+    int64_t target = REDUCE_WORK_TARGET / per_out > 0 ? REDUCE_WORK_TARGET / per_out : 1;
+    int column_iter = -1;
+    for (int k = x->rank - 1; k >= 0; k--) {
+        if (x->dims[k] == 1) continue;
+        column_iter = prm->iter_of[k];
+        break;
+    }
+    if (column_iter >= 0 && target < REDUCE_MIN_ROW)
+        target = y->dims[column_iter] < REDUCE_MIN_ROW ? y->dims[column_iter] : REDUCE_MIN_ROW;
+    tile_keeping_whole(g, nest, target);
+    if (column_iter >= 0) nest->scratch_bytes = 8 * nest->tile[column_iter];
+}
+
+static void tile_softmax(const bd_graph *g, bd_nest *nest) {
+    const bd_softmax_params *prm = &nest->params.softmax;
+    tile_keeping_whole(g, nest, SOFTMAX_TILE);
+    /* Along an inner axis (dims after it): per-column max and sum over the tile's last dim. */
+    if (prm->last < nest->n_iter - 1) nest->scratch_bytes = 2 * 8 * nest->tile[nest->n_iter - 1];
+}
+
+bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
+    const bd_graph *g = p->graph;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        switch (n->body) {
+        case BD_BODY_ELEMENTWISE: bd_nest_tile_default(g, n, ELEMENTWISE_TILE); break;
+        case BD_BODY_COPY:
+            if (n->params.copy.reshape) tile_reshape(g, n);
+            else bd_nest_tile_default(g, n, data_tile_target(n));
+            break;
+        case BD_BODY_PAD:
+        case BD_BODY_GATHER: bd_nest_tile_default(g, n, data_tile_target(n)); break;
+        case BD_BODY_RESIZE:
+            bd_nest_tile_default(g, n, data_tile_target(n));
+            n->scratch_bytes = n->params.resize.row_elems *
+                               (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
+            break;
+        case BD_BODY_CONV: tile_conv(g, n); break;
+        case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n); break;
+        case BD_BODY_POOL: tile_pool(g, n); break;
+        case BD_BODY_GLOBAL_POOL: {
+            int64_t spatial = imax64(n->params.global_pool.spatial, 1);
+            bd_nest_tile_default(g, n, imax64(1, (1 << 16) / spatial));
+            break;
+        }
+        case BD_BODY_MATMUL: tile_matmul(g, n); break;
+        case BD_BODY_REDUCE: tile_reduce(g, n); break;
+        case BD_BODY_SOFTMAX: tile_softmax(g, n); break;
+        case BD_BODY_NORM: tile_norm(g, n); break;
+        case BD_BODY_LSTM: tile_lstm(g, n); break;
+        case BD_BODY_CONSTANT: break; /* one block */
+        case BD_BODY_COUNT: BD_ASSERT(!"no body");
+        }
+    }
+    return bd_program_verify(p, d);
+}

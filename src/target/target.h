@@ -1,0 +1,45 @@
+/* target.h — a code generation target as a table (after QBE's Target and tinygrad's
+ * CStyleLanguage): the driver calls a target only through it, so a new target is a new table and
+ * its printer, not a fork of the pipeline. A target decides three things: how the nests are tiled
+ * (and which of its kernels run them), how its printer spells the program (bodies, expression
+ * dialect), and how the native toolchain builds what it printed. */
+#ifndef BD_TARGET_H
+#define BD_TARGET_H
+
+#include "plan/plan.h"
+#include "target/print.h"
+
+/* What the printer is asked for. */
+typedef struct bd_emit_opts {
+    bool library;               /* <name>_create/_run/_destroy + a header instead of main() */
+    const char *lib_name;       /* C identifier prefix for --lib (already sanitised) */
+    const char *weights_symbol; /* assembler symbol of the embedded constants */
+} bd_emit_opts;
+
+/* What the printer produces. */
+typedef struct bd_c_program {
+    char *source;           /* model.c, NUL-terminated (heap) */
+    size_t source_len;
+    unsigned char *weights; /* the blob embedded with .incbin (heap, may be NULL) */
+    size_t weights_len;
+    char *header;           /* <name>.h for --lib (heap; NULL unless requested) */
+} bd_c_program;
+void bd_c_program_free(bd_c_program *c);
+
+typedef struct bd_target {
+    const char *name;              /* --target NAME */
+    const bd_expr_dialect *dialect; /* how its printer spells the nests' expressions */
+    /* The tile pass: every nest's tile, with the kernel choices and scratch that go with it. */
+    bd_status (*tile)(bd_program *p, bd_diag *d);
+    /* The printer over the planned program. */
+    bd_status (*emit)(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                      const bd_emit_opts *o, bd_c_program *out, bd_diag *d);
+    /* The native compiler's flags for the printed source (before -march and the includes). */
+    const char *const *cflags;
+} bd_target;
+
+/* The targets bdc has, NULL-terminated, and one by name (NULL when there is none). */
+extern const bd_target *const bd_targets[];
+const bd_target *bd_target_named(const char *name);
+
+#endif
