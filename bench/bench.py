@@ -3,6 +3,7 @@
 
 Usage: bench.py [--threads T] [--models a,b,...] [--runs N] [--warmup W] [--json FILE]
                 [--arch ARCH] [--bdc PATH] [--cache DIR] [--models-cache DIR]
+                [--against PATH [--against-cache DIR]]
 
 For every model of tests/tools/export_models.py (exported on first use into the models cache,
 $BDC_MODEL_CACHE or build/cache/models) on its sample input:
@@ -16,6 +17,10 @@ $BDC_MODEL_CACHE or build/cache/models) on its sample input:
 Both run in this one invocation, one model after the other, on the same input and thread count.
 Prints a table (model, bdc median ms, ORT median ms, ratio bdc/ORT; below 1 means bdc is
 faster) and the geometric mean of the ratios; --json FILE also writes every number.
+  --against PATH  a second bdc (say, a build of the commit before a change), compiled into its
+        own cache and timed the same way right after the first on every model: its column and
+        the ratio bdc/against (below 1: the first is faster) come next to ORT's, so a change is
+        measured against its base in the same run on the same machine.
 See bench/README.md for how to read the results.
 """
 
@@ -114,9 +119,22 @@ def bench_model(args, name):
             row["bdc"] = bench_bdc(entry, feeds_args, args.runs, args.warmup, args.threads)
         except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
             row["error"] = str(e)
+    if args.against and "error" not in row:
+        entry, problem = real_run.compile_cached(args.against, args.against_cache, name, path,
+                                                 flags)
+        if problem:
+            row["error"] = "--against: " + problem
+        else:
+            try:
+                row["against"] = bench_bdc(entry, feeds_args, args.runs, args.warmup,
+                                           args.threads)
+            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                row["error"] = "--against: %s" % e
     row["ort"] = bench_ort(path, feeds, args.runs, args.warmup, args.threads)
     if "bdc" in row:
         row["ratio"] = row["bdc"]["median_ms"] / row["ort"]["median_ms"]
+    if "bdc" in row and "against" in row:
+        row["ratio_against"] = row["bdc"]["median_ms"] / row["against"]["median_ms"]
     return row
 
 
@@ -135,7 +153,15 @@ def main():
                     or os.path.join("build", "cache"))
     ap.add_argument("--models-cache", default=os.environ.get("BDC_MODEL_CACHE")
                     or os.path.join("build", "cache", "models"))
+    ap.add_argument("--against", metavar="PATH",
+                    help="a second bdc to time next to the first (e.g. the base of a change)")
+    ap.add_argument("--against-cache", metavar="DIR",
+                    help="its compiled executables (default: CACHE/against)")
     args = ap.parse_args()
+    if args.against and not args.against_cache:
+        args.against_cache = os.path.join(args.cache, "against")
+    if args.against and not os.access(args.against, os.X_OK):
+        ap.error("--against: not an executable: %s" % args.against)
     if args.threads < 1 or args.runs < 1 or args.warmup < 0:
         ap.error("--threads and --runs must be >= 1, --warmup >= 0")
 
@@ -154,7 +180,11 @@ def main():
     print("bdc%s vs onnxruntime %s, %d thread(s), median of %d runs after %d warm-up, %s" % (
         " --arch " + args.arch if args.arch else "", ort.__version__, args.threads, args.runs,
         args.warmup, cpu_name()))
-    print("%-20s %12s %12s %10s" % ("model", "bdc ms", "ORT ms", "bdc/ORT"))
+    if args.against:
+        print("against: %s" % args.against)
+        os.makedirs(args.against_cache, exist_ok=True)
+    extra = "%12s %10s" % ("against ms", "bdc/against") if args.against else ""
+    print("%-20s %12s %12s %10s %s" % ("model", "bdc ms", "ORT ms", "bdc/ORT", extra))
     rows = []
     for name in names:
         try:
@@ -165,6 +195,10 @@ def main():
         b = "%12.3f" % row["bdc"]["median_ms"] if "bdc" in row else "%12s" % "-"
         o = "%12.3f" % row["ort"]["median_ms"] if "ort" in row else "%12s" % "-"
         r = "%9.2fx" % row["ratio"] if "ratio" in row else "%10s" % "-"
+        if args.against:
+            a = "%12.3f" % row["against"]["median_ms"] if "against" in row else "%12s" % "-"
+            ra = "%10.3fx" % row["ratio_against"] if "ratio_against" in row else "%11s" % "-"
+            r += " " + a + " " + ra
         print("%-20s %s %s %s%s" % (name, b, o, r, "  " + row["error"] if "error" in row else ""),
               flush=True)
     ratios = [r["ratio"] for r in rows if "ratio" in r]
@@ -172,12 +206,21 @@ def main():
     if geo is not None:
         print("%-20s %12s %12s %9.2fx  (geometric mean over %d model(s); worst %.2fx)" % (
             "geomean", "", "", geo, len(ratios), max(ratios)))
+    against = [r["ratio_against"] for r in rows if "ratio_against" in r]
+    geo_against = (math.exp(sum(math.log(x) for x in against) / len(against))
+                   if against else None)
+    if geo_against is not None:
+        print("%-20s bdc/against %.3fx  (geometric mean over %d model(s); from %.3fx to %.3fx)"
+              % ("geomean", geo_against, len(against), min(against), max(against)))
 
     if args.json:
         result = {"threads": args.threads, "runs": args.runs, "warmup": args.warmup,
                   "arch": args.arch,
                   "cpu": cpu_name(), "onnxruntime": ort.__version__,
                   "geomean_ratio": geo, "models": rows}
+        if args.against:
+            result["against"] = args.against
+            result["geomean_ratio_against"] = geo_against
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
             f.write("\n")

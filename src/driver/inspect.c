@@ -13,6 +13,7 @@
 
 #include "driver/inspect.h"
 #include "front/passes.h"
+#include "nest/loopnest.h"
 
 typedef struct op_count {
     const char *op;

@@ -135,7 +135,9 @@ static int cmd_compile(int argc, char **argv) {
                 else if (n == 5 && strncmp(p, "tiles", 5) == 0) o.dumps.tiles = true;
                 else if (n == 5 && strncmp(p, "sched", 5) == 0) o.dumps.sched = true;
                 else if (n == 6 && strncmp(p, "memory", 6) == 0) o.dumps.memory = true;
-                else return usage_error("compile: unknown dump '%s' (graph, lower, tiles, sched, memory)", p);
+                else
+                    return usage_error("compile: unknown dump '%s' (graph, lower, tiles, sched, "
+                                       "memory)", p);
                 p += n + (p[n] == ',');
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

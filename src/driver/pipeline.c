@@ -1,7 +1,7 @@
 /* pipeline.c — the compiler as plain lists of calls. The front half: load, verify, infer and
  * fold, simplify. The back half, over the nest program: lower, tile (the target's choice), fuse,
- * schedule, plan memory, each followed by its verifier and, when asked, its dump. What follows (the target's printer and the
- * native build) reads only the planned program (driver/compile.c). */
+ * schedule, plan memory, each followed by its verifier and, when asked, its dump. What follows (the
+ * target's printer and the native build) reads only the planned program (driver/compile.c). */
 #include <string.h>
 
 #include "driver/pipeline.h"

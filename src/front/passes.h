@@ -27,11 +27,6 @@ bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + foldin
 void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass */
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
-/* support.c: calls report() for every node (or graph input/output) bdc cannot compile, with the
- * reason; returns how many. node is NULL for a graph input/output, named by value. */
-typedef void (*bd_unsupported_fn)(void *ctx, const bd_node *node, const bd_value *value,
-                                  const char *reason);
-int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx);
 
 /* Load, verify, infer + fold, simplify: everything that precedes lowering. */
 bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d);

@@ -2,7 +2,7 @@
  * arity against the table, opset imports for each node's domain. Name resolution, ordering and
  * tensor sizes were checked while loading (onnx_load.c); shapes and dtypes are checked by
  * inference (infer.c). Whether bdc can *compile* a node is a separate question, answered by
- * bd_support_check (support.c), so that `inspect` can list every unsupported node at once. */
+ * bd_support_check (lower/support.c), so that `inspect` can list every unsupported node at once. */
 #include <string.h>
 
 #include "front/passes.h"

@@ -7,9 +7,9 @@
 
 /* Producer and consumer indices over the nests, built once. */
 typedef struct fuse_index {
-    int *last_writer;   /* per value: the last nest writing it, -1 */
-    int *reader_start;  /* per value: its readers are reader[reader_start[v] .. reader_start[v+1]) */
-    int *reader;        /* nest indices, each nest once per value */
+    int *last_writer;  /* per value: the last nest writing it, -1 */
+    int *reader_start; /* per value: its readers are reader[reader_start[v] .. reader_start[v+1]) */
+    int *reader;       /* nest indices, each nest once per value */
     bool *graph_output; /* per value */
 } fuse_index;
 
@@ -24,7 +24,8 @@ static void index_build(const bd_program *p, fuse_index *ix) {
         ix->last_writer[v] = -1;
         ix->graph_output[v] = (bd_graph_value(g, (int)v)->flags & BD_VALUE_OUTPUT) != 0;
     }
-    for (size_t i = 0; i < g->outputs.len; i++) ix->graph_output[BD_VEC_AT(&g->outputs, int, i)] = true;
+    for (size_t i = 0; i < g->outputs.len; i++)
+        ix->graph_output[BD_VEC_AT(&g->outputs, int, i)] = true;
     /* Count each (value, reading nest) pair once, then place them. */
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < nn; i++) {
@@ -39,12 +40,15 @@ static void index_build(const bd_program *p, fuse_index *ix) {
                 for (int j = 0; j < k && !again; j++)
                     again = !n->operands[j].write && n->operands[j].value == o->value;
                 if (again) continue;
-                if (pass == 0) ix->reader_start[o->value + 1]++;
-                else ix->reader[ix->reader_start[o->value + 1]++] = (int)i;
+                if (pass == 0)
+                    ix->reader_start[o->value + 1]++;
+                else
+                    ix->reader[ix->reader_start[o->value + 1]++] = (int)i;
             }
         }
         if (pass == 0) {
-            for (size_t v = 0; v < nv; v++) ix->reader_start[v + 1] += ix->reader_start[v];
+            for (size_t v = 0; v < nv; v++)
+                ix->reader_start[v + 1] += ix->reader_start[v];
             ix->reader = malloc(((size_t)ix->reader_start[nv] + 1) * sizeof *ix->reader);
             BD_ASSERT(ix->reader);
             /* second pass fills from the front: shift the starts down by one slot */
@@ -61,7 +65,9 @@ static void index_free(fuse_index *ix) {
     free(ix->graph_output);
 }
 
-static int readers(const fuse_index *ix, int v) { return ix->reader_start[v + 1] - ix->reader_start[v]; }
+static int readers(const fuse_index *ix, int v) {
+    return ix->reader_start[v + 1] - ix->reader_start[v];
+}
 
 /* The one nest reading v when v may disappear (a single reader, not a graph output), else -1. */
 static int sole_reader(const fuse_index *ix, int v) {
@@ -69,7 +75,9 @@ static int sole_reader(const fuse_index *ix, int v) {
     return ix->reader[ix->reader_start[v]];
 }
 
-static bd_nest *nest_at(bd_program *p, int i) { return &BD_VEC_AT(&p->nests, bd_nest, i); }
+static bd_nest *nest_at(bd_program *p, int i) {
+    return &BD_VEC_AT(&p->nests, bd_nest, i);
+}
 
 /* A float32, non-constant value of static shape equal to ref's. */
 static bool same_float_shape(const bd_value *v, const bd_value *ref) {
@@ -80,7 +88,9 @@ static bool same_float_shape(const bd_value *v, const bd_value *ref) {
     return true;
 }
 
-static int written_value(const bd_nest *n) { return n->operands[n->n_operands - 1].value; }
+static int written_value(const bd_nest *n) {
+    return n->operands[n->n_operands - 1].value;
+}
 
 /* An elementwise nest computing op(load a, load b) in float32 and nothing else: its operands are
  * the two inputs and the output, and *other is the input that is not `cur`. */
@@ -112,7 +122,8 @@ static bool activation_of(const bd_program *p, const bd_nest *c, int cur, const 
                           bd_expr *act) {
     bd_graph *g = p->graph;
     const bd_expr *x = &c->params.expr;
-    if (c->body != BD_BODY_ELEMENTWISE || !same_float_shape(bd_graph_value(g, written_value(c)), ref))
+    if (c->body != BD_BODY_ELEMENTWISE ||
+        !same_float_shape(bd_graph_value(g, written_value(c)), ref))
         return false;
     for (int i = 0; i < x->n; i++) {
         const bd_expr_node *e = &x->node[i];
@@ -138,8 +149,10 @@ static bool activation_of(const bd_program *p, const bd_nest *c, int cur, const 
     if (c->n_operands < 2 || c->operands[0].value != cur) return false;
     int r = bd_expr_splice(act, x, leaf, NULL);
     if (r < 0) return false;
-    if (bd_expr_root(act)->op == BD_EXPR_LOAD) act->n = 0; /* Clip without bounds: nothing to do */
-    else if (r != act->n - 1) return false;
+    if (bd_expr_root(act)->op == BD_EXPR_LOAD)
+        act->n = 0; /* Clip without bounds: nothing to do */
+    else if (r != act->n - 1)
+        return false;
     return true;
 }
 
@@ -149,15 +162,18 @@ static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd
                     bd_expr *act, int *s_out, int *m_out) {
     if (ix->graph_output[cur] || readers(ix, cur) != 2) return false;
     for (int t = 0; t < 2; t++) {
-        int s = ix->reader[ix->reader_start[cur] + t], m = ix->reader[ix->reader_start[cur] + 1 - t];
-        const bd_nest *sn = &BD_VEC_AT(&p->nests, bd_nest, s), *mn = &BD_VEC_AT(&p->nests, bd_nest, m);
+        int s = ix->reader[ix->reader_start[cur] + t],
+            m = ix->reader[ix->reader_start[cur] + 1 - t];
+        const bd_nest *sn = &BD_VEC_AT(&p->nests, bd_nest, s),
+                      *mn = &BD_VEC_AT(&p->nests, bd_nest, m);
         const bd_expr *sx = &sn->params.expr;
         if (sn->body != BD_BODY_ELEMENTWISE || sx->n != 2 || sn->n_operands != 2 ||
             bd_expr_root(sx)->op != BD_EXPR_SIGMOID || bd_expr_root(sx)->dtype != BD_DT_FLOAT ||
             sn->operands[0].value != cur)
             continue;
         int sv = written_value(sn), other;
-        if (!same_float_shape(bd_graph_value(p->graph, sv), ref) || sole_reader(ix, sv) != m) continue;
+        if (!same_float_shape(bd_graph_value(p->graph, sv), ref) || sole_reader(ix, sv) != m)
+            continue;
         if (!binary_of(p, mn, BD_EXPR_MUL, cur, &other, ref) || other != sv) continue;
         memset(act, 0, sizeof *act);
         int x0 = bd_expr_load(act, 0, BD_DT_FLOAT);
@@ -187,7 +203,9 @@ static int insert_before_output(bd_nest *n, int *y, const bd_nest *c, int value)
 }
 
 /* Whether value v is computed before nest `before` (or needs no nest: an input or constant). */
-static bool ready_before(const fuse_index *ix, int v, int before) { return ix->last_writer[v] < before; }
+static bool ready_before(const fuse_index *ix, int v, int before) {
+    return ix->last_writer[v] < before;
+}
 
 /* Finds and applies the chain nest i absorbs; marks the absorbed nests in dead[]. */
 static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead) {
@@ -208,7 +226,8 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         bool along_n = b->dtype == BD_DT_FLOAT && bd_value_shape_known(b) && b->rank >= 1 &&
                        b->rank <= ref->rank && ref->rank >= 1 &&
                        b->dims[b->rank - 1] == ref->dims[ref->rank - 1];
-        for (int k = 0; k < b->rank - 1 && along_n; k++) along_n = b->dims[k] == 1;
+        for (int k = 0; k < b->rank - 1 && along_n; k++)
+            along_n = b->dims[k] == 1;
         if (along_n) {
             mp->c = insert_before_output(n, y, nest_at(p, c), other);
             mp->beta = 1.0f;
@@ -217,8 +236,9 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         }
     }
     /* a residual Add */
-    if ((c = sole_reader(ix, cur)) >= 0 && binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) &&
-        ready_before(ix, other, i) && same_float_shape(bd_graph_value(g, other), ref)) {
+    if ((c = sole_reader(ix, cur)) >= 0 &&
+        binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i) &&
+        same_float_shape(bd_graph_value(g, other), ref)) {
         n->epi.residual = insert_before_output(n, y, nest_at(p, c), other);
         dead[c] = true;
         cur = written_value(nest_at(p, c));

@@ -1,6 +1,7 @@
-/* infer_shape_ops.c — inference and constant folding for the ops that move data without computing
- * on it: Concat, Constant, ConstantOfShape, Expand, Flatten, Gather, Range, Reshape, Shape, Slice,
- * Split, Squeeze, Transpose, Unsqueeze.
+/* data.c — inference and constant folding for the ops that move data without computing on it:
+ * Concat, Constant, ConstantOfShape, Expand, Flatten, Gather, Range, Reshape, Shape, Slice, Split,
+ * Squeeze, Transpose, Unsqueeze; and inference for Pad and Resize, whose pads and scales/sizes
+ * moved from attributes to inputs (Pad at opset 11, Resize from Upsample at 10).
  *
  * These are the ops of the shape arithmetic that exporters wrap around every dynamic reshape
  * (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, ConstantOfShape, Range, Slice, Expand). Shape
@@ -12,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "front/passes.h"
+#include "infer/checks.h"
 
 /* ---- integer list operands ---- */
 
@@ -1154,4 +1155,312 @@ bd_status bd_fold_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
     if (t->numel)
         copy_strided(t->data, x->data, fold_elem_size(t->dtype), rank, t->dims, strides, 0);
     return bd_value_set_constant(d, n, out, t);
+}
+
+/* ---- Pad ---- */
+
+bd_status bd_infer_pad(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data"))) return s;
+    const char *mode = bd_attr_string(g, n, "mode", "constant");
+    bool wrap = strcmp(mode, "wrap") == 0;
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && !wrap)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'mode' is '%s', expected constant, "
+                            "reflect, edge or wrap", bd_quote(mode));
+    if (wrap && n->opset < 19)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'mode' 'wrap' exists from opset 19, "
+                            "the model uses opset %d", n->opset);
+
+    int rank = x->rank;
+    int64_t pads[2 * BD_MAX_RANK], axes[BD_MAX_RANK];
+    int npads = 0, naxes = rank;
+    bool pads_known = true, axes_known = true, axes_given = false;
+    if (n->opset < 11) {
+        /* pads (and value) were attributes before opset 11. */
+        for (int k = 1; k < n->n_inputs; k++)
+            if (bd_node_in(g, n, k))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input %d exists from opset 11, the "
+                                    "model uses opset %d", k, n->opset);
+        const bd_attr *a = bd_node_attr(n, "pads");
+        if (!a || a->type != BD_ATTR_INTS)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'pads' (a list of ints) is "
+                                "required before opset 11");
+        if (a->n > 2 * BD_MAX_RANK || a->n % 2 || (rank >= 0 && a->n != 2 * rank))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'pads' has %d values, expected "
+                                "twice the rank of input 0", a->n);
+        npads = a->n;
+        memcpy(pads, a->ints, (size_t)npads * sizeof *pads);
+    } else {
+        bd_value *pv = bd_node_in(g, n, 1), *cv = bd_node_in(g, n, 2), *av = bd_node_in(g, n, 3);
+        if ((s = bd_need_present(d, n, pv, 1, "pads")) ||
+            (s = bd_need_dtype(d, n, pv, 1, "pads", BD_DT_INT64)) ||
+            (s = bd_need_rank(d, n, pv, 1, "pads", 1)) ||
+            (s = bd_need_same_dtype(d, n, cv, 2, "constant_value", x)))
+            return s;
+        if (cv && (cv->rank > 1 || bd_dim_of(cv, 0) > 1))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (constant_value) must be a scalar");
+        if (av && n->opset < 18)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 3 (axes) exists from opset 18, the "
+                                "model uses opset %d", n->opset);
+        if ((s = bd_need_int_indices(d, n, av, 3, "axes")) || (s = bd_need_rank(d, n, av, 3, "axes", 1)))
+            return s;
+        if (av) {
+            axes_given = true;
+            if (!bd_value_const_ints(av, axes, BD_MAX_RANK, &naxes)) {
+                if (av->constant)
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "input 3 (axes) lists %lld axes, "
+                                        "more than any supported rank",
+                                        (long long)av->constant->numel);
+                axes_known = false;
+            } else if (rank >= 0 && (s = bd_norm_axes(d, n, "input 3 (axes)", axes, naxes, rank))) {
+                return s;
+            }
+        }
+        if (!bd_value_const_ints(pv, pads, 2 * BD_MAX_RANK, &npads)) {
+            if (pv->constant)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (pads) has %lld values, more "
+                                    "than any supported rank allows",
+                                    (long long)pv->constant->numel);
+            pads_known = false;
+            npads = (int)(bd_dim_of(pv, 0) < 0 || bd_dim_of(pv, 0) > 2 * BD_MAX_RANK ? -1
+                                                                              : bd_dim_of(pv, 0));
+        }
+        if (npads >= 0 && npads % 2)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (pads) has %d values, expected an "
+                                "even count", npads);
+    }
+    /* Without axes, pads covers every axis, so its length fixes the rank. */
+    if (!axes_given) {
+        if (rank >= 0 && npads >= 0 && npads != 2 * rank)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (pads) has %d values, expected %d "
+                                "(twice the rank of input 0)", npads, 2 * rank);
+        if (rank < 0 && npads >= 0) rank = npads / 2;
+        naxes = rank;
+        for (int i = 0; i < naxes; i++) axes[i] = i;
+    } else if (axes_known && npads >= 0 && npads != 2 * naxes) {
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (pads) has %d values, expected %d "
+                            "(twice the number of axes)", npads, 2 * naxes);
+    }
+    if (rank < 0) return bd_value_set(d, n, y, x->dtype, -1, NULL);
+
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        dims[i] = x->rank >= 0 && axes_known ? x->dims[i] : -1;
+    if (!axes_known) return bd_value_set(d, n, y, x->dtype, rank, dims);
+    for (int i = 0; i < naxes; i++) {
+        int a = (int)axes[i];
+        if (!pads_known || dims[a] < 0) {
+            dims[a] = -1;
+            continue;
+        }
+        /* Negative pads crop; the extent may not go below zero. */
+        int64_t e;
+        if (!bd_add_i64(dims[a], pads[i], &e) || !bd_add_i64(e, pads[naxes + i], &e))
+            return bd_fail_overflow(d, n, "the padded extent");
+        if (e < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: pads (%lld, %lld) crop the extent "
+                                "%lld below zero", a, (long long)pads[i],
+                                (long long)pads[naxes + i], (long long)dims[a]);
+        /* edge, reflect and wrap copy input elements into the padding: some must remain. */
+        int64_t head = pads[i], tail = pads[naxes + i], kept;
+        bool grows = head > 0 || tail > 0;
+        if (grows && strcmp(mode, "constant") != 0 &&
+            (!bd_add_i64(dims[a], head < 0 ? head : 0, &kept) ||
+             !bd_add_i64(kept, tail < 0 ? tail : 0, &kept) || kept <= 0))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %d: mode '%s' pads with input elements "
+                                "but none remain (extent %lld, pads %lld and %lld)", a, mode,
+                                (long long)dims[a], (long long)head, (long long)tail);
+        dims[a] = e;
+    }
+    return bd_value_set(d, n, y, x->dtype, rank, dims);
+}
+
+/* ---- Resize ---- */
+
+/* Fails unless string attribute `name` (default dflt) is one of the NULL-terminated names. */
+static bd_status check_choice(bd_graph *g, const bd_node *n, bd_diag *d, const char *name,
+                              const char *dflt, const char *const *names, const char **out) {
+    const char *v = bd_attr_string(g, n, name, dflt);
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0) {
+            if (out) *out = v;
+            return BD_OK;
+        }
+    return bd_node_fail(d, BD_ERR_INVALID, n, "attribute '%s' is '%s', not a value opset %d "
+                        "defines", name, bd_quote(v), n->opset);
+}
+
+static bd_status check_resize_attrs(bd_graph *g, const bd_node *n, bd_diag *d,
+                                    const char **policy) {
+    static const char *const modes10[] = {"nearest", "linear", NULL};
+    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const coords11[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                           "asymmetric", "tf_half_pixel_for_nn",
+                                           "tf_crop_and_resize", NULL};
+    static const char *const coords13[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                           "asymmetric", "tf_crop_and_resize", NULL};
+    static const char *const coords19[] = {"half_pixel", "half_pixel_symmetric",
+                                           "pytorch_half_pixel", "align_corners", "asymmetric",
+                                           "tf_crop_and_resize", NULL};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                          "ceil", NULL};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
+    bd_status s;
+    bool flag;
+    *policy = "stretch";
+    if ((s = check_choice(g, n, d, "mode", "nearest", n->opset >= 11 ? modes : modes10, NULL)))
+        return s;
+    if (n->opset < 11) return BD_OK;
+    const char *const *coords = n->opset >= 19 ? coords19 : n->opset >= 13 ? coords13 : coords11;
+    if ((s = check_choice(g, n, d, "coordinate_transformation_mode", "half_pixel", coords, NULL)) ||
+        (s = check_choice(g, n, d, "nearest_mode", "round_prefer_floor", nearest, NULL)) ||
+        (s = bd_read_flag(d, n, "exclude_outside", 0, &flag)))
+        return s;
+    if (n->opset < 18) return BD_OK;
+    if ((s = check_choice(g, n, d, "keep_aspect_ratio_policy", "stretch", policies, policy)))
+        return s;
+    return bd_read_flag(d, n, "antialias", 0, &flag);
+}
+
+/* A scales/sizes input that is absent or known to be empty (the "not given" spelling of opsets
+ * 11 and 12). */
+static bool resize_input_absent(const bd_value *v) {
+    return !v || (v->constant && v->constant->numel == 0) || (v->rank == 1 && v->dims[0] == 0);
+}
+
+/* Output extents from constant sizes (with the keep_aspect_ratio_policy of opset 18). */
+static bd_status resize_from_sizes(bd_diag *d, const bd_node *n, const bd_value *x,
+                                   const bd_tensor *t, const int64_t *axes, int naxes,
+                                   const char *policy, int64_t *dims) {
+    int64_t sizes[BD_MAX_RANK];
+    for (int i = 0; i < naxes; i++) {
+        sizes[i] = bd_tensor_get_i64(t, i);
+        if (sizes[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 3 (sizes) value %d is %lld, expected "
+                                "a non-negative extent", i, (long long)sizes[i]);
+    }
+    if (strcmp(policy, "stretch") == 0) {
+        for (int i = 0; i < naxes; i++) dims[axes[i]] = sizes[i];
+        return BD_OK;
+    }
+    /* One scale for all axes, the smallest (not_larger) or largest (not_smaller) size / extent,
+     * computed in float32 and rounded half away from zero like the ONNX reference. */
+    bool not_larger = strcmp(policy, "not_larger") == 0;
+    float scale = not_larger ? INFINITY : 0.0f;
+    for (int i = 0; i < naxes; i++) {
+        int64_t in = bd_dim_of(x, (int)axes[i]);
+        if (in < 0) {
+            for (int k = 0; k < naxes; k++) dims[axes[k]] = -1;
+            return BD_OK;
+        }
+        if (in == 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "keep_aspect_ratio_policy '%s' cannot scale "
+                                "the empty axis %lld", policy, (long long)axes[i]);
+        float r = (float)sizes[i] / (float)in;
+        scale = not_larger ? fminf(scale, r) : fmaxf(scale, r);
+    }
+    for (int i = 0; i < naxes; i++) {
+        float e = roundf(scale * (float)bd_dim_of(x, (int)axes[i]));
+        if (!(e < 9.2e18f)) return bd_fail_overflow(d, n, "the resized extent");
+        dims[axes[i]] = (int64_t)e;
+    }
+    return BD_OK;
+}
+
+/* Output extents from constant scales: floor(extent * scale) in float32, as ONNX and
+ * onnxruntime compute it. */
+static bd_status resize_from_scales(bd_diag *d, const bd_node *n, const bd_value *x,
+                                    const bd_tensor *t, int idx, const int64_t *axes, int naxes,
+                                    int64_t *dims) {
+    for (int i = 0; i < naxes; i++) {
+        float scale = (float)bd_tensor_get_f64(t, i);
+        if (!(scale > 0.0f) || isinf(scale))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (scales) value %d is %g, expected "
+                                "a positive finite scale", idx, i, (double)scale);
+        int64_t in = bd_dim_of(x, (int)axes[i]);
+        if (in < 0) {
+            dims[axes[i]] = -1;
+            continue;
+        }
+        float e = floorf((float)in * scale);
+        if (!(e < 9.2e18f)) return bd_fail_overflow(d, n, "the resized extent");
+        dims[axes[i]] = (int64_t)e;
+    }
+    return BD_OK;
+}
+
+bd_status bd_infer_resize(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_status s;
+    const char *policy;
+    if ((s = bd_need_present(d, n, x, 0, "X")) || (s = check_resize_attrs(g, n, d, &policy)))
+        return s;
+
+    /* Opset 10: (X, scales). 11-12: (X, roi, scales[, sizes]) with roi and scales required but
+     * possibly empty; 13 on: roi and scales optional. An omitted roi or scales at 11-12 is
+     * accepted like an empty one: neither decides the shape unless it holds values. */
+    int scales_idx = n->opset < 11 ? 1 : 2;
+    bd_value *roi = n->opset < 11 ? NULL : bd_node_in(g, n, 1);
+    bd_value *scales = bd_node_in(g, n, scales_idx);
+    bd_value *sizes = n->opset < 11 ? NULL : bd_node_in(g, n, 3);
+    if (n->opset < 11 && n->n_inputs > 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "takes 2 inputs (X, scales) at opset %d, got %d",
+                            n->opset, n->n_inputs);
+    if (n->opset < 11 && (s = bd_need_present(d, n, scales, 1, "scales"))) return s;
+    if ((s = bd_need_float(d, n, roi, 1, "roi")) ||
+        (s = bd_need_dtype(d, n, scales, scales_idx, "scales", BD_DT_FLOAT)) ||
+        (s = bd_need_dtype(d, n, sizes, 3, "sizes", BD_DT_INT64)) ||
+        (s = bd_need_rank(d, n, scales, scales_idx, "scales", 1)) ||
+        (s = bd_need_rank(d, n, sizes, 3, "sizes", 1)))
+        return s;
+
+    bool no_scales = resize_input_absent(scales), no_sizes = resize_input_absent(sizes);
+    bool scales_known_len = scales && scales->rank == 1 && scales->dims[0] > 0;
+    bool sizes_known_len = sizes && sizes->rank == 1 && sizes->dims[0] > 0;
+    if (no_scales && no_sizes)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "needs one of input %d (scales) and input 3 "
+                            "(sizes), got neither", scales_idx);
+    if (scales_known_len && sizes_known_len)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "takes input 2 (scales) or input 3 (sizes), "
+                            "not both");
+    if (!no_scales && strcmp(policy, "stretch") != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "keep_aspect_ratio_policy '%s' needs input 3 "
+                            "(sizes), not scales", policy);
+
+    /* The resized axes: all of them, or the axes attribute (opset 18 on). */
+    int rank = x->rank, naxes = rank;
+    int64_t axes[BD_MAX_RANK];
+    const bd_attr *axes_attr = n->opset >= 18 ? bd_node_attr(n, "axes") : NULL;
+    if (axes_attr) {
+        if (axes_attr->type != BD_ATTR_INTS || axes_attr->n > BD_MAX_RANK)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' must list at most %d ints",
+                                BD_MAX_RANK);
+        naxes = axes_attr->n;
+        memcpy(axes, axes_attr->ints, (size_t)naxes * sizeof *axes);
+        if (rank >= 0 && (s = bd_norm_axes(d, n, "attribute 'axes'", axes, naxes, rank))) return s;
+    }
+    /* The input actually used, when it is known which one. */
+    bd_value *used = no_sizes ? scales : no_scales ? sizes : NULL;
+    const bd_tensor *t = used ? used->constant : NULL;
+    if (t && !axes_attr && rank < 0) rank = naxes = (int)(t->numel <= BD_MAX_RANK ? t->numel : -1);
+    if (rank < 0) return bd_value_set(d, n, y, x->dtype, -1, NULL);
+    if (!axes_attr)
+        for (int i = 0; i < rank; i++) axes[i] = i;
+    if (t && t->numel != naxes)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has %lld values, expected %d (%s)",
+                            used == sizes ? 3 : scales_idx, used == sizes ? "sizes" : "scales",
+                            (long long)t->numel, naxes,
+                            axes_attr ? "one per listed axis" : "the rank of input 0");
+
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < rank; i++) dims[i] = x->rank >= 0 ? x->dims[i] : -1;
+    if (!t) {
+        for (int i = 0; i < naxes; i++) dims[axes[i]] = -1;
+    } else if (used == sizes) {
+        if ((s = resize_from_sizes(d, n, x, t, axes, naxes, policy, dims))) return s;
+    } else if ((s = resize_from_scales(d, n, x, t, scales_idx, axes, naxes, dims))) {
+        return s;
+    }
+    return bd_value_set(d, n, y, x->dtype, rank, dims);
 }

@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nest/loopnest.h"
-#include "front/passes.h"
+#include "lower/lower.h"
 
 /* ---------------------------------------------------------------- shared helpers */
 
@@ -50,13 +49,6 @@ static bd_status attr_enum(bd_graph *g, const bd_node *n, bd_diag *d, const char
         }
     return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute '%s' '%s' is not supported", attr,
                         bd_quote(s));
-}
-
-/* Lowering needs static shapes (inference leaves -1 where the model's data decides). */
-static bd_status need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
-    if (!bd_value_shape_known(v))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s shape is not static", what);
-    return BD_OK;
 }
 
 static bd_copy_params *copy_params(bd_nest *nest) {
@@ -141,14 +133,15 @@ bd_status bd_lower_reshape(bd_program *p, int node, bd_diag *d) {
     if (n->op == BD_OP_DROPOUT && (s = dropout_check(g, n, d))) return s;
     bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
     if (y && !y->constant) {
-        if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+        if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")))
+            return s;
         if (numel_of(x) != numel_of(y))
             return bd_node_fail(d, BD_ERR_INVALID, n, "input and output element counts differ");
         if ((s = lower_reshape_copy(p, node, n->inputs[0], n->outputs[0]))) return s;
     }
     bd_value *mask = n->op == BD_OP_DROPOUT ? bd_node_out(g, n, 1) : NULL;
     if (mask && !mask->constant) {
-        if ((s = need_static(d, n, mask, "output 1 (mask)"))) return s;
+        if ((s = bd_need_static(d, n, mask, "output 1 (mask)"))) return s;
         /* From opset 12 the mask says which elements were kept: all of them. Before, onnxruntime
          * (whose numbers bdc matches) fills it with zeros ("nothing dropped"). */
         lower_fill(p, node, n->outputs[1], n->opset >= 12 ? 1.0 : 0.0);
@@ -159,12 +152,10 @@ bd_status bd_lower_reshape(bd_program *p, int node, bd_diag *d) {
 /* ---------------------------------------------------------------- Transpose */
 
 bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
-    bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
+    bd_node *n;
+    bd_value *x, *y;
     bd_status s;
-    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
     int r = x->rank, perm[BD_MAX_RANK];
     const bd_attr *a = bd_node_attr(n, "perm");
     for (int i = 0; i < r; i++) perm[i] = a ? (int)a->ints[i] : r - 1 - i;
@@ -185,11 +176,10 @@ bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
 
 bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
+    bd_node *n;
+    bd_value *x, *y;
     bd_status s;
-    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
     bd_slice_plan plan;
     if ((s = bd_slice_plan_of(g, n, d, &plan))) return s;
     int r = x->rank;
@@ -221,12 +211,10 @@ bd_status bd_lower_slice(bd_program *p, int node, bd_diag *d) {
 /* ---------------------------------------------------------------- Expand */
 
 bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
-    bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
+    bd_node *n;
+    bd_value *x, *y;
     bd_status s;
-    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
     if (numel_of(y) == 0) return BD_OK;
     bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
     bd_access_broadcast(&nest->operands[0], x, y);
@@ -251,7 +239,7 @@ bd_status bd_lower_constant_of_shape(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
     if (bd_node_out(g, n, 0)->constant) return BD_OK;
-    bd_status s = need_static(d, n, bd_node_out(g, n, 0), "output");
+    bd_status s = bd_need_static(d, n, bd_node_out(g, n, 0), "output");
     if (s || numel_of(bd_node_out(g, n, 0)) == 0) return s;
     const bd_attr *a = bd_node_attr(n, "value");
     bd_tensor *t = a && a->t ? a->t : bd_tensor_new(&g->model->arena, BD_DT_FLOAT, 0, NULL);
@@ -277,7 +265,7 @@ bd_status bd_lower_concat(bd_program *p, int node, bd_diag *d) {
     bd_value *y = bd_node_out(g, n, 0);
     if (y->constant) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, y, "output"))) return s;
+    if ((s = bd_need_static(d, n, y, "output"))) return s;
     int axis;
     if (!bd_norm_axis(bd_attr_int(n, "axis", 0), y->rank, &axis))
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
@@ -285,7 +273,7 @@ bd_status bd_lower_concat(bd_program *p, int node, bd_diag *d) {
     bd_dims_strides(y->rank, y->dims, ys);
     for (int k = 0; k < n->n_inputs; k++) {
         bd_value *x = bd_node_in(g, n, k);
-        if ((s = need_static(d, n, x, "input"))) return s;
+        if ((s = bd_need_static(d, n, x, "input"))) return s;
         int64_t here = offset;
         offset += x->dims[axis];
         if (numel_of(x) == 0) continue;
@@ -339,7 +327,7 @@ bd_status bd_lower_split(bd_program *p, int node, bd_diag *d) {
     bd_node *n = bd_graph_node(g, node);
     bd_value *x = bd_node_in(g, n, 0);
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0"))) return s;
+    if ((s = bd_need_static(d, n, x, "input 0"))) return s;
     int axis;
     if (!bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis))
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
@@ -353,7 +341,7 @@ bd_status bd_lower_split(bd_program *p, int node, bd_diag *d) {
         offset += sz[k];
         bd_value *y = bd_node_out(g, n, k);
         if (!y || y->constant) continue;
-        if ((s = need_static(d, n, y, "output"))) return s;
+        if ((s = bd_need_static(d, n, y, "output"))) return s;
         if (y->dims[axis] != sz[k] || here + sz[k] > x->dims[axis])
             return bd_node_fail(d, BD_ERR_INVALID, n, "output %d does not match the split", k);
         if (numel_of(y) == 0) continue;
@@ -375,11 +363,10 @@ bd_status bd_lower_split(bd_program *p, int node, bd_diag *d) {
 
 bd_status bd_lower_pad(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
+    bd_node *n;
+    bd_value *x, *y;
     bd_status s;
-    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
     int r = x->rank;
     static const attr_choice pad_modes[] = {{"constant", BD_PAD_CONSTANT}, /* in enum order */
                                             {"reflect", BD_PAD_REFLECT},
@@ -476,8 +463,8 @@ bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
     bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
     if (y->constant) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0")) ||
-        (s = need_static(d, n, idx, "input 1 (indices)")))
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")) ||
+        (s = bd_need_static(d, n, idx, "input 1 (indices)")))
         return s;
     int axis;
     if (!bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis))
@@ -740,11 +727,10 @@ enum { RESIZE_MAX_LINEAR_DIMS = 5, RESIZE_MAX_ROW_ELEMS = 1 << 20 };
 
 bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
+    bd_node *n;
+    bd_value *x, *y;
     bd_status s;
-    if ((s = need_static(d, n, y, "output")) || (s = need_static(d, n, x, "input 0"))) return s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
     int r = x->rank;
     bd_resize_params rp;
     memset(&rp, 0, sizeof rp);

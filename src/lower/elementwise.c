@@ -9,10 +9,11 @@
  * back when stored; Where, and Cast to the same type, move bit patterns unchanged. */
 #include <string.h>
 
-#include "front/passes.h"
-#include "nest/loopnest.h"
+#include "lower/lower.h"
 
-static bool is_half(int dt) { return dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16; }
+static bool is_half(int dt) {
+    return dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16;
+}
 
 /* The expression ops of the elementwise ONNX ops that map one to one. */
 static bd_expr_op direct_op(bd_op op) {
@@ -50,7 +51,8 @@ static int pow_by_constant(bd_expr *x, const bd_value *ex, int dt, int a) {
     double k = bd_tensor_get_f64(ex->constant, 0);
     if (k == 1) return a;
     if (k == 2) return bd_expr_binary(x, BD_EXPR_MUL, dt, a, a);
-    if (k == 3) return bd_expr_binary(x, BD_EXPR_MUL, dt, bd_expr_binary(x, BD_EXPR_MUL, dt, a, a), a);
+    if (k == 3)
+        return bd_expr_binary(x, BD_EXPR_MUL, dt, bd_expr_binary(x, BD_EXPR_MUL, dt, a, a), a);
     if (k == 0.5) return bd_expr_unary(x, BD_EXPR_SQRT, dt, a);
     return -1;
 }
@@ -100,7 +102,8 @@ static int op_expr(bd_graph *g, const bd_node *n, bd_expr *x, const int *in, int
         return v;
     }
     case BD_OP_LEAKY_RELU:
-        return bd_expr_unary_k(x, BD_EXPR_LEAKY_RELU, cin, in[0], bd_attr_float(n, "alpha", 0.01f), 0);
+        return bd_expr_unary_k(x, BD_EXPR_LEAKY_RELU, cin, in[0], bd_attr_float(n, "alpha", 0.01f),
+                               0);
     case BD_OP_HARD_SIGMOID:
         return bd_expr_unary_k(x, BD_EXPR_HARD_SIGMOID, cin, in[0], bd_attr_float(n, "alpha", 0.2f),
                                bd_attr_float(n, "beta", 0.5f));
@@ -119,6 +122,13 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     if (out->constant) return BD_OK; /* folded: stored with the weights */
     if (!bd_value_shape_known(out))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output shape is not static");
+    /* An expression node has a dtype: refuse a value without one (the memory plan would) */
+    for (int k = -1; k < n->n_inputs; k++) {
+        const bd_value *v = k < 0 ? out : bd_node_in(g, n, k);
+        if (v && !bd_dtype_known(v->dtype))
+            return bd_fail(d, BD_ERR_UNSUPPORTED, "value '%s' has dtype %s, which code generation "
+                           "does not handle", bd_quote(v->name), bd_dtype_name(v->dtype));
+    }
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, out);
     int dts[BD_NEST_MAX_OPERANDS];
     for (int k = 0; k < n->n_inputs; k++) {
@@ -159,7 +169,8 @@ bd_status bd_lower_constant(bd_program *p, int node, bd_diag *d) {
     bd_node *n = bd_graph_node(g, node);
     bd_value *out = bd_node_out(g, n, 0);
     if (!out->constant)
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n,
-                            "output is not a compile-time constant (its inputs depend on runtime data)");
+        return bd_node_fail(
+            d, BD_ERR_UNSUPPORTED, n,
+            "output is not a compile-time constant (its inputs depend on runtime data)");
     return BD_OK;
 }

@@ -4,7 +4,7 @@
  * (fuse/fuse.c) merges them afterwards. */
 #include <string.h>
 
-#include "nest/loopnest.h"
+#include "lower/lower.h"
 
 typedef bd_status (*bd_lower_fn)(bd_program *p, int node, bd_diag *d);
 
@@ -37,4 +37,22 @@ bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d) {
         if (s) return s;
     }
     return bd_program_verify(p, d);
+}
+
+bd_status bd_need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
+    if (!v || bd_value_shape_known(v)) return BD_OK;
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s has no static shape", what);
+}
+
+bool bd_lower_begin(bd_program *p, int node, bd_diag *d, const char *x_what, const char *y_what,
+                    bd_node **n, bd_value **x, bd_value **y, bd_status *s) {
+    bd_graph *g = p->graph;
+    *n = bd_graph_node(g, node);
+    *x = bd_node_in(g, *n, 0);
+    *y = bd_node_out(g, *n, 0);
+    *s = BD_OK;
+    if ((*y)->constant) return false;
+    if ((*s = bd_need_static(d, *n, *y, y_what)) || (*s = bd_need_static(d, *n, *x, x_what)))
+        return false;
+    return true;
 }

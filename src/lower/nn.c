@@ -21,19 +21,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "nest/loopnest.h"
-#include "front/passes.h"
+#include "lower/lower.h"
 
 static int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static bool is_float_dtype(int dt) { return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE; }
 
-
-/* Every value the nest touches must have a static shape. */
-static bd_status need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {
-    if (!v || bd_value_shape_known(v)) return BD_OK;
-    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s has no static shape", what);
-}
 
 static bd_status need_dtype_float(bd_diag *d, const bd_node *n, const bd_value *v,
                                   const char *what) {
@@ -125,9 +118,9 @@ static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, const bd_node 
 static bd_status conv_window(bd_graph *g, bd_node *n, bd_diag *d, nn_window *win) {
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, w, "input 1 (W)")) ||
-        (s = need_static(d, n, b, "input 2 (B)")) ||
-        (s = need_static(d, n, bd_node_out(g, n, 0), "output 0")) ||
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, w, "input 1 (W)")) ||
+        (s = bd_need_static(d, n, b, "input 2 (B)")) ||
+        (s = bd_need_static(d, n, bd_node_out(g, n, 0), "output 0")) ||
         (s = need_dtype_float(d, n, x, "input 0 (X)")))
         return s;
     int nsp = x->rank - 2;
@@ -136,28 +129,42 @@ static bd_status conv_window(bd_graph *g, bd_node *n, bd_diag *d, nn_window *win
     return BD_OK;
 }
 
+/* The start Conv and ConvTranspose share: their values and window; false when there is nothing
+ * more to do (*s: BD_OK when the output folded, else the failure). */
+static bool conv_begin(bd_graph *g, bd_node *n, bd_diag *d, bd_value **x, bd_value **w,
+                       bd_value **b, bd_value **y, nn_window *win, bd_status *s) {
+    *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    *y = bd_node_out(g, n, 0);
+    *s = BD_OK;
+    return !(*y)->constant && !(*s = conv_window(g, n, d, win));
+}
+
+/* The nest of a Conv or ConvTranspose node and its window parameters. */
+static bd_nest *conv_nest_begin(bd_program *p, int node, bd_body body, const bd_value *y,
+                                const nn_window *win) {
+    bd_nest *nest = bd_nest_begin(p, node, body, y);
+    bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
+    memset(cp, 0, sizeof *cp);
+    cp->nsp = win->nsp;
+    cp->group = bd_attr_int(bd_graph_node(p->graph, node), "group", 1);
+    memcpy(cp->kernel, win->kernel, sizeof cp->kernel);
+    memcpy(cp->strides, win->strides, sizeof cp->strides);
+    memcpy(cp->dilations, win->dilations, sizeof cp->dilations);
+    memcpy(cp->pads, win->pads, sizeof cp->pads);
+    return nest;
+}
+
 bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
-    bd_value *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
-    bd_status s;
+    bd_value *x, *w, *b, *y;
     nn_window win;
-    if ((s = conv_window(g, n, d, &win))) return s;
-    int nsp = x->rank - 2;
+    bd_status s;
+    if (!conv_begin(g, n, d, &x, &w, &b, &y, &win, &s)) return s;
+    int nsp = win.nsp;
     resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
-    int64_t group = bd_attr_int(n, "group", 1);
-
-    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_CONV, y);
+    bd_nest *nest = conv_nest_begin(p, node, BD_BODY_CONV, y, &win);
     bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
-    memset(cp, 0, sizeof *cp);
-    cp->nsp = nsp;
-    cp->group = group;
-    memcpy(cp->kernel, win.kernel, sizeof cp->kernel);
-    memcpy(cp->strides, win.strides, sizeof cp->strides);
-    memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
-    memcpy(cp->pads, win.pads, sizeof cp->pads);
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
     ox->dims[0] = affine(0, 1, 0, 0);
     for (int i = 0; i < nsp; i++)
@@ -176,13 +183,11 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
 bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
-    bd_value *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
-    bd_status s;
+    bd_value *x, *w, *b, *y;
     nn_window win;
-    if ((s = conv_window(g, n, d, &win))) return s;
-    int nsp = x->rank - 2;
+    bd_status s;
+    if (!conv_begin(g, n, d, &x, &w, &b, &y, &win, &s)) return s;
+    int nsp = win.nsp;
     int64_t out_pad[BD_NN_MAX_SPATIAL];
     read_ints(n, "output_padding", nsp, 0, out_pad);
     /* With output_shape or SAME_*, the pads come from the total padding between the unpadded
@@ -197,17 +202,9 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
         win.pads[i] = head;
         win.pads[nsp + i] = total - head;
     }
-    int64_t group = bd_attr_int(n, "group", 1);
-
-    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_CONV_TRANSPOSE, y);
+    bd_nest *nest = conv_nest_begin(p, node, BD_BODY_CONV_TRANSPOSE, y, &win);
     bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
-    memset(cp, 0, sizeof *cp);
-    cp->nsp = nsp;
-    cp->group = group;
-    memcpy(cp->kernel, win.kernel, sizeof cp->kernel);
-    memcpy(cp->strides, win.strides, sizeof cp->strides);
-    memcpy(cp->dilations, win.dilations, sizeof cp->dilations);
-    memcpy(cp->pads, win.pads, sizeof cp->pads);
+    int64_t group = cp->group;
     /* X along a spatial axis: output [lo, hi) gathers inputs (o + pad - k*dil) / stride, an
      * affine range for stride 1, otherwise FULL. */
     bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
@@ -235,7 +232,7 @@ bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
     bool is_max = n->op == BD_OP_MAX_POOL;
     if (y->constant && (!ind || ind->constant)) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, y, "output 0")))
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, y, "output 0")))
         return s;
     bool int8 = x->dtype == BD_DT_INT8 || x->dtype == BD_DT_UINT8;
     if (!is_float_dtype(x->dtype) && !(is_max && int8))
@@ -271,7 +268,7 @@ bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
     bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
     pp->indices = -1;
     if (ind) {
-        if ((s = need_static(d, n, ind, "output 1 (Indices)"))) return s;
+        if ((s = bd_need_static(d, n, ind, "output 1 (Indices)"))) return s;
         pp->indices = 2;
         bd_access_identity(bd_nest_operand(nest, n->outputs[1], true, ind->rank), 0);
     }
@@ -279,14 +276,11 @@ bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
 }
 
 bd_status bd_lower_global_pool(bd_program *p, int node, bd_diag *d) {
-    bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
+    bd_node *n;
+    bd_value *x, *y;
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, y, "output 0")) ||
-        (s = need_dtype_float(d, n, x, "input 0 (X)")))
-        return s;
+    if (!bd_lower_begin(p, node, d, "input 0 (X)", "output 0", &n, &x, &y, &s)) return s;
+    if ((s = need_dtype_float(d, n, x, "input 0 (X)"))) return s;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GLOBAL_POOL, y);
     bd_global_pool_params *gp = BD_NEST_PARAMS(nest, global_pool);
     memset(gp, 0, sizeof *gp);
@@ -339,8 +333,8 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
     bd_value *c = gemm ? bd_node_in(g, n, 2) : NULL, *y = bd_node_out(g, n, 0);
     if (y->constant) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, a, "input 0 (A)")) || (s = need_static(d, n, b, "input 1 (B)")) ||
-        (s = need_static(d, n, c, "input 2 (C)")) || (s = need_static(d, n, y, "output 0")))
+    if ((s = bd_need_static(d, n, a, "input 0 (A)")) || (s = bd_need_static(d, n, b, "input 1 (B)")) ||
+        (s = bd_need_static(d, n, c, "input 2 (C)")) || (s = bd_need_static(d, n, y, "output 0")))
         return s;
     if (!matmul_dtype_ok(a->dtype))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (A) is %s",
@@ -419,12 +413,12 @@ static bd_status lower_batchnorm(bd_program *p, int node, bd_diag *d) {
                                 "not compiled", k);
     if (y->constant) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, y, "output 0")) ||
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, y, "output 0")) ||
         (s = need_dtype_float(d, n, x, "input 0 (X)")))
         return s;
     for (int k = 1; k < 5; k++) {
         bd_value *v = bd_node_in(g, n, k);
-        if ((s = need_static(d, n, v, "a parameter input")) ||
+        if ((s = bd_need_static(d, n, v, "a parameter input")) ||
             (s = need_dtype_float(d, n, v, "a parameter input")))
             return s;
     }
@@ -461,8 +455,8 @@ static bd_status lower_layernorm(bd_program *p, int node, bd_diag *d) {
     bd_value *y = bd_node_out(g, n, 0), *mo = bd_node_out(g, n, 1), *io = bd_node_out(g, n, 2);
     if (y->constant && (!mo || mo->constant) && (!io || io->constant)) return BD_OK;
     bd_status s;
-    if ((s = need_static(d, n, x, "input 0 (X)")) || (s = need_static(d, n, sc, "input 1 (Scale)")) ||
-        (s = need_static(d, n, bias, "input 2 (B)")) || (s = need_static(d, n, y, "output 0")) ||
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, sc, "input 1 (Scale)")) ||
+        (s = bd_need_static(d, n, bias, "input 2 (B)")) || (s = bd_need_static(d, n, y, "output 0")) ||
         (s = need_dtype_float(d, n, x, "input 0 (X)")))
         return s;
     if (bd_attr_int(n, "stash_type", 1) != 1)
@@ -498,7 +492,7 @@ static bd_status lower_layernorm(bd_program *p, int node, bd_diag *d) {
     int *stat_slot[2] = {&np->mean_out, &np->inv_out};
     for (int k = 0; k < 2; k++) {
         if (!stats[k]) continue;
-        if ((s = need_static(d, n, stats[k], "a statistics output"))) return s;
+        if ((s = bd_need_static(d, n, stats[k], "a statistics output"))) return s;
         *stat_slot[k] = nest->n_operands;
         bd_operand *o = bd_nest_operand(nest, n->outputs[1 + k], true, stats[k]->rank);
         for (int i = 0; i < o->rank; i++) o->dims[i] = i < axis ? affine(i, 1, 0, 0) : affine(-1, 0, 0, 0);
@@ -575,9 +569,9 @@ bd_status bd_lower_lstm(bd_program *p, int node, bd_diag *d) {
                                             "input 5 (initial_h)", "input 6 (initial_c)",
                                             "input 7 (P)"};
     for (int k = 0; k < 8; k++)
-        if ((s = need_static(d, n, in[k], in_names[k]))) return s;
+        if ((s = bd_need_static(d, n, in[k], in_names[k]))) return s;
     for (int k = 0; k < 3; k++)
-        if ((s = need_static(d, n, out[k], "an output"))) return s;
+        if ((s = bd_need_static(d, n, out[k], "an output"))) return s;
     if (in[0]->dtype != BD_DT_FLOAT)
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (X) is %s; LSTM is compiled for "
                             "float32 only", bd_dtype_name(in[0]->dtype));

@@ -8,9 +8,7 @@
  * whole inside a block and FULL in the input's map, the other dims are tiled. Tiles keep trailing
  * dims whole (contiguous inner loops) and aim at a fixed amount of input per block, so small ops
  * run as one block and big ones give many blocks for the thread pool. */
-#include "nest/loopnest.h"
-
-#include "front/passes.h"
+#include "lower/lower.h"
 
 static bool is_empty(const bd_value *v) {
     for (int k = 0; k < v->rank; k++)

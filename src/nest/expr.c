@@ -14,8 +14,12 @@ static const struct {
 #undef X
 };
 
-int bd_expr_arity(bd_expr_op op) { return ops[op].args; }
-const char *bd_expr_op_name(bd_expr_op op) { return ops[op].name; }
+int bd_expr_arity(bd_expr_op op) {
+    return ops[op].args;
+}
+const char *bd_expr_op_name(bd_expr_op op) {
+    return ops[op].name;
+}
 
 static int push(bd_expr *x, bd_expr_node node) {
     if (x->overflow || x->n >= BD_EXPR_MAX_NODES) {
@@ -58,7 +62,9 @@ int bd_expr_cast(bd_expr *x, int dtype, int a) {
     return bd_expr_unary(x, BD_EXPR_CAST, dtype, a);
 }
 
-const bd_expr_node *bd_expr_root(const bd_expr *x) { return x->n ? &x->node[x->n - 1] : NULL; }
+const bd_expr_node *bd_expr_root(const bd_expr *x) {
+    return x->n ? &x->node[x->n - 1] : NULL;
+}
 
 bool bd_expr_reads(const bd_expr *x, int i, int operand) {
     const bd_expr_node *e = &x->node[i];
@@ -78,7 +84,8 @@ int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf, const int 
             continue;
         }
         if (e.op == BD_EXPR_LOAD && operand_map) e.operand = operand_map[e.operand];
-        for (int a = 0; a < ops[e.op].args; a++) e.arg[a] = map[e.arg[a]];
+        for (int a = 0; a < ops[e.op].args; a++)
+            e.arg[a] = map[e.arg[a]];
         map[i] = last = push(dst, e);
         if (last < 0) return -1;
     }
@@ -92,12 +99,14 @@ void bd_expr_compact(bd_expr *x, int root) {
     live[root] = true;
     for (int i = x->n - 1; i >= 0; i--)
         if (live[i])
-            for (int a = 0; a < ops[x->node[i].op].args; a++) live[x->node[i].arg[a]] = true;
+            for (int a = 0; a < ops[x->node[i].op].args; a++)
+                live[x->node[i].arg[a]] = true;
     int map[BD_EXPR_MAX_NODES], n = 0;
     for (int i = 0; i <= root; i++) {
         if (!live[i]) continue;
         bd_expr_node e = x->node[i];
-        for (int a = 0; a < ops[e.op].args; a++) e.arg[a] = map[e.arg[a]];
+        for (int a = 0; a < ops[e.op].args; a++)
+            e.arg[a] = map[e.arg[a]];
         map[i] = n;
         x->node[n++] = e;
     }
@@ -109,8 +118,10 @@ void bd_expr_dump(const bd_expr *x, FILE *f, const char *indent) {
         const bd_expr_node *e = &x->node[i];
         fprintf(f, "%se%d = %s %s", indent, i, ops[e->op].name, bd_dtype_name(e->dtype));
         if (e->op == BD_EXPR_LOAD) fprintf(f, " operand %d", e->operand);
-        for (int a = 0; a < ops[e->op].args; a++) fprintf(f, "%s e%d", a ? "," : "", e->arg[a]);
-        for (int k = 0; k < ops[e->op].consts; k++) fprintf(f, "%s %.17g", k ? "," : " k", e->k[k]);
+        for (int a = 0; a < ops[e->op].args; a++)
+            fprintf(f, "%s e%d", a ? "," : "", e->arg[a]);
+        for (int k = 0; k < ops[e->op].consts; k++)
+            fprintf(f, "%s %.17g", k ? "," : " k", e->k[k]);
         fprintf(f, "\n");
     }
 }

@@ -19,9 +19,9 @@
 
 /* Column legend: enum name, arguments, constants (k[0], k[1]), meaning. */
 #define BD_EXPR_OPS(X)                                                                             \
-    X(LOAD, 0, 0)         /* operand `operand` at the current element */                          \
-    X(CONST, 0, 1)        /* k0 */                                                                 \
-    X(CAST, 1, 0)         /* a converted to the node's dtype, as ONNX Cast does */                 \
+    X(LOAD, 0, 0)  /* operand `operand` at the current element */                                  \
+    X(CONST, 0, 1) /* k0 */                                                                        \
+    X(CAST, 1, 0)  /* a converted to the node's dtype, as ONNX Cast does */                        \
     X(NEG, 1, 0)                                                                                   \
     X(ABS, 1, 0)                                                                                   \
     X(NOT, 1, 0)                                                                                   \
@@ -41,38 +41,38 @@
     X(ADD, 2, 0)                                                                                   \
     X(SUB, 2, 0)                                                                                   \
     X(MUL, 2, 0)                                                                                   \
-    X(DIV, 2, 0)          /* integers: 0 when b is 0 (C leaves it undefined) */                    \
+    X(DIV, 2, 0) /* integers: 0 when b is 0 (C leaves it undefined) */                             \
     X(POW, 2, 0)                                                                                   \
-    X(EQUAL, 2, 0)        /* bool result; a and b in their own dtype */                            \
+    X(EQUAL, 2, 0) /* bool result; a and b in their own dtype */                                   \
     X(LESS, 2, 0)                                                                                  \
     X(GREATER, 2, 0)                                                                               \
     X(AND, 2, 0)                                                                                   \
-    X(MIN, 2, 0)          /* NaN wins, as numpy's minimum */                                       \
+    X(MIN, 2, 0) /* NaN wins, as numpy's minimum */                                                \
     X(MAX, 2, 0)                                                                                   \
-    X(CLAMP_MIN, 2, 0)    /* a < b ? b : a (Clip's lower bound; NaN a stays) */                    \
-    X(CLAMP_MAX, 2, 0)    /* a > b ? b : a */                                                      \
-    X(SELECT, 3, 0)       /* a ? b : c */
+    X(CLAMP_MIN, 2, 0) /* a < b ? b : a (Clip's lower bound; NaN a stays) */                       \
+    X(CLAMP_MAX, 2, 0) /* a > b ? b : a */                                                         \
+    X(SELECT, 3, 0)    /* a ? b : c */
 
 typedef enum bd_expr_op {
 #define X(name, args, consts) BD_EXPR_##name,
     BD_EXPR_OPS(X)
 #undef X
-    BD_EXPR_OP_COUNT
+        BD_EXPR_OP_COUNT
 } bd_expr_op;
 
 enum { BD_EXPR_MAX_NODES = 48 };
 
 typedef struct bd_expr_node {
     bd_expr_op op;
-    int dtype;      /* BD_DT_* of the value */
-    int arg[3];     /* node indices, each < this node's */
-    int operand;    /* LOAD: nest operand index */
-    double k[2];    /* constants */
+    int dtype;   /* BD_DT_* of the value */
+    int arg[3];  /* node indices, each < this node's */
+    int operand; /* LOAD: nest operand index */
+    double k[2]; /* constants */
 } bd_expr_node;
 
 typedef struct bd_expr {
-    int n;          /* nodes; 0 = no expression; node n-1 is the result */
-    bool overflow;  /* a builder ran out of nodes: lowering refuses the op */
+    int n;         /* nodes; 0 = no expression; node n-1 is the result */
+    bool overflow; /* a builder ran out of nodes: lowering refuses the op */
     bd_expr_node node[BD_EXPR_MAX_NODES];
 } bd_expr;
 
@@ -86,7 +86,7 @@ int bd_expr_const(bd_expr *x, double k, int dtype);
 int bd_expr_unary(bd_expr *x, bd_expr_op op, int dtype, int a);
 int bd_expr_binary(bd_expr *x, bd_expr_op op, int dtype, int a, int b);
 int bd_expr_select(bd_expr *x, int dtype, int c, int a, int b);
-int bd_expr_cast(bd_expr *x, int dtype, int a);  /* no node when a already has that dtype */
+int bd_expr_cast(bd_expr *x, int dtype, int a); /* no node when a already has that dtype */
 /* A unary op with its constants (LEAKY_RELU, HARD_SIGMOID). */
 int bd_expr_unary_k(bd_expr *x, bd_expr_op op, int dtype, int a, double k0, double k1);
 

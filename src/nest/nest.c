@@ -29,9 +29,11 @@ bd_nest *bd_nest_begin(bd_program *p, int node, bd_body body, const bd_value *ou
     n->body = body;
     n->n_iter = out ? out->rank : 0;
     n->epi.residual = -1;
-    for (int i = 0; i < n->n_iter; i++) n->extent[i] = out->dims[i];
+    for (int i = 0; i < n->n_iter; i++)
+        n->extent[i] = out->dims[i];
     int64_t ones[BD_MAX_RANK];
-    for (int i = 0; i < BD_MAX_RANK; i++) ones[i] = 1;
+    for (int i = 0; i < BD_MAX_RANK; i++)
+        ones[i] = 1;
     set_grid(n, n->n_iter ? n->extent : ones); /* one block until a tiler says otherwise */
     return n;
 }
@@ -43,7 +45,8 @@ bd_operand *bd_nest_operand(bd_nest *n, int value, bool write, int rank) {
     o->value = value;
     o->write = write;
     o->rank = rank;
-    for (int k = 0; k < rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+    for (int k = 0; k < rank; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
     return o;
 }
 
@@ -63,11 +66,13 @@ void bd_access_broadcast(bd_operand *o, const bd_value *in, const bd_value *out)
 }
 
 void bd_access_full(bd_operand *o) {
-    for (int k = 0; k < o->rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+    for (int k = 0; k < o->rank; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
 }
 
 void bd_access_opaque(bd_operand *o) {
-    for (int k = 0; k < o->rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    for (int k = 0; k < o->rank; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
 }
 
 static void set_grid(bd_nest *n, const int64_t *tile) {
@@ -101,8 +106,10 @@ void bd_reshape_groups_of(const bd_value *x, const bd_value *y, bd_reshape_group
         int si = i, sj = j;
         int64_t px = x->dims[r->xd[i]], py = y->dims[r->yd[j]];
         while (px != py) {
-            if (px < py) px *= x->dims[r->xd[++i]];
-            else py *= y->dims[r->yd[++j]];
+            if (px < py)
+                px *= x->dims[r->xd[++i]];
+            else
+                py *= y->dims[r->yd[++j]];
         }
         r->gx0[r->n] = si, r->gx1[r->n] = i + 1, r->gy0[r->n] = sj, r->gy1[r->n] = j + 1;
         r->n++;
@@ -120,10 +127,12 @@ static void reshape_maps(const bd_graph *g, bd_nest *n) {
     const bd_value *y = bd_graph_value((bd_graph *)g, n->operands[n->n_operands - 1].value);
     bd_reshape_groups r;
     bd_reshape_groups_of(x, y, &r);
-    for (int k = 0; k < x->rank; k++) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    for (int k = 0; k < x->rank; k++)
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
     for (int gi = 0; gi < r.n; gi++) {
         bool all_whole = true;
-        for (int j = r.gy0[gi]; j < r.gy1[gi]; j++) all_whole &= n->tile[r.yd[j]] == n->extent[r.yd[j]];
+        for (int j = r.gy0[gi]; j < r.gy1[gi]; j++)
+            all_whole &= n->tile[r.yd[j]] == n->extent[r.yd[j]];
         if (r.gx1[gi] - r.gx0[gi] == 1) {
             int first = r.yd[r.gy0[gi]];
             int64_t inner = 1;
@@ -133,12 +142,14 @@ static void reshape_maps(const bd_graph *g, bd_nest *n) {
                 inner_whole &= n->tile[r.yd[j]] == n->extent[r.yd[j]];
             }
             if (inner_whole) {
-                xo->dims[r.xd[r.gx0[gi]]] = (bd_access_dim){BD_ACCESS_AFFINE, first, inner, 0, inner - 1};
+                xo->dims[r.xd[r.gx0[gi]]] =
+                    (bd_access_dim){BD_ACCESS_AFFINE, first, inner, 0, inner - 1};
                 continue;
             }
         }
         for (int i = r.gx0[gi]; i < r.gx1[gi]; i++)
-            xo->dims[r.xd[i]] = (bd_access_dim){all_whole ? BD_ACCESS_FULL : BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+            xo->dims[r.xd[i]] =
+                (bd_access_dim){all_whole ? BD_ACCESS_FULL : BD_ACCESS_OPAQUE, -1, 0, 0, 0};
     }
 }
 
@@ -150,7 +161,8 @@ void bd_nest_set_tile(const bd_graph *g, bd_nest *n, const int64_t *tile) {
         const bd_value *y = bd_graph_value((bd_graph *)g, n->operands[cp->y].value);
         int64_t Cg = x->dims[1] / cp->group, Mg = y->dims[1] / cp->group;
         n->operands[cp->x].dims[1] = group_channels(cp->group, Cg, Mg, n->tile[1]);
-        if (n->body == BD_BODY_CONV_TRANSPOSE) n->operands[cp->w].dims[0] = n->operands[cp->x].dims[1];
+        if (n->body == BD_BODY_CONV_TRANSPOSE)
+            n->operands[cp->w].dims[0] = n->operands[cp->x].dims[1];
     }
     if (n->body == BD_BODY_COPY && n->params.copy.reshape && n->n_operands == 2) reshape_maps(g, n);
 }
@@ -168,7 +180,8 @@ void bd_nest_tile_default(const bd_graph *g, bd_nest *n, int64_t target_elems) {
             int64_t t = target_elems / elems;
             tile[i] = t > 0 ? t : 1;
             elems *= tile[i];
-            for (int j = i - 1; j >= 0; j--) tile[j] = 1;
+            for (int j = i - 1; j >= 0; j--)
+                tile[j] = 1;
             break;
         }
     }
@@ -224,10 +237,13 @@ static const char *access_str(const bd_access_dim *a, char *buf, size_t len) {
     default: break;
     }
     size_t o = 0;
-    if (a->iter < 0) o += (size_t)snprintf(buf + o, len - o, "%lld", (long long)a->offset);
+    if (a->iter < 0)
+        o += (size_t)snprintf(buf + o, len - o, "%lld", (long long)a->offset);
     else {
-        if (a->scale == 1) o += (size_t)snprintf(buf + o, len - o, "i%d", a->iter);
-        else o += (size_t)snprintf(buf + o, len - o, "%lld*i%d", (long long)a->scale, a->iter);
+        if (a->scale == 1)
+            o += (size_t)snprintf(buf + o, len - o, "i%d", a->iter);
+        else
+            o += (size_t)snprintf(buf + o, len - o, "%lld*i%d", (long long)a->scale, a->iter);
         if (a->offset) o += (size_t)snprintf(buf + o, len - o, "%+lld", (long long)a->offset);
     }
     if (a->window) snprintf(buf + o, len - o, "..+%lld", (long long)a->window);
@@ -247,9 +263,11 @@ void bd_program_dump(const bd_program *p, FILE *f) {
         }
         if (n->part) fprintf(f, " part %d", n->part);
         fprintf(f, "\n  domain [");
-        for (int k = 0; k < n->n_iter; k++) fprintf(f, "%s%lld", k ? "," : "", (long long)n->extent[k]);
+        for (int k = 0; k < n->n_iter; k++)
+            fprintf(f, "%s%lld", k ? "," : "", (long long)n->extent[k]);
         fprintf(f, "] tile [");
-        for (int k = 0; k < n->n_iter; k++) fprintf(f, "%s%lld", k ? "," : "", (long long)n->tile[k]);
+        for (int k = 0; k < n->n_iter; k++)
+            fprintf(f, "%s%lld", k ? "," : "", (long long)n->tile[k]);
         fprintf(f, "] blocks %lld", (long long)n->n_blocks);
         if (n->n_reduce) {
             fprintf(f, " reduce [");
@@ -289,7 +307,8 @@ bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
             blocks *= n->grid[k];
         }
         BD_ASSERT(blocks == n->n_blocks);
-        for (int k = 0; k < n->n_iter; k++) BD_ASSERT(!n->whole[k] || n->grid[k] <= 1);
+        for (int k = 0; k < n->n_iter; k++)
+            BD_ASSERT(!n->whole[k] || n->grid[k] <= 1);
         for (int k = 0; k < n->n_operands; k++) {
             const bd_operand *o = &n->operands[k];
             const bd_value *v = bd_graph_value(g, o->value);

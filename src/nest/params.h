@@ -22,8 +22,8 @@
 typedef struct bd_copy_params {
     int64_t in_base, out_base;
     int64_t in_stride[BD_MAX_RANK], out_stride[BD_MAX_RANK]; /* elements, per iteration dim */
-    bool fill;         /* no input operand: every element becomes fill_value (Dropout's mask) */
-    bool reshape;      /* a Reshape-family copy: operand 0's map follows the tile (nest.c) */
+    bool fill;    /* no input operand: every element becomes fill_value (Dropout's mask) */
+    bool reshape; /* a Reshape-family copy: operand 0's map follows the tile (nest.c) */
     double fill_value;
 } bd_copy_params;
 
@@ -43,8 +43,8 @@ typedef struct bd_pad_params {
 } bd_pad_params;
 
 typedef struct bd_gather_params {
-    int axis;      /* in the data operand */
-    int idx_rank;  /* rank of indices: output dims [axis, axis + idx_rank) walk them */
+    int axis;     /* in the data operand */
+    int idx_rank; /* rank of indices: output dims [axis, axis + idx_rank) walk them */
 } bd_gather_params;
 
 typedef enum bd_resize_coord {
@@ -73,19 +73,19 @@ typedef enum bd_resize_interp {
 
 typedef struct bd_resize_params {
     bd_resize_interp interp;
-    bool antialias;                /* linear, cubic: the filter widened by 1/scale to downsample */
-    bool exclude_outside;          /* taps outside the input get weight 0, the rest renormalised */
+    bool antialias;       /* linear, cubic: the filter widened by 1/scale to downsample */
+    bool exclude_outside; /* taps outside the input get weight 0, the rest renormalised */
     double cubic_coeff_a;
     bd_resize_coord coord;
     bd_resize_nearest nearest;
-    double extrapolation_value;    /* tf_crop_and_resize outside the input */
-    double scale[BD_MAX_RANK];     /* per dim, as the coordinate transform uses it */
+    double extrapolation_value; /* tf_crop_and_resize outside the input */
+    double scale[BD_MAX_RANK];  /* per dim, as the coordinate transform uses it */
     double roi_start[BD_MAX_RANK], roi_end[BD_MAX_RANK];
     int64_t in_extent[BD_MAX_RANK], out_extent[BD_MAX_RANK];
-    bool active[BD_MAX_RANK];      /* dims whose sampling is not the identity */
-    int64_t row_elems;             /* filter modes, 2+ active dims: elements of the per-thread row
-                                      buffer the active dims but the last are combined into */
-    bool filter;                   /* cubic or antialiased linear: weighed windows of taps */
+    bool active[BD_MAX_RANK]; /* dims whose sampling is not the identity */
+    int64_t row_elems;        /* filter modes, 2+ active dims: elements of the per-thread row
+                                 buffer the active dims but the last are combined into */
+    bool filter;              /* cubic or antialiased linear: weighed windows of taps */
     /* The sampling tables of each active dim k, computed once by lowering (in the program's
      * arena), indexed by output index o along k:
      *   nearest and plain linear: input indices idx0[k][o], idx1[k][o] (clamped to the extent)
@@ -109,13 +109,13 @@ enum { BD_NN_MAX_SPATIAL = BD_MAX_RANK - 2 };
 /* Conv and ConvTranspose. pads are the resolved leading pads then trailing pads. */
 typedef struct bd_conv_params {
     int x, w, b, y;
-    int nsp;       /* spatial rank */
+    int nsp; /* spatial rank */
     int64_t group;
     int64_t kernel[BD_NN_MAX_SPATIAL];
     int64_t strides[BD_NN_MAX_SPATIAL];
     int64_t dilations[BD_NN_MAX_SPATIAL];
     int64_t pads[2 * BD_NN_MAX_SPATIAL];
-    bool packed;   /* Conv: float32, 1-D or 2-D, constant W: packed weights + bd_f32_conv2d_tile */
+    bool packed; /* Conv: float32, 1-D or 2-D, constant W: packed weights + bd_f32_conv2d_tile */
 } bd_conv_params;
 
 /* MaxPool and AveragePool. */
@@ -139,22 +139,22 @@ typedef struct bd_global_pool_params {
 /* MatMul and Gemm. The output is [batch..., M, N] with the M axis absent when A is 1-D and the N
  * axis absent when B is 1-D (MatMul); Gemm has no batch axes. */
 typedef struct bd_matmul_params {
-    int a, b, c, y;      /* c: Gemm's C, or a bias fusion absorbed (y = alpha AB + beta C) */
-    bool gemm;           /* Gemm (C, transposes, alpha, beta), else MatMul */
-    int n_batch;         /* batch axes of the output */
-    int m_iter, n_iter;  /* iteration dims of M and N, -1 when absent */
+    int a, b, c, y;     /* c: Gemm's C, or a bias fusion absorbed (y = alpha AB + beta C) */
+    bool gemm;          /* Gemm (C, transposes, alpha, beta), else MatMul */
+    int n_batch;        /* batch axes of the output */
+    int m_iter, n_iter; /* iteration dims of M and N, -1 when absent */
     int64_t M, N, K;
     bool trans_a, trans_b;
     float alpha, beta;
     /* Chosen by the target's tiler (CPU: target/cpu/tile.c): */
-    bool b_packed;       /* float32, B constant and shared by every batch: packed at create */
+    bool b_packed; /* float32, B constant and shared by every batch: packed at create */
     /* B shared by every batch and A laid out like the output's rows: the batch axes and M form
      * one run of rows, and a block is rows [r0, r1): iteration dims before `cut` have tile 1, those
      * after it (up to M) are whole, and `cut_rows` rows lie under one index of `cut`. */
     bool merged;
     int cut;
     int64_t cut_rows;
-    bool alpha_in_b;     /* b_packed and alpha != 1: B is scaled by alpha before packing */
+    bool alpha_in_b; /* b_packed and alpha != 1: B is scaled by alpha before packing */
     /* Element strides of A, B and Y along each output batch axis (0 where A or B broadcasts). */
     int64_t a_bstride[BD_MAX_RANK], b_bstride[BD_MAX_RANK], y_bstride[BD_MAX_RANK];
 } bd_matmul_params;
@@ -163,14 +163,14 @@ enum { BD_NORM_BATCH = 0, BD_NORM_LAYER = 1 };
 
 /* BatchNormalization (inference) and LayerNormalization. */
 typedef struct bd_norm_params {
-    int kind;            /* BD_NORM_* */
+    int kind; /* BD_NORM_* */
     int x, scale, bias, mean, var, y, mean_out, inv_out;
     double epsilon;
     /* BatchNormalization: channels C and the elements per channel of one batch item (inner);
      * per_activation (opset < 9, spatial = 0): the parameters have one value per (c, inner). */
     int64_t channels, inner;
     bool per_activation;
-    bool folded;         /* all parameters constant: y = x * a + b with a, b computed at compile time */
+    bool folded; /* all parameters constant: y = x * a + b with a, b computed at compile time */
     /* LayerNormalization: rows = prod(X[:axis]), cols = prod(X[axis:]). */
     int axis;
     int64_t rows, cols;
@@ -178,9 +178,17 @@ typedef struct bd_norm_params {
 
 /* LSTM activation functions. */
 enum {
-    BD_RNN_SIGMOID = 0, BD_RNN_TANH, BD_RNN_RELU, BD_RNN_AFFINE, BD_RNN_LEAKY_RELU,
-    BD_RNN_THRESHOLDED_RELU, BD_RNN_SCALED_TANH, BD_RNN_HARD_SIGMOID, BD_RNN_ELU,
-    BD_RNN_SOFTSIGN, BD_RNN_SOFTPLUS
+    BD_RNN_SIGMOID = 0,
+    BD_RNN_TANH,
+    BD_RNN_RELU,
+    BD_RNN_AFFINE,
+    BD_RNN_LEAKY_RELU,
+    BD_RNN_THRESHOLDED_RELU,
+    BD_RNN_SCALED_TANH,
+    BD_RNN_HARD_SIGMOID,
+    BD_RNN_ELU,
+    BD_RNN_SOFTSIGN,
+    BD_RNN_SOFTPLUS
 };
 
 typedef struct bd_rnn_act {
@@ -191,13 +199,13 @@ typedef struct bd_rnn_act {
 typedef struct bd_lstm_params {
     int x, w, r, b, lens, h0, c0, p, y, yh, yc;
     int num_dir;
-    bool reverse;        /* direction = reverse (one direction, run backwards) */
-    bool batch_major;    /* layout = 1 */
+    bool reverse;     /* direction = reverse (one direction, run backwards) */
+    bool batch_major; /* layout = 1 */
     int64_t seq, batch, input, hidden;
     bool has_clip;
     float clip;
     bool input_forget;
-    bool packed;         /* W and R constant: packed at create time */
+    bool packed;          /* W and R constant: packed at create time */
     bd_rnn_act act[2][3]; /* per direction: f, g, h */
 } bd_lstm_params;
 
@@ -223,13 +231,15 @@ typedef struct bd_reduce_params {
  * its dims). Softmax runs along the dims first..last, which a block covers whole: one dim from
  * opset 13, all dims from `axis` on before (the input coerced to 2-D). */
 typedef struct bd_softmax_params {
-    bool log;  /* LogSoftmax */
+    bool log; /* LogSoftmax */
     int first, last;
 } bd_softmax_params;
 
 /* The member of bd_nest_params each body uses (see BD_BODIES), NONE for bodies without. */
-#define BD_PARAM_KINDS(X) X(none) X(expr) X(copy) X(pad) X(gather) X(resize) X(conv) X(pool) \
-    X(global_pool) X(matmul) X(reduce) X(softmax) X(norm) X(lstm)
+#define BD_PARAM_KINDS(X)                                                                          \
+    X(none)                                                                                        \
+    X(expr) X(copy) X(pad) X(gather) X(resize) X(conv) X(pool) X(global_pool) X(matmul) X(reduce)  \
+        X(softmax) X(norm) X(lstm)
 
 typedef union bd_nest_params {
     char none;

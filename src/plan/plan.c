@@ -4,7 +4,9 @@
 
 #include "plan/plan.h"
 
-static int64_t align64(int64_t x) { return (x + 63) & ~(int64_t)63; }
+static int64_t align64(int64_t x) {
+    return (x + 63) & ~(int64_t)63;
+}
 
 typedef struct live_range {
     int value;
@@ -45,9 +47,19 @@ static int64_t plan_arena(live_range *r, int n) {
 /* Element types the generated programs hold (float16/bfloat16 as bit patterns). */
 static bool storable(int dt) {
     switch (dt) {
-    case BD_DT_FLOAT: case BD_DT_DOUBLE: case BD_DT_INT8: case BD_DT_UINT8: case BD_DT_BOOL:
-    case BD_DT_INT16: case BD_DT_UINT16: case BD_DT_FLOAT16: case BD_DT_BFLOAT16:
-    case BD_DT_INT32: case BD_DT_UINT32: case BD_DT_INT64: case BD_DT_UINT64: return true;
+    case BD_DT_FLOAT:
+    case BD_DT_DOUBLE:
+    case BD_DT_INT8:
+    case BD_DT_UINT8:
+    case BD_DT_BOOL:
+    case BD_DT_INT16:
+    case BD_DT_UINT16:
+    case BD_DT_FLOAT16:
+    case BD_DT_BFLOAT16:
+    case BD_DT_INT32:
+    case BD_DT_UINT32:
+    case BD_DT_INT64:
+    case BD_DT_UINT64: return true;
     default: return false;
     }
 }
@@ -61,8 +73,10 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
             int v = n->operands[k].value;
             const bd_value *val = bd_graph_value(g, v);
             if (!storable(val->dtype))
-                return bd_fail(d, BD_ERR_UNSUPPORTED, "value '%s' has dtype %s, which code "
-                               "generation does not handle", bd_quote(val->name), bd_dtype_name(val->dtype));
+                return bd_fail(d, BD_ERR_UNSUPPORTED,
+                               "value '%s' has dtype %s, which code "
+                               "generation does not handle",
+                               bd_quote(val->name), bd_dtype_name(val->dtype));
             bd_storage *st = &m->storage[v];
             if (st->kind == BD_STORE_INPUT || st->kind == BD_STORE_OUTPUT) continue;
             if (val->constant && !n->operands[k].write) {
@@ -75,7 +89,8 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
             }
             if (index[v] < 0) {
                 int64_t numel, bytes;
-                if (!bd_dims_numel(val->rank, val->dims, &numel) || !bd_dtype_nbytes(val->dtype, numel, &bytes))
+                if (!bd_dims_numel(val->rank, val->dims, &numel) ||
+                    !bd_dtype_nbytes(val->dtype, numel, &bytes))
                     return bd_fail(d, BD_ERR_IO, "value '%s' is too large", bd_quote(val->name));
                 index[v] = *n_ranges;
                 ranges[(*n_ranges)++] = (live_range){v, step, step, align64(bytes ? bytes : 1), 0};
@@ -97,12 +112,14 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
     live_range *ranges = calloc(nv + 1, sizeof *ranges);
     int *index = malloc((nv + 1) * sizeof *index);
     BD_ASSERT(m->storage && ranges && index);
-    for (size_t v = 0; v < nv; v++) index[v] = -1;
+    for (size_t v = 0; v < nv; v++)
+        index[v] = -1;
     for (size_t i = 0; i < g->inputs.len; i++)
         m->storage[BD_VEC_AT(&g->inputs, int, i)] = (bd_storage){BD_STORE_INPUT, (int64_t)i};
     for (size_t i = 0; i < g->outputs.len; i++) {
         int v = BD_VEC_AT(&g->outputs, int, i);
-        if (m->storage[v].kind == BD_STORE_NONE) m->storage[v] = (bd_storage){BD_STORE_OUTPUT, (int64_t)i};
+        if (m->storage[v].kind == BD_STORE_NONE)
+            m->storage[v] = (bd_storage){BD_STORE_OUTPUT, (int64_t)i};
     }
     int n_ranges = 0;
     bd_status st = place(p, s, m, ranges, index, &n_ranges, d);
@@ -125,7 +142,8 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
         const bd_value *big = m->largest >= 0 ? bd_graph_value(g, m->largest) : NULL;
         char shape[256] = "-";
         if (big) bd_shape_str(big, shape, sizeof shape);
-        st = bd_fail(d, BD_ERR_IO, "the model needs %lld bytes of activation memory, above the limit of "
+        st = bd_fail(d, BD_ERR_IO,
+                     "the model needs %lld bytes of activation memory, above the limit of "
                      "%lld (largest tensor '%s': %s%s); raise it with --max-activations",
                      (long long)need, (long long)max_activation_bytes,
                      big ? bd_quote(big->name) : "-", big ? bd_dtype_name(big->dtype) : "", shape);
@@ -147,7 +165,7 @@ void bd_memory_plan_dump(const bd_program *p, const bd_memory_plan *m, FILE *f) 
     for (size_t v = 0; v < g->values.len; v++) {
         const bd_storage *s = &m->storage[v];
         if (s->kind == BD_STORE_NONE) continue;
-        fprintf(f, "  t%zu '%s': %s %lld\n", v, bd_quote(bd_graph_value(g, (int)v)->name), kinds[s->kind],
-                (long long)s->where);
+        fprintf(f, "  t%zu '%s': %s %lld\n", v, bd_quote(bd_graph_value(g, (int)v)->name),
+                kinds[s->kind], (long long)s->where);
     }
 }

@@ -9,7 +9,8 @@ bd_status bd_schedule_program(const bd_program *p, bd_schedule *s, bd_diag *d) {
     s->n_steps = (int)p->nests.len;
     s->order = malloc((p->nests.len + 1) * sizeof *s->order);
     BD_ASSERT(s->order);
-    for (int i = 0; i < s->n_steps; i++) s->order[i] = i;
+    for (int i = 0; i < s->n_steps; i++)
+        s->order[i] = i;
     return BD_OK;
 }
 

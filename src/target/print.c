@@ -10,7 +10,8 @@
 #include "target/print.h"
 
 static void text_append(bd_printer *p, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) *(char *)bd_vec_push(&p->text) = s[i];
+    for (size_t i = 0; i < n; i++)
+        *(char *)bd_vec_push(&p->text) = s[i];
 }
 
 static void print_line(bd_printer *p, const char *fmt, va_list ap, const char *suffix) {
@@ -25,7 +26,8 @@ static void print_line(bd_printer *p, const char *fmt, va_list ap, const char *s
         vsnprintf(buf, (size_t)n + 1, fmt, ap2);
     }
     va_end(ap2);
-    for (int i = 0; i < p->indent; i++) text_append(p, "    ", 4);
+    for (int i = 0; i < p->indent; i++)
+        text_append(p, "    ", 4);
     text_append(p, buf, (size_t)n);
     if (suffix) text_append(p, suffix, strlen(suffix));
     text_append(p, "\n", 1);
@@ -39,7 +41,9 @@ void bd_print_line(bd_printer *p, const char *fmt, ...) {
     va_end(ap);
 }
 
-void bd_print_blank(bd_printer *p) { text_append(p, "\n", 1); }
+void bd_print_blank(bd_printer *p) {
+    text_append(p, "\n", 1);
+}
 
 void bd_print_open(bd_printer *p, const char *fmt, ...) {
     va_list ap;
@@ -67,8 +71,8 @@ const char *bd_print_str(bd_printer *p, const char *fmt, ...) {
     return s;
 }
 
-/* Only printable ASCII survives; the comment terminator, backslashes (line splices), '?' (trigraphs)
- * and everything else become '_' or are escaped. Long strings are cut. */
+/* Only printable ASCII survives; the comment terminator, backslashes (line splices), '?'
+ * (trigraphs) and everything else become '_' or are escaped. Long strings are cut. */
 void bd_print_comment(bd_printer *p, const char *prefix, const char *untrusted) {
     char buf[200];
     size_t o = 0;
@@ -96,8 +100,10 @@ const char *bd_print_string_literal(bd_printer *p, const char *s) {
         unsigned char c = (unsigned char)*s;
         bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                      c == '_' || c == ' ' || c == '.' || c == '-';
-        if (plain) out[o++] = (char)c;
-        else o += (size_t)sprintf(out + o, "\\%03o", c);
+        if (plain)
+            out[o++] = (char)c;
+        else
+            o += (size_t)sprintf(out + o, "\\%03o", c);
     }
     out[o++] = '"';
     out[o] = 0;
@@ -124,7 +130,8 @@ void bd_printer_free(bd_printer *p) {
 static bool is_primary(const char *s) {
     size_t n = strlen(s), i = 0;
     if (!n) return false;
-    while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.')) i++;
+    while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.'))
+        i++;
     if (i == n) return true;
     if (s[i] != '(' || s[n - 1] != ')') return false;
     int depth = 0;
@@ -164,7 +171,8 @@ static const char *fill(bd_printer *p, const bd_expr_dialect *d, const char *t,
         } else {
             piece = one;
         }
-        for (const char *q = piece; *q; q++) *(char *)bd_vec_push(&out) = *q;
+        for (const char *q = piece; *q; q++)
+            *(char *)bd_vec_push(&out) = *q;
     }
     *(char *)bd_vec_push(&out) = 0;
     const char *s = bd_print_str(p, "%s", (const char *)out.data);
@@ -179,7 +187,8 @@ const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr
     for (int i = 0; i < x->n; i++) {
         const bd_expr_node *e = &x->node[i];
         const char *args[3] = {"", "", ""};
-        for (int a = 0; a < bd_expr_arity(e->op); a++) args[a] = primary(p, val[e->arg[a]]);
+        for (int a = 0; a < bd_expr_arity(e->op); a++)
+            args[a] = primary(p, val[e->arg[a]]);
         if (e->op == BD_EXPR_LOAD) {
             val[i] = loads[e->operand];
         } else if (e->op == BD_EXPR_CONST) {

@@ -12,7 +12,7 @@
 #include "nest/expr.h"
 
 typedef struct bd_printer {
-    bd_vec text;      /* char: the file being printed */
+    bd_vec text; /* char: the file being printed */
     int indent;
     bd_arena scratch; /* strings returned by the helpers below live until the printer ends */
 } bd_printer;

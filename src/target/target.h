@@ -18,16 +18,16 @@ typedef struct bd_emit_opts {
 
 /* What the printer produces. */
 typedef struct bd_c_program {
-    char *source;           /* model.c, NUL-terminated (heap) */
+    char *source; /* model.c, NUL-terminated (heap) */
     size_t source_len;
     unsigned char *weights; /* the blob embedded with .incbin (heap, may be NULL) */
     size_t weights_len;
-    char *header;           /* <name>.h for --lib (heap; NULL unless requested) */
+    char *header; /* <name>.h for --lib (heap; NULL unless requested) */
 } bd_c_program;
 void bd_c_program_free(bd_c_program *c);
 
 typedef struct bd_target {
-    const char *name;              /* --target NAME */
+    const char *name;               /* --target NAME */
     const bd_expr_dialect *dialect; /* how its printer spells the nests' expressions */
     /* The tile pass: every nest's tile, with the kernel choices and scratch that go with it. */
     bd_status (*tile)(bd_program *p, bd_diag *d);

@@ -50,8 +50,8 @@ const bd_expr_dialect bd_c_dialect = {
         [BD_EXPR_LEAKY_RELU] = FLOATS("($0 < 0 ? $k0 * $0 : $0)", "($0 < 0 ? $k0 * $0 : $0)"),
         [BD_EXPR_HARD_SIGMOID] = FLOATS("fmaxf(0, fminf(1, $k0 * $0 + $k1))",
                                         "fmax(0, fmin(1, $k0 * $0 + $k1))"),
-        [BD_EXPR_HARD_SWISH] = FLOATS("$0 * fmaxf(0, fminf(1, $0 / 6 + 0.5f))",
-                                      "$0 * fmax(0, fmin(1, $0 / 6 + 0.5))"),
+        [BD_EXPR_HARD_SWISH] = FLOATS("$0 * fmaxf(0, fminf(1, $0 * 0.166666667f + 0.5f))",
+                                      "$0 * fmax(0, fmin(1, $0 * 0.16666666666666666 + 0.5))"),
         [BD_EXPR_GELU] = FLOATS("0.5f * $0 * (1 + bd_erf_v($0 * 0.7071067811865476f))",
                                 "0.5 * $0 * (1 + erf($0 * 0.7071067811865476))"),
         [BD_EXPR_GELU_TANH] =

@@ -14,7 +14,8 @@
 static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "k",
                                             "m", "p", "q", "r", "s", "t", "u", "v"};
 
-bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_phase phase, bd_diag *d) {
+bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_phase phase,
+                                   bd_diag *d) {
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     bd_graph *g = e->graph;
@@ -37,7 +38,8 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
         const bd_operand *o = &nest->operands[k];
         if (!o->write && !loaded[k]) continue; /* an input the expression ignores */
         const char *t = bd_c_type(bd_graph_value(g, o->value)->dtype);
-        bd_emit(e, "%s%s *restrict P%d = %s;", o->write ? "" : "const ", t, k, bd_emit_ptr(e, o->value));
+        bd_emit(e, "%s%s *restrict P%d = %s;", o->write ? "" : "const ", t, k,
+                bd_emit_ptr(e, o->value));
     }
     /* stride of operand k along iteration dim i */
     int64_t stride[BD_NEST_MAX_OPERANDS][BD_MAX_RANK] = {{0}};
@@ -61,7 +63,8 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
         if (!nest->operands[k].write && !loaded[k]) continue;
         const char *sum = "0";
         for (int i = 0; i < r; i++)
-            if (stride[k][i]) sum = bd_emit_str(e, "%s + i%d * %lld", sum, i, (long long)stride[k][i]);
+            if (stride[k][i])
+                sum = bd_emit_str(e, "%s + i%d * %lld", sum, i, (long long)stride[k][i]);
         int dt = bd_graph_value(g, nest->operands[k].value)->dtype;
         if (nest->operands[k].write)
             bd_emit(e, "const int64_t o%d = %s;", k, sum);
@@ -69,11 +72,13 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
             bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(dt), operand_names[k], k, sum);
     }
     bd_emit(e, "P%d[o%d] = %s;", nest->n_operands - 1, nest->n_operands - 1, store);
-    for (int i = 0; i < r; i++) bd_emit_close(e, NULL);
+    for (int i = 0; i < r; i++)
+        bd_emit_close(e, NULL);
     return BD_OK;
 }
 
-bd_status bd_emit_body_CONSTANT(bd_emitter *e, const bd_nest *nest, bd_emit_phase phase, bd_diag *d) {
+bd_status bd_emit_body_CONSTANT(bd_emitter *e, const bd_nest *nest, bd_emit_phase phase,
+                                bd_diag *d) {
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_operand *out = &nest->operands[0];

@@ -38,14 +38,6 @@ static const char *flit(bd_emitter *e, double x, int dtype) { return bd_emit_flo
 
 static long long ll(int64_t v) { return (long long)v; }
 
-/* The nest's epilogue activation (fuse/fuse.c) applied to expression v, which is a name or a
- * parenthesised expression; v itself when there is none. */
-static const char *act_expr(bd_emitter *e, const bd_nest *n, const char *v) {
-    if (!n->epi.act.n) return v;
-    const char *loads[1] = {v};
-    return bd_emit_str(e, "(%s)", bd_print_expr(&e->pr, &bd_c_dialect, &n->epi.act, loads));
-}
-
 /* The part of an epilogue activation the micro-kernels apply themselves on their registers: a
  * BD_ACT_* of kernels/bd_kernels.h with its bounds. The others (code BD_ACT_NONE with an
  * activation present) run in generated code after them: act_after_kernel. */
@@ -89,6 +81,16 @@ static kernel_act kernel_act_of(const bd_nest *n) {
 
 static bool act_after_kernel(const bd_nest *n) {
     return n->epi.act.n && kernel_act_of(n).code == BD_ACT_NONE;
+}
+
+/* The nest's epilogue activation (fuse/fuse.c) applied to expression v, which is a name or a
+ * parenthesised expression; v itself when there is none. */
+static const char *act_expr(bd_emitter *e, const bd_nest *n, const char *v) {
+    if (!n->epi.act.n) return v;
+    if (kernel_act_of(n).code == BD_ACT_SILU) /* x * sigmoid(x) with one division */
+        return bd_emit_str(e, "(%s / (1.0f + bd_exp_v(-%s)))", v, v);
+    const char *loads[1] = {v};
+    return bd_emit_str(e, "(%s)", bd_print_expr(&e->pr, &bd_c_dialect, &n->epi.act, loads));
 }
 
 /* In create(): fail (NULL) when the scratch reserved per thread is below `need_expr` bytes. */

@@ -7,8 +7,9 @@
 /* -fwrapv: ONNX integer arithmetic wraps. -ffp-contract=fast: -std=c11 would otherwise forbid
  * fusing a*b+c into one FMA. -fno-trapping-math: lets the selects in the generated exp/tanh/erf
  * vectorize. */
-static const char *const cpu_cflags[] = {"-std=c11", "-O3", "-fwrapv", "-fno-math-errno",
-                                         "-fno-trapping-math", "-ffp-contract=fast", NULL};
+static const char *const cpu_cflags[] = {
+    "-std=c11",           "-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
+    "-ffp-contract=fast", NULL};
 
 const bd_target bd_target_cpu = {
     .name = "cpu",

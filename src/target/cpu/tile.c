@@ -18,13 +18,25 @@
 /* Work (multiply-adds) worth one block, and the most blocks one op is cut into (generated-loop
  * convolutions, matrix products); enough for a few threads with dynamic scheduling, few enough
  * that each block keeps the micro-kernels busy. */
-enum { CONV_BLOCK_WORK = 1 << 20, CONV_MAX_BLOCKS = 16, MM_BLOCK_WORK = 1 << 20, MM_MAX_BLOCKS = 16 };
+enum {
+    CONV_BLOCK_WORK = 1 << 20,
+    CONV_MAX_BLOCKS = 16,
+    MM_BLOCK_WORK = 1 << 20,
+    MM_MAX_BLOCKS = 16
+};
 
-static int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
-
+static int64_t imin64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static int64_t imax64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+static int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+static int64_t round_up(int64_t a, int64_t m) {
+    return ceil_div(a, m) * m;
+}
 
 static const bd_value *operand_value(const bd_graph *g, const bd_nest *n, int k) {
     return bd_graph_value((bd_graph *)g, n->operands[k].value);
@@ -33,13 +45,15 @@ static const bd_value *operand_value(const bd_graph *g, const bd_nest *n, int k)
 /* The work of one block with tile sizes `tile` (product) times `per_elem`. */
 static int64_t tile_work(const bd_nest *nest, const int64_t *tile, int64_t per_elem) {
     int64_t w = per_elem;
-    for (int i = 0; i < nest->n_iter; i++) w *= tile[i];
+    for (int i = 0; i < nest->n_iter; i++)
+        w *= tile[i];
     return w;
 }
 
 static int64_t tile_blocks(const bd_nest *nest, const int64_t *tile) {
     int64_t b = 1;
-    for (int i = 0; i < nest->n_iter; i++) b *= ceil_div(nest->extent[i], tile[i] ? tile[i] : 1);
+    for (int i = 0; i < nest->n_iter; i++)
+        b *= ceil_div(nest->extent[i], tile[i] ? tile[i] : 1);
     return b;
 }
 
@@ -75,22 +89,29 @@ static int64_t dwconv_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t 
  * Every block re-packs (im2col) the input columns it reads, once for all its channels, so rows
  * are cut first while a block keeps `min_cols` output pixels, channels (in multiples of `mstep`)
  * only down to `min_m`, and rows again down to 32 pixels: past that the op gets fewer blocks. */
-static void conv_tiling(const bd_graph *g, bd_nest *nest, int64_t work_per_out, int64_t mstep, int64_t min_m,
-                        bool cut_rows, int64_t min_cols) {
+static void conv_tiling(const bd_graph *g, bd_nest *nest, int64_t work_per_out, int64_t mstep,
+                        int64_t min_m, bool cut_rows, int64_t min_cols) {
     int64_t tile[BD_MAX_RANK];
     int r = nest->n_iter;
-    for (int i = 0; i < r; i++) tile[i] = nest->extent[i];
+    for (int i = 0; i < r; i++)
+        tile[i] = nest->extent[i];
     tile[0] = 1;
-    int64_t want = imin64(CONV_MAX_BLOCKS, tile_work(nest, nest->extent, work_per_out) / CONV_BLOCK_WORK);
+    int64_t want =
+        imin64(CONV_MAX_BLOCKS, tile_work(nest, nest->extent, work_per_out) / CONV_BLOCK_WORK);
     int64_t inner = 1; /* output pixels of one row of the first spatial axis */
-    for (int i = 3; i < r; i++) inner *= nest->extent[i];
+    for (int i = 3; i < r; i++)
+        inner *= nest->extent[i];
     while (tile_blocks(nest, tile) < want) {
         int64_t rows = tile[2], mt = tile[1], half_rows = ceil_div(rows, 2);
         int64_t half_m = round_up(ceil_div(mt, 2), mstep);
-        if (cut_rows && rows > 1 && half_rows * inner >= min_cols) tile[2] = half_rows;
-        else if (half_m < mt && half_m >= min_m) tile[1] = half_m;
-        else if (cut_rows && rows > 1 && half_rows * inner >= imin64(min_cols, 32)) tile[2] = half_rows;
-        else break;
+        if (cut_rows && rows > 1 && half_rows * inner >= min_cols)
+            tile[2] = half_rows;
+        else if (half_m < mt && half_m >= min_m)
+            tile[1] = half_m;
+        else if (cut_rows && rows > 1 && half_rows * inner >= imin64(min_cols, 32))
+            tile[2] = half_rows;
+        else
+            break;
     }
     bd_nest_set_tile(g, nest, tile);
 }
@@ -100,7 +121,8 @@ static void conv_tiling(const bd_graph *g, bd_nest *nest, int64_t work_per_out, 
  * blocks: the slowest thread runs ceil(blocks / T) of them). */
 static double spread_cost(int64_t blocks, double cost) {
     double total = 0;
-    for (int t = 1; t <= 8; t *= 2) total += (double)t * (double)ceil_div(blocks, t) * cost;
+    for (int t = 1; t <= 8; t *= 2)
+        total += (double)t * (double)ceil_div(blocks, t) * cost;
     return total;
 }
 
@@ -110,17 +132,21 @@ static double spread_cost(int64_t blocks, double cost) {
  * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
  * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
  * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
-static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg, int64_t group) {
+static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg,
+                             int64_t group) {
     int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
     int64_t inner = 1;
-    for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++) inner *= nest->extent[i];
+    for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++)
+        inner *= nest->extent[i];
     int64_t N = nest->extent[0];
     int64_t best_m = M, best_r = OH;
     double best = -1;
     for (int64_t km = 1; km <= 16; km++) {
         int64_t mt = ceil_div(M, km);
-        if (group > 1) mt = round_up(mt, Mg);
-        else if (km > 1) mt = mt % 16 == 0 ? mt : round_up(mt, 12);
+        if (group > 1)
+            mt = round_up(mt, Mg);
+        else if (km > 1)
+            mt = mt % 16 == 0 ? mt : round_up(mt, 12);
         if (mt > M || (km > 1 && ceil_div(M, mt) != km)) continue;
         for (int64_t kr = 1; kr <= OH; kr++) {
             int64_t rows = ceil_div(OH, kr);
@@ -139,7 +165,8 @@ static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_
         }
     }
     int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    for (int i = 0; i < nest->n_iter; i++)
+        tile[i] = nest->extent[i];
     tile[0] = 1;
     tile[1] = best_m;
     if (nest->n_iter > 3) tile[2] = best_r;
@@ -151,14 +178,16 @@ static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_
  * two when there is work for two threads; rows are cut only when there are too few channels. */
 static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
     int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    for (int i = 0; i < nest->n_iter; i++)
+        tile[i] = nest->extent[i];
     tile[0] = 1;
     int64_t work = tile_work(nest, nest->extent, ksize);
     int64_t want = work < (1 << 16) ? 1 : imin64(16, imax64(2, work / (1 << 18)));
     int64_t per_item = ceil_div(want, nest->extent[0]);
     int64_t M = nest->extent[1];
     tile[1] = ceil_div(M, imin64(per_item, M));
-    if (per_item > M && nest->n_iter > 3) tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, M));
+    if (per_item > M && nest->n_iter > 3)
+        tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, M));
     bd_nest_set_tile(g, nest, tile);
 }
 
@@ -201,19 +230,23 @@ static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches
 static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_params *mp) {
     int mi = mp->m_iter;
     int64_t R = 1;
-    for (int i = 0; i <= mi; i++) R *= nest->extent[i];
+    for (int i = 0; i <= mi; i++)
+        R *= nest->extent[i];
     int64_t rt, nt;
     matmul_search(mp, R, 1, true, mp->n_iter >= 0, &rt, &nt);
     int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    for (int i = 0; i < nest->n_iter; i++)
+        tile[i] = nest->extent[i];
     if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
     /* the longest suffix of (batch..., M) that fits in rt rows stays whole */
     int k = mi + 1;
     int64_t inner = 1;
-    while (k > 0 && inner * nest->extent[k - 1] <= rt) inner *= nest->extent[--k];
+    while (k > 0 && inner * nest->extent[k - 1] <= rt)
+        inner *= nest->extent[--k];
     mp->cut = k > 0 ? k - 1 : 0;
     if (k > 0) {
-        for (int i = 0; i < k - 1; i++) tile[i] = 1;
+        for (int i = 0; i < k - 1; i++)
+            tile[i] = 1;
         tile[k - 1] = imax64(1, rt / inner);
         mp->cut_rows = inner;
     } else {
@@ -227,14 +260,17 @@ static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_par
  * op has about one block per MM_BLOCK_WORK multiply-adds. */
 static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_params *mp, bool f32) {
     int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++) tile[i] = nest->extent[i];
+    for (int i = 0; i < nest->n_iter; i++)
+        tile[i] = nest->extent[i];
     int64_t per_batch = mp->M * mp->N * imax64(mp->K, 1), batches = 1;
-    for (int i = 0; i < mp->n_batch; i++) tile[i] = 1;
+    for (int i = 0; i < mp->n_batch; i++)
+        tile[i] = 1;
     if (mp->n_batch > 0) {
         int last = mp->n_batch - 1;
         tile[last] = imax64(1, imin64(nest->extent[last], MM_BLOCK_WORK / imax64(per_batch, 1)));
     }
-    for (int i = 0; i < mp->n_batch; i++) batches *= ceil_div(nest->extent[i], tile[i]);
+    for (int i = 0; i < mp->n_batch; i++)
+        batches *= ceil_div(nest->extent[i], tile[i]);
     if (f32) {
         int64_t mt, nt;
         matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
@@ -247,13 +283,15 @@ static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_para
     while (tile_blocks(nest, tile) < want) {
         int64_t mt = mp->m_iter >= 0 ? tile[mp->m_iter] : 1;
         int64_t nt = mp->n_iter >= 0 ? tile[mp->n_iter] : 1;
-        if (mp->n_iter >= 0 && nt >= 128 && (mt < 96 || nt >= mt)) tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
-        else if (mp->m_iter >= 0 && mt >= 24) tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
-        else break;
+        if (mp->n_iter >= 0 && nt >= 128 && (mt < 96 || nt >= mt))
+            tile[mp->n_iter] = round_up(ceil_div(nt, 2), 64);
+        else if (mp->m_iter >= 0 && mt >= 24)
+            tile[mp->m_iter] = round_up(ceil_div(mt, 2), 12);
+        else
+            break;
     }
     bd_nest_set_tile(g, nest, tile);
 }
-
 
 /* ---------------------------------------------------------------- per body */
 
@@ -264,7 +302,8 @@ enum { TILE_MIN = 4096, TILE_MAX = 16384, TILE_SPREAD = 64, ELEMENTWISE_TILE = 1
 
 static int64_t data_tile_target(const bd_nest *n) {
     int64_t total = 1;
-    for (int k = 0; k < n->n_iter; k++) total *= n->extent[k];
+    for (int k = 0; k < n->n_iter; k++)
+        total *= n->extent[k];
     int64_t t = total / TILE_SPREAD;
     return t < TILE_MIN ? TILE_MIN : t > TILE_MAX ? TILE_MAX : t;
 }
@@ -272,7 +311,8 @@ static int64_t data_tile_target(const bd_nest *n) {
 /* A reshape: the default, moved so that a split group is cut only at its outermost dim (so that
  * its input dim maps affinely), unless that makes blocks far too big. */
 static void tile_reshape(const bd_graph *g, bd_nest *nest) {
-    const bd_value *x = operand_value(g, nest, 0), *y = operand_value(g, nest, nest->n_operands - 1);
+    const bd_value *x = operand_value(g, nest, 0),
+                   *y = operand_value(g, nest, nest->n_operands - 1);
     bd_reshape_groups r;
     bd_reshape_groups_of(x, y, &r);
     bd_nest_tile_default(g, nest, data_tile_target(nest));
@@ -286,10 +326,12 @@ static void tile_reshape(const bd_graph *g, bd_nest *nest) {
         /* Only when the dims before the group are cut to 1, i.e. the default's cut lies in or
          * after the group. */
         bool outer_ones = true;
-        for (int k = 0; k < first; k++) outer_ones &= nest->tile[k] == 1;
+        for (int k = 0; k < first; k++)
+            outer_ones &= nest->tile[k] == 1;
         if (!outer_ones) continue;
         int64_t tile[BD_MAX_RANK], inner = 1;
-        for (int k = 0; k < y->rank; k++) tile[k] = nest->tile[k];
+        for (int k = 0; k < y->rank; k++)
+            tile[k] = nest->tile[k];
         for (int j = first + 1; j < y->rank; j++) {
             if (j <= r.yd[r.gy1[gi] - 1]) tile[j] = y->dims[j];
             inner *= tile[j];
@@ -313,11 +355,15 @@ static void tile_conv(const bd_graph *g, bd_nest *nest) {
     cp->packed = x->dtype == BD_DT_FLOAT && w->constant && (nsp == 1 || nsp == 2);
     bool depthwise = group == C && group == M;
     int64_t ksize = 1;
-    for (int i = 0; i < nsp; i++) ksize *= cp->kernel[i];
+    for (int i = 0; i < nsp; i++)
+        ksize *= cp->kernel[i];
     int64_t mstep = group > 1 ? Mg * imax64(1, 48 / Mg) : 48; /* whole groups */
-    if (cp->packed && !depthwise) conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
-    else if (cp->packed) dwconv_tiling(g, nest, ksize);
-    else conv_tiling(g, nest, Cg * ksize, mstep, mstep, true, 1);
+    if (cp->packed && !depthwise)
+        conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
+    else if (cp->packed)
+        dwconv_tiling(g, nest, ksize);
+    else
+        conv_tiling(g, nest, Cg * ksize, mstep, mstep, true, 1);
     if (!cp->packed) return;
     int64_t OW = y->dims[1 + nsp], rows = nsp == 2 ? nest->tile[2] : 1;
     int64_t kh = nsp == 2 ? cp->kernel[0] : 1, kw = cp->kernel[nsp - 1];
@@ -340,17 +386,20 @@ static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
     int64_t Cg = operand_value(g, nest, cp->x)->dims[1] / group;
     int64_t Mg = operand_value(g, nest, cp->y)->dims[1] / group;
     int64_t ksize = 1;
-    for (int i = 0; i < cp->nsp; i++) ksize *= cp->kernel[i];
+    for (int i = 0; i < cp->nsp; i++)
+        ksize *= cp->kernel[i];
     /* Each output element gathers about Cg * ksize / stride^nsp products. */
     int64_t per_out = Cg * ksize;
-    for (int i = 0; i < cp->nsp; i++) per_out = imax64(1, per_out / cp->strides[i]);
+    for (int i = 0; i < cp->nsp; i++)
+        per_out = imax64(1, per_out / cp->strides[i]);
     conv_tiling(g, nest, per_out, group > 1 ? Mg : 1, group > 1 ? Mg : 1, true, 1);
 }
 
 static void tile_pool(const bd_graph *g, bd_nest *nest) {
     const bd_pool_params *pp = &nest->params.pool;
     int64_t ksize = 1;
-    for (int i = 0; i < pp->nsp; i++) ksize *= pp->kernel[i];
+    for (int i = 0; i < pp->nsp; i++)
+        ksize *= pp->kernel[i];
     bd_nest_tile_default(g, nest, imax64(64, (1 << 16) / ksize));
     /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
     nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
@@ -362,7 +411,8 @@ static void tile_matmul(const bd_graph *g, bd_nest *nest) {
     const bd_value *y = operand_value(g, nest, mp->y);
     bool f32 = a->dtype == BD_DT_FLOAT;
     bool b_shared = true; /* one B matrix for every batch */
-    for (int i = 0; i < mp->n_batch; i++) b_shared &= mp->b_bstride[i] == 0;
+    for (int i = 0; i < mp->n_batch; i++)
+        b_shared &= mp->b_bstride[i] == 0;
     /* B packed once at create time for the kernels (scaled by alpha when that is not 1) */
     mp->b_packed = f32 && b->constant && b_shared && b->rank >= 2;
     mp->alpha_in_b = mp->b_packed && mp->alpha != 1.0f;
@@ -370,11 +420,14 @@ static void tile_matmul(const bd_graph *g, bd_nest *nest) {
     mp->merged = !mp->gemm && mp->m_iter >= 0 && b_shared && mp->n_batch > 0;
     for (int j = 0; j < mp->n_batch && mp->merged; j++) {
         int64_t rows_after = mp->M * mp->K;
-        for (int i = j + 1; i < mp->n_batch; i++) rows_after *= y->dims[i];
+        for (int i = j + 1; i < mp->n_batch; i++)
+            rows_after *= y->dims[i];
         mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
     }
-    if (mp->merged && f32) matmul_tiling_merged(g, nest, mp);
-    else matmul_tiling(g, nest, mp, f32);
+    if (mp->merged && f32)
+        matmul_tiling_merged(g, nest, mp);
+    else
+        matmul_tiling(g, nest, mp, f32);
     mp->merged &= f32;
     if (f32) {
         int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
@@ -388,7 +441,8 @@ static void tile_norm(const bd_graph *g, bd_nest *nest) {
     const bd_norm_params *np = &nest->params.norm;
     const bd_value *x = operand_value(g, nest, np->x);
     int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) tile[i] = x->dims[i];
+    for (int i = 0; i < x->rank; i++)
+        tile[i] = x->dims[i];
     if (np->kind == BD_NORM_BATCH) {
         tile[0] = 1;
         tile[1] = imax64(1, imin64(x->dims[1], (1 << 15) / imax64(np->inner, 1)));
@@ -404,7 +458,8 @@ static void tile_norm(const bd_graph *g, bd_nest *nest) {
             rows_in *= x->dims[i];
         } else {
             tile[i] = imax64(1, target / rows_in);
-            for (int j = i - 1; j >= 0; j--) tile[j] = 1;
+            for (int j = i - 1; j >= 0; j--)
+                tile[j] = 1;
             break;
         }
     }
@@ -426,8 +481,9 @@ static void tile_lstm(const bd_graph *g, bd_nest *nest) {
     /* Scratch: input projections of every step, h, c, the gates of one step, the summed biases,
      * and the GEMM's own. */
     int64_t floats = lp->seq * bt * H4 + 2 * bt * lp->hidden + bt * H4 + H4 + lp->hidden + 64;
-    nest->scratch_bytes = floats * 4 + 256 +
-                          gemm_scratch_bound(imax64(lp->seq * bt, 1), H4, imax64(lp->input, lp->hidden));
+    nest->scratch_bytes =
+        floats * 4 + 256 +
+        gemm_scratch_bound(imax64(lp->seq * bt, 1), H4, imax64(lp->input, lp->hidden));
 }
 
 /* Tiles the nest with its whole dims uncut and the others cut from the innermost out so that a
@@ -496,8 +552,10 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         switch (n->body) {
         case BD_BODY_ELEMENTWISE: bd_nest_tile_default(g, n, ELEMENTWISE_TILE); break;
         case BD_BODY_COPY:
-            if (n->params.copy.reshape) tile_reshape(g, n);
-            else bd_nest_tile_default(g, n, data_tile_target(n));
+            if (n->params.copy.reshape)
+                tile_reshape(g, n);
+            else
+                bd_nest_tile_default(g, n, data_tile_target(n));
             break;
         case BD_BODY_PAD:
         case BD_BODY_GATHER: bd_nest_tile_default(g, n, data_tile_target(n)); break;

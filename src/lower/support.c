@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nest/loopnest.h"
 #include "front/passes.h"
+#include "nest/loopnest.h"
 
 typedef bd_status (*lower_fn)(bd_program *p, int node, bd_diag *d);
 

@@ -1,0 +1,102 @@
+/* reduce.c — shape and dtype inference for the Reduce* family, whose axes moved from an
+ * attribute to an input (ReduceSum at opset 13, the others at 18), with keepdims and
+ * noop_with_empty_axes. */
+#include <string.h>
+
+#include "infer/checks.h"
+
+bd_status bd_infer_reduce(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *axes_in = bd_node_in(g, n, 1);
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data"))) return s;
+    /* axes moved from an attribute to input 1 at ReduceSum-13 and the others' opset 18. */
+    int axes_input_since = n->op == BD_OP_REDUCE_SUM ? 13 : 18;
+    bool from_input = n->opset >= axes_input_since, keepdims = true, noop = false;
+    if ((s = bd_read_flag(d, n, "keepdims", 1, &keepdims))) return s;
+    if (from_input && (s = bd_read_flag(d, n, "noop_with_empty_axes", 0, &noop))) return s;
+
+    int64_t axes[BD_MAX_RANK];
+    int naxes = 0;
+    bool axes_known = true;
+    const bd_attr *attr = bd_node_attr(n, "axes");
+    if (!from_input) {
+        if (axes_in)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "input 1 (axes) exists from opset %d, the "
+                                "model uses opset %d",
+                                axes_input_since, n->opset);
+        if (attr) {
+            if (attr->type != BD_ATTR_INTS)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "attribute 'axes' must be a list of "
+                                    "ints");
+            if (attr->n > BD_MAX_RANK)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "attribute 'axes' lists %d axes, more "
+                                    "than any supported rank",
+                                    attr->n);
+            naxes = attr->n;
+            memcpy(axes, attr->ints, (size_t)naxes * sizeof *axes);
+        }
+    } else {
+        if (attr)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "attribute 'axes' is not allowed from "
+                                "opset %d (axes is input 1), the model uses opset %d",
+                                axes_input_since, n->opset);
+        if ((s = bd_need_dtype(d, n, axes_in, 1, "axes", BD_DT_INT64))) return s;
+        if (axes_in && axes_in->rank > 1)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axes) has rank %d, expected 1",
+                                axes_in->rank);
+        if (axes_in && axes_in->constant) {
+            if (axes_in->constant->numel > BD_MAX_RANK)
+                return bd_node_fail(d, BD_ERR_INVALID, n,
+                                    "input 1 (axes) lists %lld axes, more "
+                                    "than any supported rank",
+                                    (long long)axes_in->constant->numel);
+            for (int64_t i = 0; i < axes_in->constant->numel; i++)
+                axes[naxes++] = bd_tensor_get_i64(axes_in->constant, i);
+        } else if (axes_in) {
+            axes_known = bd_dim_of(axes_in, 0) == 0; /* a known-empty tensor needs no data */
+        }
+    }
+
+    int rank = x->rank;
+    if (rank < 0) return bd_value_set(d, n, y, x->dtype, -1, NULL);
+    int64_t dims[BD_MAX_RANK];
+    if (!axes_known) {
+        /* Which axes collapse is data; with keepdims only the extents are unknown. */
+        int64_t count = bd_dim_of(axes_in, 0);
+        if (keepdims) {
+            for (int i = 0; i < rank; i++)
+                dims[i] = x->dims[i] == 1 ? 1 : -1;
+            return bd_value_set(d, n, y, x->dtype, rank, dims);
+        }
+        if (count > rank)
+            return bd_node_fail(d, BD_ERR_INVALID, n,
+                                "input 1 (axes) lists %lld axes but input "
+                                "0 has rank %d",
+                                (long long)count, rank);
+        for (int i = 0; i < rank; i++)
+            dims[i] = -1;
+        return bd_value_set(d, n, y, x->dtype, count < 0 ? -1 : rank - (int)count, dims);
+    }
+    const char *axes_what = from_input ? "input 1 (axes)" : "attribute 'axes'";
+    if ((s = bd_norm_axes(d, n, axes_what, axes, naxes, rank))) return s;
+    if (naxes == 0 && noop) return bd_value_set(d, n, y, x->dtype, rank, x->dims);
+
+    bool reduced[BD_MAX_RANK] = {false};
+    for (int i = 0; i < rank; i++)
+        reduced[i] = naxes == 0; /* no axes: reduce them all */
+    for (int i = 0; i < naxes; i++)
+        reduced[axes[i]] = true;
+    int out_rank = 0;
+    for (int i = 0; i < rank; i++) {
+        if (!reduced[i])
+            dims[out_rank++] = x->dims[i];
+        else if (keepdims)
+            dims[out_rank++] = 1;
+    }
+    return bd_value_set(d, n, y, x->dtype, out_rank, dims);
+}
