@@ -169,3 +169,60 @@ void bd_memory_plan_dump(const bd_program *p, const bd_memory_plan *m, FILE *f) 
                 kinds[s->kind], (long long)s->where);
     }
 }
+
+bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                                bd_diag *d) {
+    (void)d;
+    bd_graph *g = p->graph;
+    size_t nv = g->values.len;
+    int *first = malloc((nv + 1) * sizeof *first), *last = malloc((nv + 1) * sizeof *last);
+    int64_t *bytes = calloc(nv + 1, sizeof *bytes);
+    int *live = malloc((nv + 1) * sizeof *live), n_live = 0;
+    BD_ASSERT(first && last && bytes && live);
+    for (size_t v = 0; v < nv; v++) first[v] = last[v] = -1;
+    for (int step = 0; step < s->n_steps; step++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
+        for (int k = 0; k < n->n_operands; k++) {
+            int v = n->operands[k].value;
+            const bd_storage *st = &m->storage[v];
+            BD_ASSERT(st->kind != BD_STORE_NONE);
+            if (st->kind != BD_STORE_ARENA) continue;
+            if (first[v] < 0) {
+                const bd_value *val = bd_graph_value(g, v);
+                int64_t numel = 0;
+                BD_ASSERT(bd_dims_numel(val->rank, val->dims, &numel) &&
+                          bd_dtype_nbytes(val->dtype, numel, &bytes[v]));
+                BD_ASSERT(st->where % 64 == 0 && st->where + bytes[v] <= m->arena_bytes);
+                first[v] = step;
+            }
+            last[v] = step;
+        }
+    }
+    /* Sweep the steps: a value that starts at a step must not share bytes with one live there. */
+    for (int step = 0; step < s->n_steps; step++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
+        int kept = 0;
+        for (int i = 0; i < n_live; i++)
+            if (last[live[i]] >= step) live[kept++] = live[i];
+        n_live = kept;
+        for (int k = 0; k < n->n_operands; k++) {
+            int v = n->operands[k].value;
+            if (first[v] != step || m->storage[v].kind != BD_STORE_ARENA) continue;
+            bool listed = false;
+            int64_t lo = m->storage[v].where, hi = lo + bytes[v];
+            for (int i = 0; i < n_live; i++) {
+                int u = live[i];
+                listed |= u == v;
+                if (u == v) continue;
+                int64_t ulo = m->storage[u].where, uhi = ulo + bytes[u];
+                BD_ASSERT(hi <= ulo || uhi <= lo);
+            }
+            if (!listed) live[n_live++] = v;
+        }
+    }
+    free(first);
+    free(last);
+    free(bytes);
+    free(live);
+    return BD_OK;
+}

@@ -37,6 +37,10 @@ typedef struct bd_memory_plan {
 bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_activation_bytes,
                          bd_memory_plan *m, bd_diag *d);
 void bd_memory_plan_free(bd_memory_plan *m);
+/* Every operand has storage, arena values lie in the arena 64-byte aligned, and no value is
+ * written over bytes another value still live at that step holds. */
+bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                                bd_diag *d);
 /* --dump=memory: one line per planned value. */
 void bd_memory_plan_dump(const bd_program *p, const bd_memory_plan *m, FILE *f);
 
