@@ -237,8 +237,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s) s = bd_compile_front(o->model, &o->limits, &m, d);
     if (!s) progress_step(&pr, "load, verify, infer, fold");
     if (!s && bd_support_check(m->graph, print_unsupported, NULL))
-        s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets or dtypes bdc cannot compile "
-                    "yet (listed above)");
+        s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
+                    "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
     const bd_target *t = o->target ? o->target : bd_targets[0];
     if (!s) s = bd_plan_program(m->graph, t, o->no_fusion ? BD_FUSION_NONE : BD_FUSION_OP,

@@ -14,6 +14,12 @@ static const bd_lower_fn lower_fns[BD_OP_COUNT] = {
 #undef X
 };
 
+bd_status bd_lower_node(bd_program *p, int node, bd_diag *d) {
+    const bd_node *n = bd_graph_node(p->graph, node);
+    BD_ASSERT(!n->dead && n->op != BD_OP_UNKNOWN); /* the support check ran before */
+    return lower_fns[n->op](p, node, d);
+}
+
 bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d) {
     p->graph = g;
     p->nests = BD_VEC(bd_nest);
@@ -30,10 +36,8 @@ bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d) {
         bd_access_identity(bd_nest_operand(n, v, true, val->rank), 0);
     }
     for (size_t i = 0; i < g->nodes.len; i++) {
-        bd_node *n = bd_graph_node(g, (int)i);
-        if (n->dead) continue;
-        BD_ASSERT(n->op != BD_OP_UNKNOWN); /* the support check ran before */
-        bd_status s = lower_fns[n->op](p, (int)i, d);
+        if (bd_graph_node(g, (int)i)->dead) continue;
+        bd_status s = bd_lower_node(p, (int)i, d);
         if (s) return s;
     }
     return bd_program_verify(p, d);

@@ -1,6 +1,9 @@
 /* support.c — decides which nodes bdc can compile: op in the table, opset in range, dtypes the
- * code generator handles, tensor-typed values. It reports every offender rather than stopping at
- * the first, so that `bdc inspect` can list them all and `compile` can refuse with exit 3.
+ * code generator handles, tensor-typed values, and then whatever the node's own lowering refuses
+ * (an attribute value, a dtype one of its bodies does not compute, a shape that is not static):
+ * every node that passes the first checks is lowered into a scratch program and its refusal, if
+ * any, is listed with the others. It reports every offender rather than stopping at the first, so
+ * that `bdc inspect` lists them all and `compile` refuses with exit 3 before any work.
  *
  * float16 and bfloat16 are stored as their 16-bit patterns. Only two kinds of lowering can take
  * them: the elementwise ops (converted to float on load, computed in float, rounded to nearest
@@ -10,6 +13,7 @@
  * lowering; the op table's `lower` column decides which kind an op is. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "front/passes.h"
@@ -108,6 +112,28 @@ static const char *io_problem(const bd_value *v, const char *what, char *buf, si
     return buf;
 }
 
+/* Lowers node i into a scratch program; its refusal's reason (without the "node 'x' (Op): "
+ * that report() prints itself) into buf, or NULL. Values lowering adds to the graph (a
+ * ConstantOfShape's fill) are dropped again, so the graph comes back as it was. */
+static const char *lowering_problem(bd_graph *g, int i, char *buf, size_t len) {
+    const bd_node *n = bd_graph_node(g, i);
+    size_t values = g->values.len;
+    bd_program scratch = {.graph = g, .nests = BD_VEC(bd_nest)};
+    bd_diag d = {0};
+    bd_status s = bd_lower_node(&scratch, i, &d);
+    bd_program_free(&scratch);
+    g->values.len = values;
+    if (!s) return NULL;
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "node '%s' (%s): ", bd_quote(n->name), bd_quote(n->op_type));
+    size_t pl = strlen(prefix);
+    const char *reason = strncmp(d.msg, prefix, pl) == 0 ? d.msg + pl : d.msg;
+    size_t m = strlen(reason) < len ? strlen(reason) : len - 1;
+    memcpy(buf, reason, m);
+    buf[m] = 0;
+    return buf;
+}
+
 int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx) {
     char buf[512];
     int count = 0;
@@ -120,9 +146,24 @@ int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
         if (io_problem(v, "output", buf, sizeof buf)) report(ctx, NULL, v, buf), count++;
     }
+    /* A node downstream of a refused one, or with a shape that is not static (which lowering
+     * refuses on its own, at the first such node), is not lowered here: its refusal would only
+     * echo the first. */
+    bool *skip = calloc(g->nodes.len + 1, sizeof *skip);
+    BD_ASSERT(skip);
     for (size_t i = 0; i < g->nodes.len; i++) {
         const bd_node *n = bd_graph_node(g, (int)i);
-        if (!n->dead && node_problem(g, n, buf, sizeof buf)) report(ctx, n, NULL, buf), count++;
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_inputs + n->n_outputs && !skip[i]; k++) {
+            const bd_value *v = k < n->n_inputs ? bd_node_in(g, n, k) : bd_node_out(g, n, k - n->n_inputs);
+            skip[i] = v && (!bd_value_shape_known(v) || (v->producer >= 0 && skip[v->producer]));
+        }
+        if (node_problem(g, n, buf, sizeof buf) ||
+            (!skip[i] && lowering_problem(g, (int)i, buf, sizeof buf))) {
+            report(ctx, n, NULL, buf), count++;
+            skip[i] = true;
+        }
     }
+    free(skip);
     return count;
 }

@@ -132,13 +132,15 @@ BD_OPS(X)
 
 /* lower/support.c: calls report() for every node (or graph input/output) bdc cannot compile,
  * with the reason; returns how many. node is NULL for a graph input/output, named by value. Runs
- * before lowering, so that every offender is listed at once. */
+ * before lowering and lists every offender at once, including what a node's lowering refuses. */
 typedef void (*bd_unsupported_fn)(void *ctx, const bd_node *node, const bd_value *value,
                                   const char *reason);
 int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx);
 
-/* lower.c: one or more nests per live node, in topological order. */
+/* lower.c: one or more nests per live node, in topological order (verified); or those of one
+ * node, appended to p. */
 bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d);
+bd_status bd_lower_node(bd_program *p, int node, bd_diag *d);
 void bd_program_free(bd_program *p);
 
 /* Helpers for the per-op lowering functions (lower.c). */
