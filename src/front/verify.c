@@ -39,10 +39,14 @@ static bd_status verify_graph(bd_model *m, bd_graph *g, bd_diag *d) {
                 return bd_node_fail(d, BD_ERR_INVALID, n, "has %d outputs, expected %d to %d",
                                     n->n_outputs, info->out_min, info->out_max);
             }
-            /* Required inputs (those below in_min) may not be omitted with "". */
+            /* Required inputs and outputs (those below in_min, out_min) may not be omitted
+             * with "". */
             for (int k = 0; k < info->in_min && k < n->n_inputs; k++)
                 if (n->inputs[k] < 0)
                     return bd_node_fail(d, BD_ERR_INVALID, n, "required input %d is empty", k);
+            for (int k = 0; k < info->out_min && k < n->n_outputs; k++)
+                if (n->outputs[k] < 0)
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "required output %d is empty", k);
         }
         for (int a = 0; a < n->n_attrs; a++) {
             const bd_attr *at = &n->attrs[a];

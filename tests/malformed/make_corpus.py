@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 IR_VERSION = 8
 OPSET = 17
@@ -189,6 +189,13 @@ def build(out):
     write("undefined_input.onnx", make_model([
         helper.make_node("Relu", ["ghost_value"], ["Y"], name="relu"),
     ]), 2, "ghost_value")
+    # A required output left empty (""): LayerNormalization's Y, with only Mean kept.
+    write("empty_required_output.onnx", make_model([
+        helper.make_node("LayerNormalization", ["X", "X_scale"], ["", "Y"], name="ln_no_y",
+                         axis=-1),
+    ], initializers=[numpy_helper.from_array(np.ones(3, np.float32), "X_scale")],
+        outputs=[helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 1])]),
+        2, r"^(?=.*ln_no_y)(?=.*required output 0)")
     write("duplicate_output.onnx", make_model([
         helper.make_node("Relu", ["X"], ["dup_out"], name="relu"),
         helper.make_node("Sigmoid", ["X"], ["dup_out"], name="sigmoid"),
