@@ -3,7 +3,7 @@
  * One X-macro table: enum name, ONNX code, printable name, bits per element, and whether the
  * compiler can compute with it yet (the loader reads every listed type; `supported` only decides
  * what `bdc inspect` reports as unsupported). float16 and bfloat16 are supported by the ops that
- * copy elements or compute elementwise in float (support.c refuses them everywhere else). */
+ * copy elements or compute elementwise in float (lower/support.c refuses them everywhere else). */
 #ifndef BD_DTYPE_H
 #define BD_DTYPE_H
 

@@ -2,8 +2,8 @@
  * published executable (or static library and header).
  *
  * front end (load, verify, infer + fold, simplify) -> support check -> the nest program's passes
- * (lower, fuse, schedule, plan memory: pipeline.c) -> C emission -> native build in a private
- * folder -> atomic publish. The native compiler sees only
+ * (lower, tile, fuse, schedule, plan memory: pipeline.c) -> the target's printer -> native build
+ * in a private folder -> atomic publish. The native compiler sees only
  * files bdc wrote under fixed names (model.c, weights.S, weights.bin), so nothing from the model
  * reaches an argv or a file name. The runtime and kernel libraries are found next to the bdc
  * executable (bdc-runtime/, staged there by the build) or in $BDC_RUNTIME_DIR. */

@@ -1,5 +1,6 @@
-/* passes.h — the compiler pipeline's stages, in the order bd_compile_front() calls them, and the
- * per-op inference/folding functions named by the op table. */
+/* passes.h — the front half's passes (load, verify, infer + fold, simplify), in the order
+ * bd_compile_front() calls them, and the per-op inference/folding functions named by the op
+ * table. The passes over the nest program are declared by their folders (nest/, fuse/, ...). */
 #ifndef BD_PASSES_H
 #define BD_PASSES_H
 
@@ -44,7 +45,7 @@ BD_OPS(X)
 /* Shared inference helpers (graph.c unless noted). */
 /* Numpy-style broadcast of two shapes (-1 = unknown extent); false when incompatible. An unknown
  * rank (< 0) on either side gives true with *rout = -1; out may alias a or b.
- * (infer_elementwise.c) */
+ * (infer/elementwise.c) */
 bool bd_broadcast_shapes(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
                          int64_t *out);
 /* Normalises axis in [-rank, rank) to [0, rank); false when out of range. */
@@ -55,7 +56,7 @@ bool bd_value_const_ints(const bd_value *v, int64_t *out, int max, int *n);
 
 /* Where a Slice reads: per input axis, the first index, the step and the output extent (-1 when
  * not known at compile time), from its starts/ends/axes/steps clamped as the spec says; validates
- * them (infer_shape_ops.c; inference, folding and lowering all read Slice through it). */
+ * them (infer/data.c; inference, folding and lowering all read Slice through it). */
 typedef struct bd_slice_plan {
     int rank; /* input rank, -1 when unknown */
     int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], dims[BD_MAX_RANK];

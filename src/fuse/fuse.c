@@ -147,7 +147,7 @@ static bool activation_of(const bd_program *p, const bd_nest *c, int cur, const 
         leaf[k] = bd_expr_const(act, k0, BD_DT_FLOAT);
     }
     if (c->n_operands < 2 || c->operands[0].value != cur) return false;
-    int r = bd_expr_splice(act, x, leaf, NULL);
+    int r = bd_expr_splice(act, x, leaf);
     if (r < 0) return false;
     if (bd_expr_root(act)->op == BD_EXPR_LOAD)
         act->n = 0; /* Clip without bounds: nothing to do */
@@ -157,7 +157,7 @@ static bool activation_of(const bd_program *p, const bd_nest *c, int cur, const 
 }
 
 /* SiLU: value cur read by exactly a Sigmoid nest s and a Mul nest m = cur * s(cur) (either
- * order); the activation MUL(x, SIGMOID(x)) into act, the two nests into *s_out, *m_out. */
+ * order); the activation SILU(x) into act, the two nests into *s_out, *m_out. */
 static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd_value *ref,
                     bd_expr *act, int *s_out, int *m_out) {
     if (ix->graph_output[cur] || readers(ix, cur) != 2) return false;
@@ -176,11 +176,7 @@ static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd
             continue;
         if (!binary_of(p, mn, BD_EXPR_MUL, cur, &other, ref) || other != sv) continue;
         memset(act, 0, sizeof *act);
-        int x0 = bd_expr_load(act, 0, BD_DT_FLOAT);
-        int sg = bd_expr_unary(act, BD_EXPR_SIGMOID, BD_DT_FLOAT, x0);
-        const bd_expr *mx = &mn->params.expr;
-        bool x_first = mn->operands[mx->node[bd_expr_root(mx)->arg[0]].operand].value == cur;
-        bd_expr_binary(act, BD_EXPR_MUL, BD_DT_FLOAT, x_first ? x0 : sg, x_first ? sg : x0);
+        bd_expr_unary(act, BD_EXPR_SILU, BD_DT_FLOAT, bd_expr_load(act, 0, BD_DT_FLOAT));
         *s_out = s;
         *m_out = m;
         return true;

@@ -9,7 +9,8 @@
  *     (a residual): the nest's epilogue adds it;
  *   - then one activation: an expression of the value alone (Relu, LeakyRelu, HardSwish, Clip
  *     with constant bounds), or SiLU written as Mul(x, Sigmoid(x)) (both nests absorbed; x read
- *     by exactly those two): the epilogue's expression, composed from the absorbed nests'.
+ *     by exactly those two, the expression op SILU): the epilogue's expression, composed from
+ *     the absorbed nest's.
  * A tensor added must be computed before the absorbing nest. The nest then writes the last
  * absorbed nest's output, the absorbed nests are removed, and the intermediate values are never
  * stored. The decisions read only the nests (bodies, expressions, access maps) and the values'

@@ -1,4 +1,4 @@
-/* infer_elementwise.c — shape/dtype inference and constant folding for the elementwise ops:
+/* elementwise.c — shape/dtype inference and constant folding for the elementwise ops:
  * unary math and activations, broadcasting arithmetic, comparisons and logic, Where, Cast,
  * Identity, Dropout and the normalisations (BatchNormalization, LayerNormalization), whose main
  * output has their input's shape.

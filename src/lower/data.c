@@ -1,22 +1,23 @@
-/* lower_data.c — lowering of the ops that move data without computing on it: Identity, Dropout
+/* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
  * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Expand, Concat, Split, Pad,
  * Gather and Resize.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
- * (lower_data.h). The access maps say exactly what each block reads: a transpose reads its input
+ * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
  * along permuted iteration dims, a slice at scale `step` and offset `start`, an expand at index 0
  * along broadcast dims. A reshape is split into groups of dims whose extents multiply to the same
  * count on both sides: a dim that keeps its extent maps 1:1; an input dim split into several output
- * dims maps affinely from the outermost of them while the tiling keeps the inner ones whole; merged
- * or reshuffled dims are FULL when the block covers the group whole, else OPAQUE.
+ * dims maps affinely from the outermost of them while the tile keeps the inner ones whole; merged
+ * or reshuffled dims are FULL when the block covers the group whole, else OPAQUE (these maps follow
+ * the tile: bd_nest_set_tile recomputes them).
  *
  * Concat and Split do not gather into or scatter from a separate buffer: Concat becomes one nest
  * per input writing its slice of the output (an AFFINE write with the concat offset), Split one
  * nest per output reading its slice, so each piece depends only on the producer blocks it touches
  * and the concat itself disappears. Pad, Gather and Resize have their own bodies; Resize's sampling
- * tables (bd_resize_table for nearest and linear, bd_resize_filter for cubic and antialiased
- * linear, whose windows of taps follow the spec's reference implementation) are computed here to
- * find the dims it leaves alone, and again by the emitter. */
+ * tables (resize_table for nearest and linear, resize_filter for cubic and antialiased linear,
+ * whose windows of taps follow the spec's reference implementation) are computed here, once: to
+ * find the dims it leaves alone, and into the program's arena for the printer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,7 +234,7 @@ bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- ConstantOfShape */
 
-/* Small results fold (infer_shape_ops.c); one too big to fold (or past the folding budget) is a
+/* Small results fold (infer/data.c); one too big to fold (or past the folding budget) is a
  * COPY nest broadcasting the one-element `value` (a constant value added to the graph) to y. */
 bd_status bd_lower_constant_of_shape(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
@@ -848,7 +849,7 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
                             "%d are supported)", n_linear, RESIZE_MAX_LINEAR_DIMS);
 
     /* The filter modes combine the active dims but the last into a per-thread row buffer first
-     * (emit_c_data.c): the last one's input extent times the dims inside it, unless that is huge
+     * (target/cpu/emit_data.c): the last one's input extent times the dims inside it, unless that is huge
      * (then each output sums over the product of the windows directly). */
     int last = -1, n_active = 0;
     for (int k = 0; k < r; k++)

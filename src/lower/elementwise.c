@@ -122,10 +122,10 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     if (out->constant) return BD_OK; /* folded: stored with the weights */
     if (!bd_value_shape_known(out))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output shape is not static");
-    /* An expression node has a dtype: refuse a value without one (the memory plan would) */
+    /* An expression node has a dtype: refuse a value the memory plan would refuse too */
     for (int k = -1; k < n->n_inputs; k++) {
         const bd_value *v = k < 0 ? out : bd_node_in(g, n, k);
-        if (v && !bd_dtype_known(v->dtype))
+        if (v && !bd_dtype_supported(v->dtype))
             return bd_fail(d, BD_ERR_UNSUPPORTED, "value '%s' has dtype %s, which code generation "
                            "does not handle", bd_quote(v->name), bd_dtype_name(v->dtype));
     }

@@ -1,4 +1,4 @@
-/* lower_nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool/AveragePool,
+/* nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool/AveragePool,
  * GlobalAveragePool, MatMul/Gemm, BatchNormalization/LayerNormalization and LSTM.
  *
  * Each op becomes one nest over its output. The access maps follow the window arithmetic: an
@@ -8,12 +8,9 @@
  * whole groups and the channel ratio is an integer, else FULL. Reduced dims (K of a matrix
  * product, the input channels of an ungrouped convolution) are FULL.
  *
- * Tilings aim at enough blocks for every thread (dynamic scheduling balances uneven ones) while
- * keeping each block big enough that the micro-kernels run at speed. Convolutions and float32
- * matrix products that run on kernels/ pick their tile by a small search over a cost model (the
- * register-tile work, the packing each block repeats, a dispatch cost), scored over 1 to 8
- * threads; depthwise convolutions cut channels; the generated loops cut leading dims. The
- * geometry helpers (window reading, auto_pad resolution) repeat the ones of infer_nn.c, which
+ * Every nest starts as one block: the target's tile pass (target/cpu/tile.c) picks the tile and
+ * the kernels, and bd_nest_set_tile recomputes the channel maps that follow the tile. The
+ * geometry helpers (window reading, auto_pad resolution) repeat the ones of infer/nn.c, which
  * computes the same extents for shape inference: here they also give the pads actually applied.
  *
  * Each nest writes the op's own output: the bias Add, residual Add and activation that may follow

@@ -1,13 +1,12 @@
-/* lower_reduce.c — lowering of the reductions (ReduceSum, ReduceMean, ReduceMax) and of Softmax /
+/* reduce.c — lowering of the reductions (ReduceSum, ReduceMean, ReduceMax) and of Softmax /
  * LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
  * one to one onto output dims. Softmax writes the same shape it reads; the dims it normalises over
  * (one axis from opset 13, every dim from `axis` on before, where the input is coerced to 2-D) are
- * whole inside a block and FULL in the input's map, the other dims are tiled. Tiles keep trailing
- * dims whole (contiguous inner loops) and aim at a fixed amount of input per block, so small ops
- * run as one block and big ones give many blocks for the thread pool. */
+ * whole inside a block (marked `whole` for the tilers) and FULL in the input's map; the other dims
+ * are the target's to tile. */
 #include "lower/lower.h"
 
 static bool is_empty(const bd_value *v) {

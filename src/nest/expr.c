@@ -17,10 +17,6 @@ static const struct {
 int bd_expr_arity(bd_expr_op op) {
     return ops[op].args;
 }
-const char *bd_expr_op_name(bd_expr_op op) {
-    return ops[op].name;
-}
-
 static int push(bd_expr *x, bd_expr_node node) {
     if (x->overflow || x->n >= BD_EXPR_MAX_NODES) {
         x->overflow = true;
@@ -66,15 +62,7 @@ const bd_expr_node *bd_expr_root(const bd_expr *x) {
     return x->n ? &x->node[x->n - 1] : NULL;
 }
 
-bool bd_expr_reads(const bd_expr *x, int i, int operand) {
-    const bd_expr_node *e = &x->node[i];
-    if (e->op == BD_EXPR_LOAD) return e->operand == operand;
-    for (int a = 0; a < ops[e->op].args; a++)
-        if (bd_expr_reads(x, e->arg[a], operand)) return true;
-    return false;
-}
-
-int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf, const int *operand_map) {
+int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf) {
     int map[BD_EXPR_MAX_NODES];
     int last = -1;
     for (int i = 0; i < src->n; i++) {
@@ -83,7 +71,6 @@ int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf, const int 
             map[i] = last = leaf[e.operand];
             continue;
         }
-        if (e.op == BD_EXPR_LOAD && operand_map) e.operand = operand_map[e.operand];
         for (int a = 0; a < ops[e.op].args; a++)
             e.arg[a] = map[e.arg[a]];
         map[i] = last = push(dst, e);

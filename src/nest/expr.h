@@ -38,6 +38,7 @@
     X(HARD_SWISH, 1, 0)   /* a * max(0, min(1, a / 6 + 1/2)) */                                    \
     X(GELU, 1, 0)         /* a/2 (1 + erf(a / sqrt 2)) */                                          \
     X(GELU_TANH, 1, 0)    /* a/2 (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) */                      \
+    X(SILU, 1, 0)         /* a * sigmoid(a): fusion's name for Mul(x, Sigmoid(x)) */                \
     X(ADD, 2, 0)                                                                                   \
     X(SUB, 2, 0)                                                                                   \
     X(MUL, 2, 0)                                                                                   \
@@ -77,7 +78,6 @@ typedef struct bd_expr {
 } bd_expr;
 
 int bd_expr_arity(bd_expr_op op);
-const char *bd_expr_op_name(bd_expr_op op);
 
 /* Builders: append a node, return its index (-1 once the expression is full, which also sets
  * overflow; every builder passes -1 through). */
@@ -92,13 +92,10 @@ int bd_expr_unary_k(bd_expr *x, bd_expr_op op, int dtype, int a, double k0, doub
 
 /* The result node, or NULL for an empty expression. */
 const bd_expr_node *bd_expr_root(const bd_expr *x);
-/* Whether node i (or any node it reads) loads operand k. */
-bool bd_expr_reads(const bd_expr *x, int i, int operand);
 /* Appends src's nodes to dst with src's LOAD k replaced by dst node leaf[k] (a leaf of -1 keeps
- * the load, renumbered through operand_map[k] when operand_map is given); returns the index of
- * src's result in dst, -1 on overflow. How fusion composes a consumer's expression into its
- * producer's. */
-int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf, const int *operand_map);
+ * the load); returns the index of src's result in dst, -1 on overflow. How fusion composes a
+ * consumer's expression into its producer's. */
+int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf);
 
 /* Makes node `root` the result and drops the nodes it does not use (a load whose value an op
  * ignores, as x^2 ignores its exponent), keeping the order of the rest. */

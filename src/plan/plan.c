@@ -44,26 +44,6 @@ static int64_t plan_arena(live_range *r, int n) {
     return total;
 }
 
-/* Element types the generated programs hold (float16/bfloat16 as bit patterns). */
-static bool storable(int dt) {
-    switch (dt) {
-    case BD_DT_FLOAT:
-    case BD_DT_DOUBLE:
-    case BD_DT_INT8:
-    case BD_DT_UINT8:
-    case BD_DT_BOOL:
-    case BD_DT_INT16:
-    case BD_DT_UINT16:
-    case BD_DT_FLOAT16:
-    case BD_DT_BFLOAT16:
-    case BD_DT_INT32:
-    case BD_DT_UINT32:
-    case BD_DT_INT64:
-    case BD_DT_UINT64: return true;
-    default: return false;
-    }
-}
-
 static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan *m,
                        live_range *ranges, int *index, int *n_ranges, bd_diag *d) {
     bd_graph *g = p->graph;
@@ -72,7 +52,7 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
         for (int k = 0; k < n->n_operands; k++) {
             int v = n->operands[k].value;
             const bd_value *val = bd_graph_value(g, v);
-            if (!storable(val->dtype))
+            if (!bd_dtype_supported(val->dtype))
                 return bd_fail(d, BD_ERR_UNSUPPORTED,
                                "value '%s' has dtype %s, which code "
                                "generation does not handle",

@@ -57,6 +57,7 @@ const bd_expr_dialect bd_c_dialect = {
         [BD_EXPR_GELU_TANH] =
             FLOATS("0.5f * $0 * (1 + bd_tanh_v(0.7978845608028654f * ($0 + 0.044715f * $0 * $0 * $0)))",
                    "0.5 * $0 * (1 + tanh(0.7978845608028654 * ($0 + 0.044715 * $0 * $0 * $0)))"),
+        [BD_EXPR_SILU] = FLOATS("$0 / (1.0f + bd_exp_v(-$0))", "$0 / (1.0 + exp(-$0))"),
         [BD_EXPR_ADD] = ALL("$0 + $1"),
         [BD_EXPR_SUB] = ALL("$0 - $1"),
         [BD_EXPR_MUL] = ALL("$0 * $1"),

@@ -1,10 +1,10 @@
-/* emit_c.c — prints a loop-nest program as one C file (plus the weight blob it embeds).
+/* emit.c — the CPU target's printer: a planned loop-nest program as one C file plus the weight
+ * blob it embeds (with .incbin, so compile time stays flat in weight size).
  *
- * Storage is decided first: graph inputs and outputs live in caller buffers, constants in one blob
- * that the assembler embeds with .incbin (so compile time stays flat in weight size), and every
- * other value at an offset in one arena, planned by lifetimes over the nest order (first fit, 64-byte
- * aligned). Then each nest becomes a block function whose body comes from the emitter for its body
- * kind (emit_c_*.c), and run() calls the runtime thread pool once per nest, in program order. */
+ * It decides nothing about memory or order: values live where the memory plan (plan/plan.c) put
+ * them, the constants enter the blob at the plan's offsets, and run() hands the steps of the
+ * schedule (schedule/schedule.c) to the runtime's thread pool. Each nest becomes a block function
+ * whose body comes from the printer of its body kind (emit_*.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

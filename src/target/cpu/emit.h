@@ -1,16 +1,16 @@
-/* emit_c.h — the C printer over the loop-nest program, and the interface its per-body emitters
- * (emit_c_*.c) use.
+/* emit.h — the CPU target's C printer (emit.c) and the interface its per-body printers
+ * (emit_*.c) use.
  *
  * The generated file holds one block function per nest, `static void kN(void *ctx, int64_t block,
- * int thread)`, and create/run/destroy functions; run() hands each nest's blocks to the runtime's
- * thread pool in program order. Inside a block function a body emitter can use:
+ * int thread)`, and create/run/destroy functions; run() hands each step's blocks to the runtime's
+ * thread pool in the schedule's order. Inside a block function a body emitter can use:
  *   S        bd_state *: S->arena (intermediates), S->in[k]/S->out[k] (graph I/O),
  *            S->packed[slot] (data prepared at create time, e.g. packed weights)
  *   lo, hi   int64_t[n_iter]: the block's index range along every iteration dim (hi exclusive)
  *   scratch  unsigned char *: this thread's scratch, n->scratch_bytes long (64-byte aligned)
  *   thread   int: the worker index
  * Model strings never reach generated code except escaped inside comments or as octal-escaped
- * string literals (bd_emit_c_string); every identifier comes from an index. */
+ * string literals (bd_print_string_literal); every identifier comes from an index. */
 #ifndef BD_EMIT_C_H
 #define BD_EMIT_C_H
 

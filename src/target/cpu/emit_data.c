@@ -1,5 +1,5 @@
-/* emit_c_data.c — C bodies for the data-movement nests: COPY (every strided remap), PAD, GATHER and
- * RESIZE (lower_data.h holds their parameters).
+/* emit_data.c — C bodies for the data-movement nests: COPY (every strided remap), PAD, GATHER and
+ * RESIZE (nest/params.h holds their parameters).
  *
  * A copy walks the block with one loop per iteration dim, but first folds a dim into the loop
  * inside it whenever the inner loop covers its dims whole in every block and the strides continue
@@ -9,20 +9,17 @@
  * sides stay in cache; 4-byte elements go through 4 x 4 register transposes (GCC/Clang vector
  * extensions). Elements are copied by their C type, so every dtype works. Pad splits the innermost
  * row into head padding, a memcpy of the kept input and tail padding. Resize reads its per-dim
- * sampling tables (input offsets and weights, computed at compile time and embedded with the
+ * sampling tables (input offsets and weights, computed once by lowering and embedded with the
  * weights) and interpolates linearly with nested lerps over the 2^k corners; nearest copies an
  * output row whose source row repeats, and writes each input element f times for an integer
  * upsampling factor f of the innermost dim. Cubic and antialiased linear weigh a window of taps
  * per output index and dim, applied one dim after the other through a per-thread row buffer. */
-#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "target/cpu/emit.h"
 
 enum { TRANSPOSE_BLOCK = 32 };
-
-static const char *literal(bd_emitter *e, double x, int dtype) { return bd_emit_float(e, x, dtype); }
 
 static int elem_size(int dtype) { return bd_dtype_bits(dtype) / 8; }
 
@@ -198,7 +195,7 @@ bd_status bd_emit_body_COPY(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     bd_emit(e, "%s *Y = %s;", type, bd_emit_ptr(e, yo->value));
     int64_t xs[BD_MAX_RANK];
     if (cp->fill) {
-        bd_emit(e, "const %s fill = (%s)%s;", type, type, literal(e, cp->fill_value, ydt));
+        bd_emit(e, "const %s fill = (%s)%s;", type, type, bd_emit_float(e, cp->fill_value, ydt));
         bd_emit(e, "const %s *X = &fill;", type);
         for (int k = 0; k < n->n_iter; k++) xs[k] = 0;
     } else {
@@ -257,7 +254,7 @@ bd_status bd_emit_body_PAD(bd_emitter *e, const bd_nest *n, bd_emit_phase phase,
         if (pp->value_operand >= 0)
             bd_emit(e, "const %s cv = %s[0];", type, bd_emit_ptr(e, n->operands[pp->value_operand].value));
         else
-            bd_emit(e, "const %s cv = (%s)%s;", type, type, literal(e, pp->value, y->dtype));
+            bd_emit(e, "const %s cv = (%s)%s;", type, type, bd_emit_float(e, pp->value, y->dtype));
     }
     if (r == 0) {
         bd_emit(e, "Y[0] = X[0];");
@@ -494,7 +491,7 @@ static bd_status emit_resize_sample(bd_emitter *e, const bd_nest *n, bd_diag *d)
                              : bd_emit_str(e, "X[%s]", xo);
     if (any_ext)
         bd_emit(e, "Y[%s] = %s ? (%s)%s : %s;", yo, ex, type,
-                literal(e, rp->extrapolation_value, y->dtype), val);
+                bd_emit_float(e, rp->extrapolation_value, y->dtype), val);
     else
         bd_emit(e, "Y[%s] = %s;", yo, val);
     for (int k = 0; k < r; k++) bd_emit_close(e, NULL);
@@ -651,7 +648,7 @@ static bd_status emit_resize_filter(bd_emitter *e, const bd_nest *n, bd_diag *d)
     else emit_filter_sum(e, act, na, 0, "X", xo, wt, taps);
     if (any_ext)
         bd_emit(e, "Y[%s] = %s ? (%s)%s : (%s)s0;", yo, ex, type,
-                literal(e, rp->extrapolation_value, y->dtype), type);
+                bd_emit_float(e, rp->extrapolation_value, y->dtype), type);
     else
         bd_emit(e, "Y[%s] = (%s)s0;", yo, type);
     for (int k = 0; k < r; k++) bd_emit_close(e, NULL);

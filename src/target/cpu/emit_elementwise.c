@@ -5,9 +5,6 @@
  * of index x stride, with stride 0 along broadcast dims, so broadcasting needs no copies. The
  * operands the expression loads become locals `a`, `b`, `c`, ... and the expression is printed
  * through the C dialect (dialect.c), which also spells the float16/bfloat16 conversions. */
-#include <float.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "target/cpu/emit.h"
 

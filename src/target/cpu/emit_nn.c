@@ -1,5 +1,5 @@
-/* emit_c_nn.c — C bodies of the neural-network nests: CONV, CONV_TRANSPOSE, POOL, GLOBAL_POOL,
- * MATMUL, NORM and LSTM (parameters resolved by lower_nn.c, see lower_nn.h).
+/* emit_nn.c — C bodies of the neural-network nests: CONV, CONV_TRANSPOSE, POOL, GLOBAL_POOL,
+ * MATMUL, NORM and LSTM (parameters resolved by lower/nn.c and the CPU tiler, see nest/params.h).
  *
  * float32 convolutions of rank 1 and 2 with constant weights and every float32 matrix product
  * call the micro-kernels of kernels/bd_kernels.h: weights (and constant B matrices) are packed
@@ -10,8 +10,8 @@
  * each block's [lo, hi) ranges; window loops start and stop at the first and last tap that falls
  * inside the input, so the inner loops carry no bounds tests.
  *
- * Fused epilogues (fuse.h): Relu and Clip run inside the micro-kernels; a residual Add and the
- * activations the kernels lack (LeakyRelu, HardSwish, SiLU) run in generated loops over the block
+ * Fused epilogues (fuse/fuse.h): Relu, Clip and SiLU run inside the micro-kernels; a residual Add
+ * and the activations the kernels lack (LeakyRelu, HardSwish) run in generated loops over the block
  * the kernel has just written, while it is still in cache. */
 #include <math.h>
 #include <stdlib.h>
@@ -34,8 +34,6 @@ static int nest_index(const bd_emitter *e, const bd_nest *n) {
     return (int)(n - (const bd_nest *)e->prog->nests.data);
 }
 
-static const char *flit(bd_emitter *e, double x, int dtype) { return bd_emit_float(e, x, dtype); }
-
 static long long ll(int64_t v) { return (long long)v; }
 
 /* The part of an epilogue activation the micro-kernels apply themselves on their registers: a
@@ -56,14 +54,7 @@ static kernel_act kernel_act_of(const bd_nest *n) {
     kernel_act none = {BD_ACT_NONE, 0, 0};
     if (!r) return none;
     if (r->op == BD_EXPR_RELU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_RELU, 0, 0};
-    if (r->op == BD_EXPR_MUL) { /* x * sigmoid(x) */
-        for (int t = 0; t < 2; t++) {
-            const bd_expr_node *s = &x->node[r->arg[1 - t]];
-            if (is_load0(x, r->arg[t]) && s->op == BD_EXPR_SIGMOID && is_load0(x, s->arg[0]))
-                return (kernel_act){BD_ACT_SILU, 0, 0};
-        }
-        return none;
-    }
+    if (r->op == BD_EXPR_SILU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_SILU, 0, 0};
     /* Clip: CLAMP_MAX(CLAMP_MIN(x, lo), hi), or either bound alone */
     kernel_act clip = {BD_ACT_CLIP, -INFINITY, INFINITY};
     const bd_expr_node *c = r;
@@ -87,8 +78,6 @@ static bool act_after_kernel(const bd_nest *n) {
  * parenthesised expression; v itself when there is none. */
 static const char *act_expr(bd_emitter *e, const bd_nest *n, const char *v) {
     if (!n->epi.act.n) return v;
-    if (kernel_act_of(n).code == BD_ACT_SILU) /* x * sigmoid(x) with one division */
-        return bd_emit_str(e, "(%s / (1.0f + bd_exp_v(-%s)))", v, v);
     const char *loads[1] = {v};
     return bd_emit_str(e, "(%s)", bd_print_expr(&e->pr, &bd_c_dialect, &n->epi.act, loads));
 }
@@ -150,8 +139,8 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
                "%s, %s, %d, %s, %s, scratch);",
             operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
             cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
-            flit(e, kact == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
-            flit(e, kact == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
+            bd_emit_float(e, kact == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
+            bd_emit_float(e, kact == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
     if (n->epi.residual >= 0 || act_after_kernel(n)) {
         /* residual and activation over the block's output just written, still in cache */
         int r = y->rank;
@@ -730,16 +719,20 @@ static void mm_epilogue(bd_emitter *e, const bd_nest *n, const bd_matmul_params 
     const char *v = "yr[j]";
     const char *cv = add_c ? bd_emit_str(e, "Cv[i * %lld + j * %lld]", ll(cs_m), ll(cs_n)) : NULL;
     if (fl) {
-        if (scale_alpha) v = bd_emit_str(e, "%s * %s", flit(e, mp->alpha, dtype), v);
+        if (scale_alpha) v = bd_emit_str(e, "%s * %s", bd_emit_float(e, mp->alpha, dtype), v);
         if (add_c)
-            v = mp->beta == 1.0f ? bd_emit_str(e, "%s + %s", v, cv)
-                                 : bd_emit_str(e, "%s + %s * %s", v, flit(e, mp->beta, dtype), cv);
+            v = mp->beta == 1.0f
+                    ? bd_emit_str(e, "%s + %s", v, cv)
+                    : bd_emit_str(e, "%s + %s * %s", v, bd_emit_float(e, mp->beta, dtype), cv);
         if (n->epi.residual >= 0) v = bd_emit_str(e, "%s + Rv[yo + i * %lld + j]", v, ll(mm_layout_of(mp).ldy));
     } else if (!scale_alpha && (!add_c || mp->beta == 1.0f)) {
         if (add_c) v = bd_emit_str(e, "%s + %s", v, cv);
     } else {
-        const char *dv = bd_emit_str(e, "%s * (double)%s", flit(e, mp->alpha, BD_DT_DOUBLE), v);
-        if (add_c) dv = bd_emit_str(e, "%s + %s * (double)%s", dv, flit(e, mp->beta, BD_DT_DOUBLE), cv);
+        const char *alpha = bd_emit_float(e, mp->alpha, BD_DT_DOUBLE);
+        const char *dv = bd_emit_str(e, "%s * (double)%s", alpha, v);
+        if (add_c)
+            dv = bd_emit_str(e, "%s + %s * (double)%s", dv,
+                             bd_emit_float(e, mp->beta, BD_DT_DOUBLE), cv);
         v = bd_emit_str(e, "bd_f2i_%s(%s)", T, dv);
     }
     bd_emit(e, "const %s v = %s;", T, v);
@@ -791,8 +784,8 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     bd_emit(e, "float *Y = %s;", operand_ptr(e, n, mp->y));
     int loops = mm_open_batches(e, n, mp);
     const char *arow = mp->trans_a ? "m0" : bd_emit_str(e, "m0 * %lld", ll(l.lda));
-    const char *amin = flit(e, act == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT);
-    const char *amax = flit(e, act == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT);
+    const char *amin = bd_emit_float(e, act == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT);
+    const char *amax = bd_emit_float(e, act == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT);
     if (mp->b_packed) {
         bd_emit(e, "bd_f32_gemm_packed_b(m1 - m0, n0, n1, %lld, A + ao + %s, %lld, %d, (const float *)S->packed[%d], "
                    "Y + yo + m0 * %lld, %lld, %s, NULL, 0, %d, %s, %s, scratch);",
@@ -895,7 +888,7 @@ static void emit_batchnorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
             bd_emit(e, "const %s *%s = %s;", bd_c_type(bd_graph_value(g, n->operands[ops[k]].value)->dtype),
                     names[k], operand_ptr(e, n, ops[k]));
     }
-    const char *eps = flit(e, np->epsilon, BD_DT_DOUBLE);
+    const char *eps = bd_emit_float(e, np->epsilon, BD_DT_DOUBLE);
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
     bd_emit(e, "const int64_t base = n * %lld + c * %lld;", ll(r > 1 ? xs[0] : 1), ll(r > 1 ? xs[1] : 1));
@@ -979,7 +972,7 @@ static void emit_layernorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
     if (cols % 4) bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) { %s d0 = xr[j] - mean; s0 += d0 * d0; }", ll(c4), ll(cols), T);
     bd_emit(e, "const %s var = ((s0 + s1) + (s2 + s3)) / (%s)%lld;", T, T, ll(cols));
     bd_emit(e, "const %s inv = (%s)1 / %s(var + %s);", T, T, x->dtype == BD_DT_FLOAT ? "sqrtf" : "sqrt",
-            flit(e, np->epsilon, x->dtype));
+            bd_emit_float(e, np->epsilon, x->dtype));
     if (flat) {
         bd_emit_open(e, "for (int64_t j = 0; j < %lld; j++)", ll(cols));
         bd_emit(e, "yr[j] = (xr[j] - mean) * inv * Sc[j]%s;", np->bias >= 0 ? " + Bv[j]" : "");
@@ -1014,7 +1007,8 @@ bd_status bd_emit_body_NORM(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
 /* ---------------------------------------------------------------- LSTM */
 
 static const char *rnn_act_expr(bd_emitter *e, const bd_rnn_act *a, const char *v) {
-    const char *al = flit(e, a->alpha, BD_DT_FLOAT), *be = flit(e, a->beta, BD_DT_FLOAT);
+    const char *al = bd_emit_float(e, a->alpha, BD_DT_FLOAT);
+    const char *be = bd_emit_float(e, a->beta, BD_DT_FLOAT);
     switch (a->fn) {
     case BD_RNN_SIGMOID: return bd_emit_str(e, "(1.0f / (1.0f + expf(-%s)))", v);
     case BD_RNN_TANH: return bd_emit_str(e, "tanhf(%s)", v);
@@ -1058,7 +1052,7 @@ static void emit_rnn_act(bd_emitter *e, const bd_rnn_act *a, const char *in, con
 static void emit_lstm_cell(bd_emitter *e, const bd_lstm_params *lp, int dir) {
     int64_t H = lp->hidden;
     const bd_rnn_act *f = &lp->act[dir][0], *gg = &lp->act[dir][1], *h = &lp->act[dir][2];
-    const char *clip = lp->has_clip ? flit(e, lp->clip, BD_DT_FLOAT) : NULL;
+    const char *clip = lp->has_clip ? bd_emit_float(e, lp->clip, BD_DT_FLOAT) : NULL;
     bd_emit_open(e, "for (int64_t j = 0; j < %lld; j++)", ll(H));
     bd_emit(e, "float vi = gr[j] + xr[j], vo = gr[%lld + j] + xr[%lld + j];", ll(H), ll(H));
     bd_emit(e, "float vf = gr[%lld + j] + xr[%lld + j], vc = gr[%lld + j] + xr[%lld + j];", ll(2 * H),

@@ -1,4 +1,4 @@
-/* emit_c_reduce.c — C bodies for REDUCE nests (ReduceSum/Mean/Max) and SOFTMAX nests (Softmax,
+/* emit_reduce.c — C bodies for REDUCE nests (ReduceSum/Mean/Max) and SOFTMAX nests (Softmax,
  * LogSoftmax).
  *
  * Shapes are static, so every stride and extent is a literal and loops over unit dims vanish.
