@@ -102,6 +102,39 @@ int bdrt_pool_threads(const bdrt_pool *p);
 typedef void (*bdrt_task_fn)(void *ctx, int64_t block, int thread);
 void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx);
 
+/* ---- dataflow execution of a block DAG (bdrt_dag.c) ----
+ * The block schedule: every task is one block of one nest (fns[task_fn[t]](ctx, task_block[t],
+ * thread)) or, with task_fn -1, a completion event that does no work. Task t runs once all
+ * n_preds[t] tasks that list it among their successors (succ[succ_start[u] .. succ_start[u+1]))
+ * are done. bdrt_dag_run executes the DAG on the pool's threads: a finishing task decrements its
+ * successors' counters; of those that become ready, the thread runs the lowest-numbered one
+ * next itself (its inputs are still in this core's cache) and puts the others on a shared ready
+ * queue that hands out the lowest-numbered task first (the compiler numbers tasks in a
+ * topological order, so this follows the program). Returns when every task is done.
+ *
+ * A test mode checks the DAG instead of running it fast: with BDRT_SCHEDULE_SEED=N in the
+ * environment, run executes single-threaded, each time in another random topological order (from
+ * seed N), with the arena filled with NaN bytes (0xff) first, and each arena value's bytes
+ * filled again the moment its last task is done (minus the bytes of values alive by then). A
+ * missing dependency or an unsafe buffer reuse then shows up as a wrong output, not as a rare
+ * race. */
+typedef struct bdrt_dag {
+    int32_t n_tasks;
+    const bdrt_task_fn *fns;
+    const int32_t *task_fn, *task_block, *n_preds, *succ_start, *succ;
+    /* for the test mode: arena values (byte offset and size), and per task the values it
+     * touches: touch[touch_start[t] .. touch_start[t+1]) */
+    int32_t n_values;
+    const int64_t *value_offset, *value_bytes;
+    const int32_t *touch_start, *touch;
+    int64_t arena_bytes;
+} bdrt_dag;
+typedef struct bdrt_dag_exec bdrt_dag_exec;
+/* Per-instance state (the counters and the queue); NULL when out of memory. */
+bdrt_dag_exec *bdrt_dag_exec_create(const bdrt_dag *dag);
+void bdrt_dag_exec_destroy(bdrt_dag_exec *x);
+void bdrt_dag_run(bdrt_dag_exec *x, bdrt_pool *pool, void *ctx, unsigned char *arena);
+
 /* Number of CPUs this process may run on (sched_getaffinity), at least 1. */
 int bdrt_cpu_count(void);
 

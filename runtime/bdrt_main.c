@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,7 +188,7 @@ static void print_help(const bdrt_model *m) {
         "  --warmup W         untimed runs before the timed ones (default: min(N, 10))\n"
         "  --json             print --benchmark or --info as one JSON object; benchmark keys:\n"
         "                     model, runs, warmup, threads, min_ms, median_ms, p90_ms, p99_ms,\n"
-        "                     mean_ms, max_ms\n"
+        "                     mean_ms, max_ms, peak_rss_kb (this process's peak resident memory)\n"
         "  --threads N        worker threads on CPU (default or 0: every CPU this process may\n"
         "                     run on); BDRT_SPIN_US sets how long idle workers spin (default\n"
         "                     1000 microseconds)\n"
@@ -677,10 +678,12 @@ static int benchmark(const bdrt_model *m, void *inst, const void *const *in, voi
     if (o->json) {
         printf("{\"model\": ");
         json_string(stdout, m->name);
+        struct rusage ru;
+        long peak_kb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
         printf(", \"runs\": %lld, \"warmup\": %lld, \"threads\": %d, \"min_ms\": %.6f, "
                "\"median_ms\": %.6f, \"p90_ms\": %.6f, \"p99_ms\": %.6f, \"mean_ms\": %.6f, "
-               "\"max_ms\": %.6f}\n",
-               n, warm, threads, st[0], st[1], st[2], st[3], st[4], st[5]);
+               "\"max_ms\": %.6f, \"peak_rss_kb\": %ld}\n",
+               n, warm, threads, st[0], st[1], st[2], st[3], st[4], st[5], peak_kb);
     } else {
         int prec = st[1] < 1.0 ? 6 : 4; /* sub-millisecond models get microsecond digits */
         printf("benchmark '%s': %lld runs after %lld warm-up runs, %d thread%s\n", q(m->name), n,

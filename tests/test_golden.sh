@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Golden dumps of the loop-nest IR: every model that tests/golden/make_models.py builds is compiled
-# with `--dump=tiles` under `--fusion op` and `--fusion none`, and the dump (bdc prints it to
+# with `--dump=tiles,deps,sched` (the nests after fusion, their block dependencies, and the block
+# schedule's task DAG) under `--fusion none`, `op` and `block`, and the dump (bdc prints it to
 # stderr) must equal the committed tests/golden/NAME.FUSION.tiles, else a unified diff is printed.
 #
 # Usage: tests/test_golden.sh [BDC]          (default: $BDC, else build/bdc)
@@ -49,11 +50,11 @@ if [ "${#names[@]}" -eq 0 ]; then
 fi
 
 for name in "${names[@]}"; do
-  for fusion in op none; do
+  for fusion in op none block; do
     case="$name --fusion $fusion"
     want="$golden/$name.$fusion.tiles"
     got="$work/$name.$fusion.tiles"
-    if ! "$bdc" compile "$models/$name.onnx" -o "$work/out" --fusion "$fusion" --dump=tiles -q \
+    if ! "$bdc" compile "$models/$name.onnx" -o "$work/out" --fusion "$fusion" --dump=tiles,deps,sched -q \
         2>"$got"; then
       bad "$case: bdc compile failed:"
       sed 's/^/      /' "$got" | head -20
@@ -64,7 +65,7 @@ for name in "${names[@]}"; do
       else cp "$got" "$want" && ok "$case: written tests/golden/$name.$fusion.tiles"; fi
     elif [ ! -f "$want" ]; then
       bad "$case: tests/golden/$name.$fusion.tiles missing (run with BDC_UPDATE_GOLDEN=1)"
-    elif diff -u --label "tests/golden/$name.$fusion.tiles" --label "bdc --dump=tiles" \
+    elif diff -u --label "tests/golden/$name.$fusion.tiles" --label "bdc --dump=tiles,deps,sched" \
         "$want" "$got" >"$work/diff"; then
       ok "$case: dump matches"
     else
@@ -81,7 +82,7 @@ for f in "$golden"/*.tiles; do
   name="${base%.*}" fusion="${base##*.}"
   known=0
   for n in "${names[@]}"; do [ "$n" = "$name" ] && known=1; done
-  if [ "$known" = 1 ] && { [ "$fusion" = op ] || [ "$fusion" = none ]; }; then continue; fi
+  if [ "$known" = 1 ] && { [ "$fusion" = op ] || [ "$fusion" = none ] || [ "$fusion" = block ]; }; then continue; fi
   if [ "$update" = 1 ]; then
     rm -f "$f" && ok "removed stale tests/golden/$base.tiles"
   else

@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """Real models, compiled and run: bdc's executables against onnxruntime on the same input.
 
-Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR] [--fusion op|none]
+Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
+                        [--fusion none|op|block] [--schedule op|block] [--check-seeds N]
                         [--keep-outputs DIR] [NAME ...]
   --bdc           the bdc binary (default: $BDC, else <repo>/build/bdc)
   --cache         where compiled executables are kept (default: $BDC_CACHE, else build/cache)
   --models-cache  exported models (default: $BDC_MODEL_CACHE, else build/cache/models)
   --fusion        the `bdc compile --fusion` mode (default op)
+  --schedule      the `bdc compile --schedule` mode (default block)
+  --check-seeds   with --schedule block, also run the executable N more times in the runtime's
+                  schedule test mode (BDRT_SCHEDULE_SEED=1..N: single-threaded, a random
+                  topological order of the block DAG per seed, intermediates filled with NaN
+                  and poisoned again as each one dies); every run must match onnxruntime
   --keep-outputs  copy every file the executable writes to its --output-dir into
                   DIR/<name>/fusion-<mode>/ (replaced if it exists), with inputs.sha256 naming
                   the model and sample inputs it ran on; for comparing two bdc binaries byte for
@@ -150,45 +156,23 @@ def keep_outputs(keep, name, fusion, out, files):
             f.write("%s  %s\n" % (file_sha256(p), os.path.basename(p)))
 
 
-def check_model(bdc, cache, models, name, fusion, keep=None):
-    """Returns (ok, detail lines). keep: a folder to copy the outputs to (see --keep-outputs),
-    or None."""
-    err = real.ensure_exported(models, name)
-    if err:
-        return False, [err]
-    path = os.path.join(models, name + ".onnx")
-    inputs = real.input_paths(models, name)
-    arrays = [np.load(p) for p in inputs]
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    graph_inputs = sess.get_inputs()
-    if len(graph_inputs) != len(arrays):
-        return False, ["%d graph inputs but %d sample inputs" % (len(graph_inputs), len(arrays))]
-    feeds = {i.name: a for i, a in zip(graph_inputs, arrays)}
-    names = [o.name for o in sess.get_outputs()]
-    reference = dict(zip(names, sess.run(names, feeds)))
-
-    entry, problem = compile_cached(bdc, cache, name, path, ("--fusion", fusion))
-    if problem:
-        return False, [problem]
-    with open(os.path.join(entry, "info.json")) as f:
-        info = json.load(f)
-    files = {o["name"]: o["file"] for o in info["outputs"]}
-    args = []
-    for i, p in zip(graph_inputs, inputs):
-        args += ["--input", "%s=%s" % (i.name, p)]
-    lines, ok = [], True
+def run_and_compare(entry, args, names, files, reference, env, keep, what):
+    """Runs the compiled model once with environment env and compares every output with the
+    reference. Returns (ok, lines, seconds)."""
+    lines, ok, secs = [], True, 0.0
     with tempfile.TemporaryDirectory(prefix="bdc-real-run-") as out:
         t0 = time.time()
         try:
             r = subprocess.run([os.path.join(entry, "model")] + args + ["--output-dir", out],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               errors="replace", timeout=RUN_TIMEOUT_S)
+                               errors="replace", timeout=RUN_TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:
-            return False, ["run timed out after %d s" % RUN_TIMEOUT_S]
+            return False, ["run timed out after %d s" % RUN_TIMEOUT_S], 0.0
         if r.returncode != 0:
-            return False, ["run exit %d: %s" % (r.returncode, first_line(r.stderr))]
+            return False, ["run exit %d: %s" % (r.returncode, first_line(r.stderr))], 0.0
         secs = time.time() - t0
         if keep:
+            name, fusion, path, inputs = what
             keep_outputs(keep, name, fusion, out, [path] + inputs)
         for n in names:
             want = reference[n]
@@ -207,6 +191,53 @@ def check_model(bdc, cache, models, name, fusion, keep=None):
             ok = ok and close
             lines.append("output %-20s %s%-16s max abs err %.3g, max rel err %.3g%s" % (
                 n, got.dtype, list(got.shape), abs_err, rel_err, "" if close else "  MISMATCH"))
+    return ok, lines, secs
+
+
+def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", seeds=0):
+    """Returns (ok, detail lines). keep: a folder to copy the outputs to (see --keep-outputs),
+    or None. seeds: runs in the schedule test mode after the normal one."""
+    err = real.ensure_exported(models, name)
+    if err:
+        return False, [err]
+    path = os.path.join(models, name + ".onnx")
+    inputs = real.input_paths(models, name)
+    arrays = [np.load(p) for p in inputs]
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    graph_inputs = sess.get_inputs()
+    if len(graph_inputs) != len(arrays):
+        return False, ["%d graph inputs but %d sample inputs" % (len(graph_inputs), len(arrays))]
+    feeds = {i.name: a for i, a in zip(graph_inputs, arrays)}
+    names = [o.name for o in sess.get_outputs()]
+    reference = dict(zip(names, sess.run(names, feeds)))
+
+    entry, problem = compile_cached(bdc, cache, name, path,
+                                    ("--fusion", fusion, "--schedule", schedule))
+    if problem:
+        return False, [problem]
+    with open(os.path.join(entry, "info.json")) as f:
+        info = json.load(f)
+    files = {o["name"]: o["file"] for o in info["outputs"]}
+    args = []
+    for i, p in zip(graph_inputs, inputs):
+        args += ["--input", "%s=%s" % (i.name, p)]
+    lines, ok = [], True
+    for seed in [None] + list(range(1, seeds + 1)):
+        env = dict(os.environ)
+        if seed is not None:
+            env["BDRT_SCHEDULE_SEED"] = str(seed)
+        run_ok, run_lines, secs = run_and_compare(entry, args, names, files, reference, env,
+                                                  keep if seed is None else None,
+                                                  (name, fusion, path, inputs))
+        ok = ok and run_ok
+        if seed is None:
+            lines += run_lines
+        elif not run_ok:
+            lines += ["schedule test mode, seed %d:" % seed] + run_lines
+        if seed is None and not run_ok:
+            break
+    if seeds and ok:
+        lines.append("schedule test mode: %d random orders matched" % seeds)
     lines.append("compiled in %.1f s, ran in %.2f s (one process, input reading included)"
                  % (info.get("compile_seconds", 0.0), secs))
     return ok, lines
@@ -219,8 +250,12 @@ def main():
                     or os.path.join("build", "cache"))
     ap.add_argument("--models-cache", default=os.environ.get("BDC_MODEL_CACHE")
                     or os.path.join("build", "cache", "models"))
-    ap.add_argument("--fusion", choices=("op", "none"), default="op",
+    ap.add_argument("--fusion", choices=("none", "op", "block"), default="op",
                     help="bdc compile --fusion mode: every mode must match onnxruntime")
+    ap.add_argument("--schedule", choices=("op", "block"), default="block",
+                    help="bdc compile --schedule mode: every mode must match onnxruntime")
+    ap.add_argument("--check-seeds", type=int, default=0, metavar="N",
+                    help="also run N random block orders in the runtime's schedule test mode")
     ap.add_argument("--keep-outputs", metavar="DIR",
                     help="copy every output file the executables write to "
                          "DIR/<name>/fusion-<mode>/ (for comparing two bdc binaries)")
@@ -245,7 +280,8 @@ def main():
     for name in names:
         try:
             ok, lines = check_model(args.bdc, args.cache, args.models_cache, name, args.fusion,
-                                    args.keep_outputs)
+                                    args.keep_outputs, args.schedule,
+                                    args.check_seeds if args.schedule == "block" else 0)
         except Exception as e:  # a broken cache entry or ORT failure fails this model only
             ok, lines = False, ["%s: %s" % (type(e).__name__, e)]
         print("%s %-20s %s" % ("PASS" if ok else "FAIL", name, lines[0]), flush=True)

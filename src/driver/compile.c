@@ -241,9 +241,9 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
                     "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
     const bd_target *t = o->target ? o->target : bd_targets[0];
-    if (!s) s = bd_plan_program(m->graph, t, o->no_fusion ? BD_FUSION_NONE : BD_FUSION_OP,
-                                o->limits.max_activation_bytes, &o->dumps, &pl, d);
-    if (!s) progress_step(&pr, "lower to loop nests, tile, fuse, schedule, plan memory");
+    bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes};
+    if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
+    if (!s) progress_step(&pr, "lower to loop nests, tile, fuse, analyze, schedule, plan memory");
     char prefix[128];
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];

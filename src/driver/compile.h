@@ -10,7 +10,8 @@ typedef struct bd_compile_opts {
     const char *model, *output;
     const bd_target *target; /* --target (NULL: the first of bd_targets, cpu) */
     bool library;      /* --lib: static library + header instead of an executable */
-    bool no_fusion;    /* --fusion none: one nest per node (the ablation baseline) */
+    bd_fusion fusion;  /* --fusion none|op|block */
+    bd_schedule_mode schedule; /* --schedule op|block */
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
     const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
     bool keep_temps;   /* --keep-temps */

@@ -24,13 +24,19 @@ static const char usage_text[] =
     "      --arch ARCH               CPU to generate code for (-march=ARCH); default native:\n"
     "                                this machine's; x86-64 or x86-64-v3 for portable binaries\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
-    "      --fusion none|op          op (default): Conv/Gemm/MatMul absorb a following bias,\n"
-    "                                residual Add and activation; none: one nest per node\n"
+    "      --fusion none|op|block    op (default): Conv/Gemm/MatMul absorb a following bias,\n"
+    "                                residual Add and activation; block: op, and chains of\n"
+    "                                elementwise nests with 1:1 block dependencies become one\n"
+    "                                nest; none: one nest per node\n"
+    "      --schedule op|block       block (default): a block runs as soon as the producer blocks\n"
+    "                                it needs are done (dataflow); op: all blocks of one nest,\n"
+    "                                then a barrier, nest after nest\n"
     "      --emit-dir DIR            also write the generated sources to DIR\n"
     "      --keep-temps              keep the temporary build folder (its path is printed)\n"
     "      --dump=LIST               print to stderr, for each of the comma-separated stages:\n"
     "                                graph (inferred graph), lower (nests as lowered), tiles\n"
-    "                                (nests after fusion), sched (run order), memory (plan)\n"
+    "                                (nests after fusion), deps (block dependencies), sched\n"
+    "                                (run order or task DAG), memory (plan)\n"
     "      --werror                  build the generated C with -Werror\n"
     "      --max-weights SIZE        refuse models with more initializer bytes (default 8G)\n"
     "      --max-activations SIZE    refuse models whose intermediate tensors need more memory\n"
@@ -90,19 +96,26 @@ static bool parse_size(const char *s, int64_t *out) {
 }
 
 static int cmd_compile(int argc, char **argv) {
-    bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits};
+    bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits,
+                         .fusion = BD_FUSION_OP, .schedule = BD_SCHEDULE_BLOCK};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
-            strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0) {
+            strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0 ||
+            strcmp(a, "--schedule") == 0) {
             if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
             const char *v = argv[++i];
             if (strcmp(a, "-o") == 0) o.output = v;
             else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
             else if (strcmp(a, "--fusion") == 0) {
-                if (strcmp(v, "none") != 0 && strcmp(v, "op") != 0)
-                    return usage_error("compile: --fusion '%s': expected none or op", v);
-                o.no_fusion = strcmp(v, "none") == 0;
+                if (strcmp(v, "none") == 0) o.fusion = BD_FUSION_NONE;
+                else if (strcmp(v, "op") == 0) o.fusion = BD_FUSION_OP;
+                else if (strcmp(v, "block") == 0) o.fusion = BD_FUSION_BLOCK;
+                else return usage_error("compile: --fusion '%s': expected none, op or block", v);
+            } else if (strcmp(a, "--schedule") == 0) {
+                if (strcmp(v, "op") == 0) o.schedule = BD_SCHEDULE_OP;
+                else if (strcmp(v, "block") == 0) o.schedule = BD_SCHEDULE_BLOCK;
+                else return usage_error("compile: --schedule '%s': expected op or block", v);
             } else if (strcmp(a, "--arch") == 0) {
                 /* It becomes one -march= argument: keep it to what such names contain. */
                 if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(v))
@@ -133,11 +146,12 @@ static int cmd_compile(int argc, char **argv) {
                 if (n == 5 && strncmp(p, "graph", 5) == 0) o.dumps.graph = true;
                 else if (n == 5 && strncmp(p, "lower", 5) == 0) o.dumps.lower = true;
                 else if (n == 5 && strncmp(p, "tiles", 5) == 0) o.dumps.tiles = true;
+                else if (n == 4 && strncmp(p, "deps", 4) == 0) o.dumps.deps = true;
                 else if (n == 5 && strncmp(p, "sched", 5) == 0) o.dumps.sched = true;
                 else if (n == 6 && strncmp(p, "memory", 6) == 0) o.dumps.memory = true;
                 else
-                    return usage_error("compile: unknown dump '%s' (graph, lower, tiles, sched, "
-                                       "memory)", p);
+                    return usage_error("compile: unknown dump '%s' (graph, lower, tiles, deps, "
+                                       "sched, memory)", p);
                 p += n + (p[n] == ',');
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

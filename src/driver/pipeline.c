@@ -6,6 +6,7 @@
 
 #include "driver/pipeline.h"
 #include "fuse/fuse.h"
+#include "plan/hazards.h"
 
 bd_status bd_front_passes(bd_model *m, bd_diag *d) {
     bd_status s = bd_verify(m, d);
@@ -28,22 +29,25 @@ bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **ou
     return BD_OK;
 }
 
-bd_status bd_plan_program(bd_graph *g, const bd_target *t, bd_fusion fusion,
-                          int64_t max_activation_bytes, const bd_dumps *dumps, bd_planned *out,
-                          bd_diag *d) {
+bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *opts,
+                          const bd_dumps *dumps, bd_planned *out, bd_diag *d) {
     memset(out, 0, sizeof *out);
     bd_program *p = &out->prog;
-    p->fusion = fusion;
+    p->fusion = opts->fusion;
     bd_status s = bd_lower(g, p, d); /* verifies */
     if (!s && dumps->lower) bd_program_dump(p, stderr);
     if (!s) s = t->tile(p, d); /* verifies */
     if (!s) s = bd_fuse(p, d); /* verifies */
     if (!s && dumps->tiles) bd_program_dump(p, stderr);
-    if (!s) s = bd_schedule_program(p, &out->sched, d);
+    if (!s) s = bd_deps_analyze(p, &out->deps, d);
+    if (!s && dumps->deps) bd_deps_dump(p, &out->deps, stderr);
+    if (!s) s = bd_schedule_program(p, &out->deps, opts->schedule, &out->sched, d);
+    if (!s) s = bd_schedule_verify(p, &out->sched, d);
+    if (!s) s = bd_plan_memory(p, &out->sched, opts->max_activation_bytes, &out->mem, d);
+    if (!s) s = bd_memory_plan_verify(p, &out->sched, &out->mem, d);
+    if (!s) bd_plan_hazards(p, &out->mem, &out->sched);
     if (!s) s = bd_schedule_verify(p, &out->sched, d);
     if (!s && dumps->sched) bd_schedule_dump(p, &out->sched, stderr);
-    if (!s) s = bd_plan_memory(p, &out->sched, max_activation_bytes, &out->mem, d);
-    if (!s) s = bd_memory_plan_verify(p, &out->sched, &out->mem, d);
     if (!s && dumps->memory) bd_memory_plan_dump(p, &out->mem, stderr);
     return s;
 }
@@ -51,5 +55,6 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, bd_fusion fusion,
 void bd_planned_free(bd_planned *pl) {
     bd_memory_plan_free(&pl->mem);
     bd_schedule_free(&pl->sched);
+    bd_deps_free(&pl->deps);
     bd_program_free(&pl->prog);
 }

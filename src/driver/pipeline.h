@@ -8,21 +8,28 @@
 
 /* Which intermediate forms to print to stderr (--dump=...). */
 typedef struct bd_dumps {
-    bool graph, lower, tiles, sched, memory;
+    bool graph, lower, tiles, deps, sched, memory;
 } bd_dumps;
 
 /* Lowering to the planned program: lower -> [verify] -> tile (the target's) -> [verify] ->
- * fuse -> [verify] -> schedule -> [verify] -> plan memory. The program, schedule and plan are the
- * printer's whole input. */
+ * fuse -> [verify] -> block dependencies -> schedule -> [verify] -> plan memory -> [verify] ->
+ * reuse hazards (block schedule) -> [verify]. The program, schedule and plan are the printer's
+ * whole input; the dependencies are also `bdc analyze`'s. */
 typedef struct bd_planned {
     bd_program prog;
+    bd_deps deps;
     bd_schedule sched;
     bd_memory_plan mem;
 } bd_planned;
 
-bd_status bd_plan_program(bd_graph *g, const bd_target *t, bd_fusion fusion,
-                          int64_t max_activation_bytes, const bd_dumps *dumps, bd_planned *out,
-                          bd_diag *d);
+typedef struct bd_plan_opts {
+    bd_fusion fusion;
+    bd_schedule_mode schedule;
+    int64_t max_activation_bytes;
+} bd_plan_opts;
+
+bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *opts,
+                          const bd_dumps *dumps, bd_planned *out, bd_diag *d);
 void bd_planned_free(bd_planned *pl);
 
 #endif

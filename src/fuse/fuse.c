@@ -255,7 +255,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
 }
 
 bd_status bd_fuse(bd_program *p, bd_diag *d) {
-    if (p->fusion != BD_FUSION_OP || !p->nests.len) return BD_OK;
+    if (p->fusion == BD_FUSION_NONE || !p->nests.len) return BD_OK;
     fuse_index ix = {0};
     index_build(p, &ix);
     bool *dead = calloc(p->nests.len, sizeof *dead);

@@ -113,8 +113,9 @@ void bd_nest_params_check(bd_body body, bd_param_kind kind);
     (bd_nest_params_check((nest)->body, BD_PARAMS_##member), &(nest)->params.member)
 
 /* --fusion: none = one nest per node; op = a Conv/Gemm/MatMul absorbs a following bias, residual
- * Add and activation into its epilogue (fuse.c). Set before bd_lower. */
-typedef enum bd_fusion { BD_FUSION_NONE = 0, BD_FUSION_OP = 1 } bd_fusion;
+ * Add and activation into its epilogue; block = op, then chains of elementwise nests joined by
+ * IDENTITY block dependencies become one nest (fuse.c). Set before bd_lower. */
+typedef enum bd_fusion { BD_FUSION_NONE = 0, BD_FUSION_OP = 1, BD_FUSION_BLOCK = 2 } bd_fusion;
 
 typedef struct bd_program {
     bd_graph *graph;

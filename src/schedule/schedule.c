@@ -1,31 +1,183 @@
-/* schedule.c — the operator-level schedule (schedule.h): the nests in program order, which
- * lowering and fusion keep topological, with a barrier after each. */
+/* schedule.c — the schedules of schedule.h: the nests in program order (which lowering and fusion
+ * keep topological), and for `block` the task DAG built from the dependency boxes. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "schedule/schedule.h"
 
-bd_status bd_schedule_program(const bd_program *p, bd_schedule *s, bd_diag *d) {
-    (void)d;
-    s->n_steps = (int)p->nests.len;
-    s->order = malloc((p->nests.len + 1) * sizeof *s->order);
-    BD_ASSERT(s->order);
-    for (int i = 0; i < s->n_steps; i++)
-        s->order[i] = i;
+static int new_task(bd_schedule *s, int nest, int64_t block) {
+    if (s->n_tasks == s->task_cap) {
+        s->task_cap = s->task_cap ? s->task_cap * 2 : 64;
+        s->task_nest = realloc(s->task_nest, (size_t)s->task_cap * sizeof *s->task_nest);
+        s->task_block = realloc(s->task_block, (size_t)s->task_cap * sizeof *s->task_block);
+        BD_ASSERT(s->task_nest && s->task_block);
+    }
+    s->task_nest[s->n_tasks] = nest;
+    s->task_block[s->n_tasks] = block;
+    return s->n_tasks++;
+}
+
+void bd_schedule_add_edge(bd_schedule *s, int from, int to) {
+    BD_ASSERT(from >= 0 && to >= 0 && from != to);
+    *(int64_t *)bd_vec_push(&s->pending) = (int64_t)from << 32 | (int64_t)(uint32_t)to;
+}
+
+int bd_schedule_event(bd_schedule *s, int nest) {
+    if (s->event_task[nest] >= 0) return s->event_task[nest];
+    int ev = new_task(s, -1 - nest, 0);
+    s->event_task[nest] = ev;
+    int first = s->first_task[nest];
+    BD_ASSERT(first >= 0);
+    /* the blocks of a nest are numbered together, so they are first .. first + n_blocks */
+    for (int t = first; t < s->n_tasks && s->task_nest[t] == nest; t++)
+        bd_schedule_add_edge(s, t, ev);
+    return ev;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void bd_schedule_finish(bd_schedule *s) {
+    size_t n = s->pending.len;
+    int64_t *e = s->pending.data;
+    if (n) qsort(e, n, sizeof *e, cmp_i64);
+    free(s->succ_start);
+    free(s->succ);
+    free(s->n_preds);
+    s->succ_start = calloc((size_t)s->n_tasks + 2, sizeof *s->succ_start);
+    s->n_preds = calloc((size_t)s->n_tasks + 1, sizeof *s->n_preds);
+    s->succ = malloc((n + 1) * sizeof *s->succ);
+    BD_ASSERT(s->succ_start && s->n_preds && s->succ);
+    s->n_edges = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i && e[i] == e[i - 1]) continue;
+        int from = (int)(e[i] >> 32), to = (int)(uint32_t)e[i];
+        s->succ_start[from + 1]++;
+        s->succ[s->n_edges++] = to;
+        s->n_preds[to]++;
+    }
+    for (int t = 0; t < s->n_tasks; t++)
+        s->succ_start[t + 1] += s->succ_start[t];
+}
+
+/* The tasks and the dependency edges of the block schedule. */
+static void build_dag(const bd_program *p, const bd_deps *deps, bd_schedule *s) {
+    size_t nn = p->nests.len;
+    for (int i = 0; i < s->n_steps; i++) {
+        int k = s->order[i];
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
+        for (int64_t b = 0; b < n->n_blocks; b++) {
+            int t = new_task(s, k, b);
+            if (b == 0) s->first_task[k] = t;
+        }
+    }
+    for (size_t c = 0; c < nn; c++) {
+        for (int ei = deps->edge_start[c]; ei < deps->edge_start[c + 1]; ei++) {
+            const bd_dep_edge *e = &BD_VEC_AT(&deps->edges, bd_dep_edge, ei);
+            const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, e->producer);
+            int ev = e->cls == BD_DEP_ALL && pn->n_blocks > 1 ? bd_schedule_event(s, e->producer)
+                                                               : -1;
+            for (int64_t b = 0; b < e->consumer_blocks; b++) {
+                int to = s->first_task[c] + (int)b;
+                int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK], pt[BD_MAX_RANK];
+                if (ev >= 0) {
+                    bd_schedule_add_edge(s, ev, to);
+                    continue;
+                }
+                if (!bd_dep_box(e, b, lo, hi)) continue;
+                memcpy(pt, lo, sizeof pt);
+                for (;;) {
+                    bd_schedule_add_edge(s, s->first_task[e->producer] +
+                                                (int)bd_dep_block_index(pn, pt), to);
+                    int j = e->rank - 1;
+                    for (; j >= 0; j--) {
+                        if (pt[j] < hi[j]) {
+                            pt[j]++;
+                            break;
+                        }
+                        pt[j] = lo[j];
+                    }
+                    if (j < 0) break;
+                }
+            }
+        }
+    }
+}
+
+bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_schedule_mode mode,
+                              bd_schedule *s, bd_diag *d) {
+    memset(s, 0, sizeof *s);
+    size_t nn = p->nests.len;
+    s->mode = mode;
+    s->pending = BD_VEC(int64_t);
+    s->n_steps = (int)nn;
+    s->order = malloc((nn + 1) * sizeof *s->order);
+    s->first_task = malloc((nn + 1) * sizeof *s->first_task);
+    s->event_task = malloc((nn + 1) * sizeof *s->event_task);
+    BD_ASSERT(s->order && s->first_task && s->event_task);
+    for (size_t i = 0; i < nn; i++) {
+        s->order[i] = (int)i;
+        s->first_task[i] = s->event_task[i] = -1;
+    }
+    if (mode == BD_SCHEDULE_BLOCK) {
+        int64_t blocks = 0;
+        for (size_t i = 0; i < nn; i++)
+            blocks += BD_VEC_AT(&p->nests, bd_nest, i).n_blocks;
+        /* task numbers are int32 in the executable's tables */
+        if (blocks + (int64_t)nn >= INT32_MAX / 2)
+            return bd_fail(d, BD_ERR_UNSUPPORTED,
+                           "the block schedule has %lld blocks, too many for its task tables; "
+                           "use --schedule op",
+                           (long long)blocks);
+        build_dag(p, deps, s);
+    }
+    bd_schedule_finish(s);
     return BD_OK;
 }
 
 void bd_schedule_free(bd_schedule *s) {
     free(s->order);
-    s->order = NULL;
-    s->n_steps = 0;
+    free(s->task_nest);
+    free(s->task_block);
+    free(s->first_task);
+    free(s->event_task);
+    bd_vec_free(&s->pending);
+    free(s->succ_start);
+    free(s->succ);
+    free(s->n_preds);
+    memset(s, 0, sizeof *s);
 }
 
 void bd_schedule_dump(const bd_program *p, const bd_schedule *s, FILE *f) {
-    for (int i = 0; i < s->n_steps; i++) {
-        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
-        fprintf(f, "step %d: nest %d, %lld blocks, then a barrier\n", i, s->order[i],
-                (long long)n->n_blocks);
+    if (s->mode == BD_SCHEDULE_OP) {
+        for (int i = 0; i < s->n_steps; i++) {
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
+            fprintf(f, "step %d: nest %d, %lld blocks, then a barrier\n", i, s->order[i],
+                    (long long)n->n_blocks);
+        }
+        return;
     }
+    for (int i = 0; i < s->n_steps; i++) {
+        int k = s->order[i], t0 = s->first_task[k];
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
+        if (t0 < 0) {
+            fprintf(f, "nest %d: no blocks\n", k);
+            continue;
+        }
+        int64_t waits = 0, most = 0;
+        for (int64_t b = 0; b < n->n_blocks; b++) {
+            int x = s->n_preds[t0 + b];
+            waits += x;
+            if (x > most) most = x;
+        }
+        fprintf(f, "nest %d: tasks %d..%lld, %lld waits (at most %lld per block)", k, t0,
+                (long long)(t0 + n->n_blocks - 1), (long long)waits, (long long)most);
+        if (s->event_task[k] >= 0) fprintf(f, ", completion event task %d", s->event_task[k]);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "block schedule: %d tasks, %d edges\n", s->n_tasks, s->n_edges);
 }
 
 bd_status bd_schedule_verify(const bd_program *p, const bd_schedule *s, bd_diag *d) {
@@ -50,5 +202,33 @@ bd_status bd_schedule_verify(const bd_program *p, const bd_schedule *s, bd_diag 
     }
     free(seen);
     free(written);
+    if (s->mode != BD_SCHEDULE_BLOCK) return BD_OK;
+    /* Every block is one task, and Kahn's algorithm consumes every task: the DAG is acyclic. */
+    int64_t blocks = 0;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        blocks += n->n_blocks;
+        for (int64_t b = 0; b < n->n_blocks; b++)
+            BD_ASSERT(s->task_nest[s->first_task[i] + b] == (int)i &&
+                      s->task_block[s->first_task[i] + b] == b);
+    }
+    int *left = malloc(((size_t)s->n_tasks + 1) * sizeof *left),
+        *queue = malloc(((size_t)s->n_tasks + 1) * sizeof *queue);
+    BD_ASSERT(left && queue);
+    int head = 0, tail = 0, events = 0;
+    for (int t = 0; t < s->n_tasks; t++) {
+        events += s->task_nest[t] < 0;
+        left[t] = s->n_preds[t];
+        if (!left[t]) queue[tail++] = t;
+    }
+    BD_ASSERT(blocks + events == s->n_tasks);
+    while (head < tail) {
+        int t = queue[head++];
+        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
+            if (--left[s->succ[j]] == 0) queue[tail++] = s->succ[j];
+    }
+    BD_ASSERT(tail == s->n_tasks);
+    free(left);
+    free(queue);
     return BD_OK;
 }

@@ -27,8 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (bd_front_passes(m, &d) == BD_OK && bd_support_check(m->graph, ignore_unsupported, NULL) == 0) {
         bd_dumps none = {0};
         bd_planned pl;
-        bd_fusion fusion = size % 2 ? BD_FUSION_NONE : BD_FUSION_OP;
-        if (bd_plan_program(m->graph, &bd_target_cpu, fusion, (int64_t)1 << 30, &none, &pl, &d) == BD_OK) {
+        /* the input's size picks the fusion x schedule mode, so the corpus covers them all */
+        bd_plan_opts po = {(bd_fusion)(size % 3), (bd_schedule_mode)(size / 3 % 2), (int64_t)1 << 30};
+        if (bd_plan_program(m->graph, &bd_target_cpu, &po, &none, &pl, &d) == BD_OK) {
             bd_emit_opts eo = {.lib_name = "fuzz", .weights_symbol = "fuzz_weights"};
             bd_c_program c = {0};
             bd_target_cpu.emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, &d);

@@ -13,6 +13,11 @@
  *     block-dependency analysis does not exist yet);
  *   - two Inception-like branches on the same input: no block of one touches what the other writes,
  *     while a join reading both depends on exactly the matching blocks of each;
+ *   - the block-dependency analysis (deps/deps.h) on hand-checked cases with exact expected block
+ *     sets: conv 3x3 after conv (a halo), a transpose, concat offsets, a broadcast, a reduction
+ *     (ALL), and a Reshape that splits a dim (exact) and one that merges dims across a tile
+ *     (conservative); on every edge of every case, each consumer block's box is also compared with
+ *     a brute-force scan of the producer's grid (equal where the maps are exact, a superset else);
  *   - bd_emit_block_decode printed into a C program, built with the system C compiler ($CC or cc)
  *     and run for every block, line by line equal to bd_nest_block_range.
  *
@@ -30,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deps/deps.h"
 #include "target/cpu/emit.h"
 #include "nest/loopnest.h"
 
@@ -547,6 +553,228 @@ static void test_branches(void) {
     fx_free(&f);
 }
 
+
+/* ---------------------------------------------------------------- block-dependency analysis */
+
+/* Every edge, every consumer block: the box equals (exact) or contains (not exact) the producer
+ * blocks a brute-force scan of the grid finds for the block's region. */
+static void check_boxes(fixture *f, const bd_deps *deps, const char *name, bool exact) {
+    bool ok = true;
+    char why[256] = "";
+    for (size_t i = 0; i < deps->edges.len && ok; i++) {
+        const bd_dep_edge *e = &BD_VEC_AT(&deps->edges, bd_dep_edge, i);
+        const bd_nest *c = fx_nest_at(f, (size_t)e->consumer), *pn = fx_nest_at(f, (size_t)e->producer);
+        for (int64_t b = 0; b < c->n_blocks && ok; b++) {
+            int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK], rlo[BD_MAX_RANK], rhi[BD_MAX_RANK];
+            int64_t blo[BD_MAX_RANK], bhi[BD_MAX_RANK], got[256];
+            bd_nest_block_range(c, b, lo, hi);
+            bd_operand_region(c, &c->operands[e->operand], fx_val(f, e->value), lo, hi, rlo, rhi);
+            int64_t n = producer_blocks(f->g, pn, e->value, rlo, rhi, got, 256);
+            bool any = bd_dep_box(e, b, blo, bhi);
+            int64_t in_box = 0, size = any ? 1 : 0;
+            for (int j = 0; j < e->rank && any; j++) size *= bhi[j] - blo[j] + 1;
+            for (int64_t k = 0; k < n && k < 256; k++) {
+                int64_t plo[BD_MAX_RANK], phi[BD_MAX_RANK], pt[BD_MAX_RANK];
+                bd_nest_block_range(pn, got[k], plo, phi);
+                bool inside = any;
+                for (int j = 0; j < e->rank && inside; j++) {
+                    pt[j] = plo[j] / pn->tile[j];
+                    inside = pt[j] >= blo[j] && pt[j] <= bhi[j];
+                }
+                in_box += inside;
+            }
+            if (in_box != n || (exact && size != n)) {
+                ok = false;
+                snprintf(why, sizeof why, "edge %zu block %lld: box of %lld holds %lld of the %lld "
+                         "brute-force blocks", i, (long long)b, (long long)size, (long long)in_box,
+                         (long long)n);
+            }
+        }
+    }
+    check(ok, name, "%s", why);
+}
+
+static const bd_dep_edge *edge_of(const bd_deps *deps, int producer, int consumer) {
+    for (size_t i = 0; i < deps->edges.len; i++) {
+        const bd_dep_edge *e = &BD_VEC_AT(&deps->edges, bd_dep_edge, i);
+        if (e->producer == producer && e->consumer == consumer) return e;
+    }
+    return NULL;
+}
+
+/* The box of consumer block b as "lo..hi,lo..hi" (or "empty"). */
+static const char *box_str(const bd_dep_edge *e, int64_t b) {
+    static char ring[4][128];
+    static int next;
+    char *s = ring[next++ % 4];
+    int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK];
+    if (!bd_dep_box(e, b, lo, hi)) return strcpy(s, "empty");
+    size_t o = 0;
+    for (int j = 0; j < e->rank; j++)
+        o += (size_t)snprintf(s + o, 128 - o, "%s%lld..%lld", j ? "," : "", (long long)lo[j],
+                              (long long)hi[j]);
+    return s;
+}
+
+static void test_deps_conv_halo(void) {
+    fixture f;
+    fx_init(&f);
+    int64_t act[4] = {1, 64, 56, 56}, w1[4] = {64, 64, 1, 1}, w3[4] = {64, 64, 3, 3};
+    int64_t tile[4] = {1, 32, 8, 56};
+    int x = fx_value(&f, "x", 4, act), a = fx_value(&f, "A", 4, act), b = fx_value(&f, "B", 4, act);
+    conv_nest(&f, x, fx_value(&f, "wA", 4, w1), a, 1, tile);
+    conv_nest(&f, a, fx_value(&f, "wB", 4, w3), b, 3, tile);
+    bd_deps deps;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    const bd_dep_edge *e = edge_of(&deps, 0, 1);
+    check(e && deps.edges.len == 1, "deps conv3x3: one edge A -> B", "%zu edges", deps.edges.len);
+    if (e) {
+        /* c-blocks 0..1 (the conv reads every channel), h-blocks one above and below */
+        check(e->cls == BD_DEP_PANEL, "deps conv3x3: PANEL (every box spans A's channel blocks)",
+              "class %s", bd_dep_class_name(e->cls));
+        check(!strcmp(box_str(e, 1), "0..0,0..1,0..2,0..0") && !strcmp(box_str(e, 0), "0..0,0..1,0..1,0..0") &&
+                  !strcmp(box_str(e, 13), "0..0,0..1,5..6,0..0"),
+              "deps conv3x3: boxes of blocks 0, 1 and 13", "%s / %s / %s", box_str(e, 0),
+              box_str(e, 1), box_str(e, 13));
+        check(e->block_edges == 76, "deps conv3x3: 76 block edges (the brute-force count)", "got %lld",
+              (long long)e->block_edges);
+        /* 64 * 56 * 56 outputs, each reading 64 channels x 3 x 3 (the map's window) */
+        check(e->element_pairs == 64LL * 56 * 56 * 64 * 9, "deps conv3x3: element pairs",
+              "got %lld", (long long)e->element_pairs);
+    }
+    check(deps.op_edges == 1 && deps.total_blocks == 28 && deps.critical_blocks == 2,
+          "deps conv3x3: 1 operator edge, 28 blocks, critical path 2", "%lld, %lld, %lld",
+          (long long)deps.op_edges, (long long)deps.total_blocks, (long long)deps.critical_blocks);
+    check_boxes(&f, &deps, "deps conv3x3: boxes equal the brute-force block sets", true);
+    bd_deps_free(&deps);
+
+    /* The same with one channel block: the halo is LOCAL along h only. */
+    fx_free(&f);
+    fx_init(&f);
+    int64_t whole_c[4] = {1, 64, 8, 56};
+    x = fx_value(&f, "x", 4, act), a = fx_value(&f, "A", 4, act), b = fx_value(&f, "B", 4, act);
+    conv_nest(&f, x, fx_value(&f, "wA", 4, w1), a, 1, whole_c);
+    conv_nest(&f, a, fx_value(&f, "wB", 4, w3), b, 3, whole_c);
+    bd_deps_analyze(&f.p, &deps, NULL);
+    e = edge_of(&deps, 0, 1);
+    check(e && e->cls == BD_DEP_LOCAL && e->halo == 2 && e->block_edges == 3 * 7 - 2,
+          "deps conv3x3, whole channels: LOCAL, 3 h-blocks wide (halo 2), 19 block edges",
+          "class %s halo %lld edges %lld", e ? bd_dep_class_name(e->cls) : "-",
+          e ? (long long)e->halo : -1, e ? (long long)e->block_edges : -1);
+    check_boxes(&f, &deps, "deps conv3x3, whole channels: boxes exact", true);
+    bd_deps_free(&deps);
+    fx_free(&f);
+}
+
+static void test_deps_transpose_concat_broadcast(void) {
+    fixture f;
+    fx_init(&f);
+    /* transpose: P writes [8, 12] in (4, 6) tiles; T reads it as [12, 8] in (6, 2) tiles */
+    int64_t pd[2] = {8, 12}, td[2] = {12, 8};
+    int pv = fx_value(&f, "P", 2, pd), tv = fx_value(&f, "T", 2, td);
+    fx_nest(&f, pv, (int64_t[]){4, 6});
+    bd_nest *t = fx_nest(&f, tv, (int64_t[]){6, 2});
+    bd_operand *o = bd_nest_operand(t, pv, false, 2);
+    o->dims[0] = (bd_access_dim)AFF(1, 1, 0, 0);
+    o->dims[1] = (bd_access_dim)AFF(0, 1, 0, 0);
+    /* concat: C1 [1, 4, 8] and C2 [1, 6, 8] write Y [1, 10, 8] at channel 0 and 4; R reads Y in
+     * (1, 5, 8) tiles */
+    int64_t c1d[3] = {1, 4, 8}, c2d[3] = {1, 6, 8}, yd[3] = {1, 10, 8};
+    int c1 = fx_value(&f, "C1", 3, c1d), c2 = fx_value(&f, "C2", 3, c2d);
+    int y = fx_value(&f, "Y", 3, yd), r = fx_value(&f, "R", 3, yd);
+    int parts[2] = {c1, c2};
+    int64_t offsets[2] = {0, 4}, part_tile[3] = {1, 2, 8};
+    for (int k = 0; k < 2; k++) {
+        bd_nest *pn = bd_nest_begin(&f.p, -1, BD_BODY_COPY, fx_val(&f, parts[k]));
+        bd_nest_set_tile(f.g, pn, part_tile);
+        bd_access_identity(bd_nest_operand(pn, parts[k], false, 3), 0);
+        bd_operand *w = bd_nest_operand(pn, y, true, 3);
+        bd_access_identity(w, 0);
+        w->dims[1].offset = offsets[k];
+    }
+    bd_nest *rn = fx_nest(&f, r, (int64_t[]){1, 5, 8});
+    bd_access_identity(bd_nest_operand(rn, y, false, 3), 0);
+    /* broadcast: B [1, 8] in (1, 4) tiles, S [4, 8] reads it in (2, 4) tiles */
+    int64_t bd_[2] = {1, 8}, sd[2] = {4, 8};
+    int bv = fx_value(&f, "B", 2, bd_), sv = fx_value(&f, "S", 2, sd);
+    fx_nest(&f, bv, (int64_t[]){1, 4});
+    bd_nest *sn = fx_nest(&f, sv, (int64_t[]){2, 4});
+    bd_access_broadcast(bd_nest_operand(sn, bv, false, 2), fx_val(&f, bv), fx_val(&f, sv));
+
+    bd_deps deps;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    /* nests: 0 P, 1 T, 2 C1-part, 3 C2-part, 4 R, 5 B, 6 S */
+    const bd_dep_edge *e = edge_of(&deps, 0, 1);
+    /* T block (i0 6-block a, i1 2-block b) reads P rows 2b..2b+1 (P row-block b/2), cols 6a.. */
+    check(e && e->cls == BD_DEP_LOCAL && !strcmp(box_str(e, 0), "0..0,0..0") &&
+              !strcmp(box_str(e, 3), "1..1,0..0") && !strcmp(box_str(e, 4), "0..0,1..1"),
+          "deps transpose: T block b needs the P block at the transposed tile", "%s %s %s",
+          e ? box_str(e, 0) : "-", e ? box_str(e, 3) : "-", e ? box_str(e, 4) : "-");
+    const bd_dep_edge *e1 = edge_of(&deps, 2, 4), *e2 = edge_of(&deps, 3, 4);
+    /* R block 0 = channels 0..4: part 1 (channels 0..3, its blocks 0..1) and part 2's channel 0
+     * (its block 0); R block 1 = channels 5..9: part 2 channels 1..5 (blocks 0..2), not part 1 */
+    check(e1 && e2 && !strcmp(box_str(e1, 0), "0..0,0..1,0..0") && !strcmp(box_str(e1, 1), "empty") &&
+              !strcmp(box_str(e2, 0), "0..0,0..0,0..0") && !strcmp(box_str(e2, 1), "0..0,0..2,0..0"),
+          "deps concat: each part at its channel offset, none beyond", "%s %s %s %s",
+          e1 ? box_str(e1, 0) : "-", e1 ? box_str(e1, 1) : "-", e2 ? box_str(e2, 0) : "-",
+          e2 ? box_str(e2, 1) : "-");
+    check(e1 && e2 && e1->block_edges == 2 && e2->block_edges == 4, "deps concat: 2 + 4 block edges",
+          "%lld + %lld", e1 ? (long long)e1->block_edges : -1, e2 ? (long long)e2->block_edges : -1);
+    e = edge_of(&deps, 5, 6);
+    check(e && e->cls == BD_DEP_LOCAL && e->halo == 0 && !strcmp(box_str(e, 0), "0..0,0..0") &&
+              !strcmp(box_str(e, 3), "0..0,1..1") && e->block_edges == 4,
+          "deps broadcast: each S block needs the one B block of its columns", "%s %s",
+          e ? box_str(e, 0) : "-", e ? box_str(e, 3) : "-");
+    check_boxes(&f, &deps, "deps transpose/concat/broadcast: boxes exact", true);
+    bd_deps_free(&deps);
+    fx_free(&f);
+}
+
+/* A reshape nest x -> y (the Reshape-family copy: its read map follows the tile). */
+static void reshape_nest(fixture *f, int x, int y, const int64_t *tile) {
+    bd_nest *n = bd_nest_begin(&f->p, -1, BD_BODY_COPY, fx_val(f, y));
+    n->params.copy.reshape = true;
+    bd_nest_operand(n, x, false, fx_val(f, x)->rank);
+    bd_access_identity(bd_nest_operand(n, y, true, fx_val(f, y)->rank), 0);
+    bd_nest_set_tile(f->g, n, tile);
+}
+
+static void test_deps_reduce_reshape(void) {
+    fixture f;
+    fx_init(&f);
+    /* reduction: P [4, 16] in (2, 4) tiles; M [4, 1] reduces dim 1 (read FULL) */
+    int64_t pd[2] = {4, 16}, md[2] = {4, 1};
+    int pv = fx_value(&f, "P", 2, pd), mv = fx_value(&f, "M", 2, md);
+    fx_nest(&f, pv, (int64_t[]){2, 4});
+    bd_nest *m = fx_nest(&f, mv, (int64_t[]){4, 1});
+    bd_access_full(bd_nest_operand(m, pv, false, 2));
+    /* split: Q [6, 4] in (2, 4) tiles -> reshape to [2, 3, 4] in (1, 3, 4) tiles: exact */
+    int64_t qd[2] = {6, 4}, sd[3] = {2, 3, 4}, vd[2] = {6, 4};
+    int qv = fx_value(&f, "Q", 2, qd), sv = fx_value(&f, "S", 3, sd);
+    fx_nest(&f, qv, (int64_t[]){2, 4});
+    reshape_nest(&f, qv, sv, (int64_t[]){1, 3, 4});
+    /* merge: S [2, 3, 4] -> V [6, 4] in (3, 4) tiles: the merged dim is cut, so conservative */
+    int vv = fx_value(&f, "V", 2, vd);
+    reshape_nest(&f, sv, vv, (int64_t[]){3, 4});
+    bd_deps deps;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    /* nests: 0 P, 1 M, 2 Q, 3 reshape Q->S, 4 reshape S->V */
+    const bd_dep_edge *e = edge_of(&deps, 0, 1);
+    check(e && e->cls == BD_DEP_ALL && e->block_edges == 8, "deps reduction: ALL, 8 block edges",
+          "class %s, %lld", e ? bd_dep_class_name(e->cls) : "-", e ? (long long)e->block_edges : -1);
+    e = edge_of(&deps, 2, 3);
+    /* S block k (rows 3k..3k+2 of Q) needs Q row-blocks 3k/2 .. (3k+2)/2 */
+    check(e && !strcmp(box_str(e, 0), "0..1,0..0") && !strcmp(box_str(e, 1), "1..2,0..0"),
+          "deps reshape split: exact row-blocks", "%s %s", e ? box_str(e, 0) : "-",
+          e ? box_str(e, 1) : "-");
+    e = edge_of(&deps, 3, 4);
+    check(e && e->cls == BD_DEP_ALL, "deps reshape merge across a tile: conservative (ALL)",
+          "class %s", e ? bd_dep_class_name(e->cls) : "-");
+    check_boxes(&f, &deps, "deps reduction/reshape: boxes hold the brute-force sets", false);
+    bd_deps_free(&deps);
+    fx_free(&f);
+}
+
 /* ---------------------------------------------------------------- printed decoding vs C */
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
@@ -715,6 +943,9 @@ int main(void) {
     test_regions();
     test_worked_example();
     test_branches();
+    test_deps_conv_halo();
+    test_deps_transpose_concat_broadcast();
+    test_deps_reduce_reshape();
     test_emitted_decode();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;

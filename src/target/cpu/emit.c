@@ -3,7 +3,9 @@
  *
  * It decides nothing about memory or order: values live where the memory plan (plan/plan.c) put
  * them, the constants enter the blob at the plan's offsets, and run() hands the steps of the
- * schedule (schedule/schedule.c) to the runtime's thread pool. Each nest becomes a block function
+ * schedule (schedule/schedule.c) to the runtime's thread pool: nest after nest under the operator
+ * schedule, or the task DAG as static tables to the runtime's dataflow executor under the block
+ * schedule. Each nest becomes a block function
  * whose body comes from the printer of its body kind (emit_*.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +243,107 @@ static void emit_prelude(bd_emitter *e) {
     emit_math_prelude(e);
 }
 
+/* A static integer table, 16 numbers a line. */
+static void emit_table(bd_emitter *e, const char *type, const char *name, const int64_t *v,
+                       size_t n) {
+    bd_emit_open(e, "static const %s %s[%zu] =", type, name, n ? n : 1);
+    if (!n) bd_emit(e, "0");
+    for (size_t i = 0; i < n; i += 16) {
+        char line[16 * 24], *o = line;
+        for (size_t j = i; j < n && j < i + 16; j++)
+            o += snprintf(o, sizeof line - (size_t)(o - line), "%lld,", (long long)v[j]);
+        bd_emit(e, "%s", line);
+    }
+    bd_emit_close(e, ";");
+}
+
+static void emit_table_i32(bd_emitter *e, const char *name, const int *v, size_t n) {
+    int64_t *w = malloc((n + 1) * sizeof *w);
+    BD_ASSERT(w);
+    for (size_t i = 0; i < n; i++) w[i] = v[i];
+    emit_table(e, "int32_t", name, w, n);
+    free(w);
+}
+
+/* The block schedule's task DAG as the runtime's bdrt_dag (bdrt.h): the tasks, their
+ * successors, and for its test mode the arena values each task touches. */
+static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan *mem) {
+    const bd_program *p = e->prog;
+    bd_graph *g = e->graph;
+    size_t nn = p->nests.len, nv = g->values.len;
+    int *fn_of = malloc((nn + 1) * sizeof *fn_of), n_fns = 0;
+    int *value_id = malloc((nv + 1) * sizeof *value_id), n_values = 0;
+    BD_ASSERT(fn_of && value_id);
+    bd_emit_open(e, "static const bdrt_task_fn bd_dag_fns[] =");
+    for (size_t i = 0; i < nn; i++) {
+        fn_of[i] = -1;
+        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0) {
+            fn_of[i] = n_fns++;
+            bd_emit(e, "k%zu,", i);
+        }
+    }
+    if (!n_fns) bd_emit(e, "NULL");
+    bd_emit_close(e, ";");
+    int nt = sch->n_tasks;
+    int *task_fn = malloc(((size_t)nt + 1) * sizeof *task_fn),
+        *task_block = malloc(((size_t)nt + 1) * sizeof *task_block);
+    bd_vec touch_start = BD_VEC(int), touch = BD_VEC(int);
+    BD_ASSERT(task_fn && task_block);
+    int64_t *offsets = malloc((nv + 1) * sizeof *offsets), *bytes = malloc((nv + 1) * sizeof *bytes);
+    BD_ASSERT(offsets && bytes);
+    for (size_t v = 0; v < nv; v++) {
+        value_id[v] = -1;
+        if (mem->storage[v].kind != BD_STORE_ARENA) continue;
+        const bd_value *val = bd_graph_value(g, (int)v);
+        int64_t numel = 1, nb = 0;
+        bd_dims_numel(val->rank, val->dims, &numel);
+        bd_dtype_nbytes(val->dtype, numel, &nb);
+        offsets[n_values] = mem->storage[v].where;
+        bytes[n_values] = nb;
+        value_id[v] = n_values++;
+    }
+    for (int t = 0; t < nt; t++) {
+        int k = sch->task_nest[t];
+        *(int *)bd_vec_push(&touch_start) = (int)touch.len;
+        task_fn[t] = k >= 0 ? fn_of[k] : -1;
+        task_block[t] = (int)sch->task_block[t];
+        if (k < 0) continue;
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
+        for (int j = 0; j < n->n_operands; j++) {
+            int id = value_id[n->operands[j].value];
+            bool again = false;
+            for (int i = 0; i < j && !again; i++)
+                again = n->operands[i].value == n->operands[j].value;
+            if (id >= 0 && !again) *(int *)bd_vec_push(&touch) = id;
+        }
+    }
+    *(int *)bd_vec_push(&touch_start) = (int)touch.len;
+    emit_table_i32(e, "bd_dag_task_fn", task_fn, (size_t)nt);
+    emit_table_i32(e, "bd_dag_task_block", task_block, (size_t)nt);
+    emit_table_i32(e, "bd_dag_n_preds", sch->n_preds, (size_t)nt);
+    emit_table_i32(e, "bd_dag_succ_start", sch->succ_start, (size_t)nt + 1);
+    emit_table_i32(e, "bd_dag_succ", sch->succ, (size_t)sch->n_edges);
+    emit_table(e, "int64_t", "bd_dag_value_offset", offsets, (size_t)n_values);
+    emit_table(e, "int64_t", "bd_dag_value_bytes", bytes, (size_t)n_values);
+    emit_table_i32(e, "bd_dag_touch_start", touch_start.data, touch_start.len);
+    emit_table_i32(e, "bd_dag_touch", touch.data, touch.len);
+    bd_emit_open(e, "static const bdrt_dag bd_dag =");
+    bd_emit(e, "%d, bd_dag_fns, bd_dag_task_fn, bd_dag_task_block, bd_dag_n_preds, bd_dag_succ_start, "
+               "bd_dag_succ,", nt);
+    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_touch_start, bd_dag_touch, %lld",
+            n_values, (long long)mem->arena_bytes);
+    bd_emit_close(e, ";");
+    bd_emit_blank(e);
+    free(fn_of);
+    free(value_id);
+    free(task_fn);
+    free(task_block);
+    free(offsets);
+    free(bytes);
+    bd_vec_free(&touch_start);
+    bd_vec_free(&touch);
+}
+
 static char *lib_header(const bd_emitter *e, const char *name) {
     bd_graph *g = e->graph;
     bd_vec t = BD_VEC(char);
@@ -308,6 +411,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     size_t state_at = e.pr.text.len;
     bd_emit(&e, "typedef struct bd_state {");
     bd_emit(&e, "    bdrt_pool *pool;");
+    bd_emit(&e, "    bdrt_dag_exec *dag;");
     bd_emit(&e, "    unsigned char *arena, *scratch;");
     bd_emit(&e, "    size_t scratch_stride;");
     bd_emit(&e, "    const void *const *in;");
@@ -323,12 +427,16 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         bd_emit_blank(&e);
     }
 
+    bool dataflow = sched->mode == BD_SCHEDULE_BLOCK;
+    if (dataflow && !s) emit_dag(&e, sched, mem);
+
     /* destroy / create / run */
     bd_emit_open(&e, "static void bd_destroy(void *inst)");
     bd_emit(&e, "bd_state *S = inst;");
     bd_emit(&e, "if (!S) return;");
     bd_emit(&e, "for (int i = 0; i < (int)(sizeof S->packed / sizeof S->packed[0]); i++) bdrt_free(S->packed[i]);");
     bd_emit(&e, "if (S->pool) bdrt_pool_destroy(S->pool);");
+    if (dataflow) bd_emit(&e, "bdrt_dag_exec_destroy(S->dag);");
     bd_emit(&e, "bdrt_free(S->arena);");
     bd_emit(&e, "bdrt_free(S->scratch);");
     bd_emit(&e, "free(S);");
@@ -339,6 +447,10 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "if (!S) return NULL;");
     bd_emit(&e, "S->pool = bdrt_pool_create(threads);");
     bd_emit(&e, "if (!S->pool) { bd_destroy(S); return NULL; }");
+    if (dataflow) {
+        bd_emit(&e, "S->dag = bdrt_dag_exec_create(&bd_dag);");
+        bd_emit(&e, "if (!S->dag) { bd_destroy(S); return NULL; }");
+    }
     bd_emit(&e, "S->arena = bdrt_alloc(BD_ARENA_BYTES ? BD_ARENA_BYTES : 64);");
     bd_emit(&e, "S->scratch_stride = BD_SCRATCH_BYTES;");
     bd_emit(&e, "S->scratch = bdrt_alloc((size_t)bdrt_pool_threads(S->pool) * BD_SCRATCH_BYTES + 64);");
@@ -354,10 +466,11 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "bd_state *S = inst;");
     bd_emit(&e, "S->in = in;");
     bd_emit(&e, "S->out = out;");
-    for (int i = 0; i < sched->n_steps; i++) {
+    for (int i = 0; i < sched->n_steps && !dataflow; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, sched->order[i]);
         if (n->n_blocks > 0) bd_emit(&e, "bdrt_pool_run(S->pool, %lld, k%d, S);", (long long)n->n_blocks, sched->order[i]);
     }
+    if (dataflow) bd_emit(&e, "bdrt_dag_run(S->dag, S->pool, S, S->arena);");
     bd_emit(&e, "return 0;");
     bd_emit_close(&e, NULL);
     bd_emit_blank(&e);
