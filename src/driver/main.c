@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver/analyze.h"
 #include "driver/compile.h"
 #include "driver/inspect.h"
 
@@ -44,6 +45,13 @@ static const char usage_text[] =
     "      --max-nodes N             refuse models with more nodes (default 1000000)\n"
     "      -v                        print every native command and stage times\n"
     "      -q                        no progress output\n"
+    "  analyze MODEL.onnx [--json FILE|-] [--dot FILE|-] [--fusion none|op|block] [--target T]\n"
+    "                                the block-dependency analysis: every producer -> consumer\n"
+    "                                edge with its class (IDENTITY, LOCAL, PANEL, ALL) and counts,\n"
+    "                                totals at element, block and operator granularity, each\n"
+    "                                fusion decision and why, independent branches, the critical\n"
+    "                                path in blocks, the arena under each schedule; as text, JSON\n"
+    "                                (--json - prints only JSON) and a Graphviz graph (--dot)\n"
     "  inspect MODEL.onnx [--json]   load, verify and shape-infer MODEL; print its inputs, outputs,\n"
     "                                op histogram, parameters, FLOPs and unsupported nodes\n"
     "  --version                     print the version\n"
@@ -74,6 +82,42 @@ static int cmd_inspect(int argc, char **argv) {
     if (!model) return usage_error("inspect: %s", "no model given");
     bd_diag d = {0};
     bd_status s = bd_inspect(model, json, &d);
+    fflush(stdout);
+    if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
+    return s;
+}
+
+static int cmd_analyze(int argc, char **argv) {
+    bd_analyze_opts o = {.fusion = BD_FUSION_OP};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json") || !strcmp(a, "--dot") || !strcmp(a, "--fusion") ||
+            !strcmp(a, "--target")) {
+            if (i + 1 >= argc) return usage_error("analyze: %s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--json")) o.json = v;
+            else if (!strcmp(a, "--dot")) o.dot = v;
+            else if (!strcmp(a, "--fusion")) {
+                if (!strcmp(v, "none")) o.fusion = BD_FUSION_NONE;
+                else if (!strcmp(v, "op")) o.fusion = BD_FUSION_OP;
+                else if (!strcmp(v, "block")) o.fusion = BD_FUSION_BLOCK;
+                else return usage_error("analyze: --fusion '%s': expected none, op or block", v);
+            } else if (!(o.target = bd_target_named(v))) {
+                fprintf(stderr, "bdc: error: target '%s' is not available yet (cpu only)\n", v);
+                return BD_ERR_UNSUPPORTED;
+            }
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1]) return usage_error("analyze: unknown option '%s'", a);
+        else if (o.model) return usage_error("analyze: more than one model given ('%s')", a);
+        else o.model = a;
+    }
+    if (!o.model) return usage_error("analyze: %s", "no model given");
+    if (o.json && o.dot && !strcmp(o.json, "-") && !strcmp(o.dot, "-"))
+        return usage_error("analyze: %s", "--json - and --dot - cannot both go to stdout");
+    bd_diag d = {0};
+    bd_status s = bd_analyze(&o, &d);
     fflush(stdout);
     if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
     return s;
@@ -184,6 +228,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "analyze") == 0) return cmd_analyze(argc - 2, argv + 2);
     if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

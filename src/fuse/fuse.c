@@ -79,6 +79,13 @@ static bd_nest *nest_at(bd_program *p, int i) {
     return &BD_VEC_AT(&p->nests, bd_nest, i);
 }
 
+/* Records a decision: nest `absorbed` into nest `into` (NULL: none), and why. */
+static void note(bd_program *p, const bd_nest *absorbed, const bd_nest *into, bool fused,
+                 const char *why) {
+    bd_fusion_note *f = bd_vec_push(&p->fusion_notes);
+    *f = (bd_fusion_note){absorbed->node, into ? into->node : -1, fused, why};
+}
+
 /* A float32, non-constant value of static shape equal to ref's. */
 static bool same_float_shape(const bd_value *v, const bd_value *ref) {
     if (v->constant || v->dtype != BD_DT_FLOAT || !bd_value_shape_known(v) || v->rank != ref->rank)
@@ -226,6 +233,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
             along_n = b->dims[k] == 1;
         if (along_n) {
             mp->c = insert_before_output(n, y, nest_at(p, c), other);
+            note(p, nest_at(p, c), n, true, "bias Add into the GEMM's C (epilogue)");
             mp->beta = 1.0f;
             dead[c] = true;
             cur = written_value(nest_at(p, c));
@@ -236,6 +244,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i) &&
         same_float_shape(bd_graph_value(g, other), ref)) {
         n->epi.residual = insert_before_output(n, y, nest_at(p, c), other);
+        note(p, nest_at(p, c), n, true, "residual Add into the epilogue");
         dead[c] = true;
         cur = written_value(nest_at(p, c));
     }
@@ -243,15 +252,183 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
     c = sole_reader(ix, cur);
     int s, m;
     if (c >= 0 && activation_of(p, nest_at(p, c), cur, ref, &n->epi.act)) {
+        note(p, nest_at(p, c), n, true, "activation into the epilogue");
         dead[c] = true;
         cur = written_value(nest_at(p, c));
     } else if (c < 0 && silu_of(p, ix, cur, ref, &n->epi.act, &s, &m)) {
+        note(p, nest_at(p, m), n, true, "SiLU (Sigmoid and Mul) into the epilogue");
         dead[s] = dead[m] = true;
         cur = written_value(nest_at(p, m));
     } else {
         memset(&n->epi.act, 0, sizeof n->epi.act);
     }
     n->operands[*y].value = cur;
+}
+
+/* ---------------------------------------------------------------- block fusion: IDENTITY chains */
+
+/* Whether operand o reads its value at exactly the element a nest over the value's own shape
+ * writes: the IDENTITY block dependency under any common tiling. */
+static bool identity_map(const bd_operand *o, const bd_nest *n) {
+    if (o->rank != n->n_iter) return false;
+    for (int k = 0; k < o->rank; k++) {
+        const bd_access_dim *a = &o->dims[k];
+        if (a->kind != BD_ACCESS_AFFINE || a->iter != k || a->scale != 1 || a->offset || a->window)
+            return false;
+    }
+    return true;
+}
+
+static bool same_domain(const bd_nest *a, const bd_nest *b) {
+    if (a->n_iter != b->n_iter) return false;
+    for (int k = 0; k < a->n_iter; k++)
+        if (a->extent[k] != b->extent[k]) return false;
+    return true;
+}
+
+/* Per-element cost of an expression, in rough flops: what a consumer recomputes when it inlines
+ * a producer that another consumer also inlines. */
+static int expr_cost(const bd_expr *x) {
+    int c = 0;
+    for (int i = 0; i < x->n; i++) {
+        switch (x->node[i].op) {
+        case BD_EXPR_LOAD:
+        case BD_EXPR_CONST: break;
+        case BD_EXPR_EXP:
+        case BD_EXPR_LOG:
+        case BD_EXPR_ERF:
+        case BD_EXPR_TANH:
+        case BD_EXPR_SIGMOID:
+        case BD_EXPR_POW:
+        case BD_EXPR_GELU:
+        case BD_EXPR_GELU_TANH:
+        case BD_EXPR_SILU: c += 20; break;
+        case BD_EXPR_DIV:
+        case BD_EXPR_SQRT:
+        case BD_EXPR_RECIPROCAL: c += 4; break;
+        default: c += 1;
+        }
+    }
+    return c;
+}
+
+/* Consumer c with producer pn's expression inlined for its loads of value v: the operands are c's
+ * reads except v, then pn's reads not already there, then c's write. False (c unchanged) when it
+ * would exceed the operand or expression capacity. */
+static bool inline_producer(bd_nest *c, const bd_nest *pn, int v) {
+    bd_nest out = *c;
+    out.n_operands = 0;
+    int map_c[BD_NEST_MAX_OPERANDS], map_p[BD_NEST_MAX_OPERANDS];
+    const bd_operand *ops[2 * BD_NEST_MAX_OPERANDS];
+    int n = 0;
+    for (int k = 0; k < c->n_operands; k++) {
+        map_c[k] = -1;
+        if (c->operands[k].write || c->operands[k].value == v) continue;
+        map_c[k] = n;
+        ops[n++] = &c->operands[k];
+    }
+    for (int k = 0; k < pn->n_operands; k++) {
+        map_p[k] = -1;
+        const bd_operand *o = &pn->operands[k];
+        if (o->write) continue;
+        for (int j = 0; j < n && map_p[k] < 0; j++)
+            if (ops[j]->value == o->value && !memcmp(ops[j]->dims, o->dims, sizeof o->dims))
+                map_p[k] = j;
+        if (map_p[k] < 0) {
+            map_p[k] = n;
+            ops[n++] = o;
+        }
+    }
+    int w = c->n_operands - 1;
+    BD_ASSERT(c->operands[w].write);
+    if (n + 1 > BD_NEST_MAX_OPERANDS) return false;
+    for (int j = 0; j < n; j++)
+        out.operands[j] = *ops[j];
+    out.operands[n] = c->operands[w];
+    out.n_operands = n + 1;
+    /* Splice pn's expression, then c's over it; renumber each part's loads to the new operands. */
+    bd_expr x = {0};
+    int leaf_c[BD_NEST_MAX_OPERANDS];
+    int rp = bd_expr_splice(&x, &pn->params.expr, NULL);
+    int split = x.n;
+    for (int i = 0; i < split; i++)
+        if (x.node[i].op == BD_EXPR_LOAD) x.node[i].operand = map_p[x.node[i].operand];
+    for (int k = 0; k < c->n_operands; k++)
+        leaf_c[k] = c->operands[k].value == v && !c->operands[k].write ? rp : -1;
+    int rc = rp < 0 ? -1 : bd_expr_splice(&x, &c->params.expr, leaf_c);
+    if (rc < 0 || x.overflow) return false;
+    for (int i = split; i < x.n; i++)
+        if (x.node[i].op == BD_EXPR_LOAD) x.node[i].operand = map_c[x.node[i].operand];
+    bd_expr_compact(&x, rc);
+    out.params.expr = x;
+    *c = out;
+    return true;
+}
+
+/* Recomputing a shared producer in each consumer pays when the flops it repeats cost less than
+ * the memory traffic it saves: a write and a read of each element, at about FLOPS_PER_BYTE flops
+ * per byte of bandwidth on a CPU core (its FMA rate over its cache-to-core bandwidth). */
+enum { FLOPS_PER_BYTE = 2 };
+
+/* Each elementwise nest whose output only elementwise nests read, all through IDENTITY maps over
+ * its own domain, is inlined into every one of them and disappears; in program order, so a chain
+ * collapses into its last nest. */
+static void fuse_chains(bd_program *p, bool *dead) {
+    fuse_index ix = {0};
+    index_build(p, &ix);
+    bd_graph *g = p->graph;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        bd_nest *pn = nest_at(p, (int)i);
+        if (dead[i] || pn->body != BD_BODY_ELEMENTWISE || pn->n_blocks == 0) continue;
+        int v = written_value(pn);
+        int nr = readers(&ix, v);
+        const bd_nest *first = nr ? nest_at(p, ix.reader[ix.reader_start[v]]) : NULL;
+        if (ix.graph_output[v] || !nr) {
+            if (nr) note(p, pn, first, false, "a graph output: it must be stored");
+            continue;
+        }
+        if (!identity_map(&pn->operands[pn->n_operands - 1], pn)) continue;
+        const char *why = NULL;
+        for (int r = 0; r < nr && !why; r++) {
+            const bd_nest *c = nest_at(p, ix.reader[ix.reader_start[v] + r]);
+            if (c->body != BD_BODY_ELEMENTWISE)
+                why = "a consumer is not elementwise";
+            else if (!same_domain(pn, c))
+                why = "a consumer iterates another domain (a broadcast)";
+            for (int k = 0; k < c->n_operands && !why; k++)
+                if (!c->operands[k].write && c->operands[k].value == v &&
+                    !identity_map(&c->operands[k], c))
+                    why = "a consumer reads it through a non-IDENTITY map";
+        }
+        const bd_value *val = bd_graph_value(g, v);
+        int bits = bd_dtype_bits(val->dtype);
+        if (!why && nr > 1 && (nr - 1) * expr_cost(&pn->params.expr) > FLOPS_PER_BYTE * 2 * bits / 8)
+            why = "recomputing it in each consumer costs more than storing it";
+        /* all or nothing: inline into copies, commit only if every consumer takes it */
+        bd_nest *copies = why ? NULL : malloc((size_t)nr * sizeof *copies);
+        for (int r = 0; r < nr && !why; r++) {
+            copies[r] = *nest_at(p, ix.reader[ix.reader_start[v] + r]);
+            if (!inline_producer(&copies[r], pn, v)) why = "the fused nest would exceed its capacity";
+        }
+        if (!why) {
+            for (int r = 0; r < nr; r++)
+                *nest_at(p, ix.reader[ix.reader_start[v] + r]) = copies[r];
+            dead[i] = true;
+            note(p, pn, first, true, nr > 1 ? "IDENTITY, recomputed in each consumer"
+                                            : "IDENTITY chain");
+        } else {
+            note(p, pn, first, false, why);
+        }
+        free(copies);
+    }
+    index_free(&ix);
+}
+
+static void drop_dead(bd_program *p, const bool *dead) {
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nests.len; i++)
+        if (!dead[i]) BD_VEC_AT(&p->nests, bd_nest, kept++) = BD_VEC_AT(&p->nests, bd_nest, i);
+    p->nests.len = kept;
 }
 
 bd_status bd_fuse(bd_program *p, bd_diag *d) {
@@ -262,11 +439,13 @@ bd_status bd_fuse(bd_program *p, bd_diag *d) {
     BD_ASSERT(dead);
     for (size_t i = 0; i < p->nests.len; i++)
         if (!dead[i]) absorb_chain(p, &ix, (int)i, dead);
-    size_t kept = 0;
-    for (size_t i = 0; i < p->nests.len; i++)
-        if (!dead[i]) BD_VEC_AT(&p->nests, bd_nest, kept++) = BD_VEC_AT(&p->nests, bd_nest, i);
-    p->nests.len = kept;
-    free(dead);
     index_free(&ix);
+    drop_dead(p, dead);
+    if (p->fusion == BD_FUSION_BLOCK) {
+        memset(dead, 0, p->nests.len * sizeof *dead);
+        fuse_chains(p, dead);
+        drop_dead(p, dead);
+    }
+    free(dead);
     return bd_program_verify(p, d);
 }

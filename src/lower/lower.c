@@ -23,6 +23,7 @@ bd_status bd_lower_node(bd_program *p, int node, bd_diag *d) {
 bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d) {
     p->graph = g;
     p->nests = BD_VEC(bd_nest);
+    p->fusion_notes = BD_VEC(bd_fusion_note);
     /* Graph outputs known at compile time are copied into the caller's buffer first, since other
      * nests may read them from there. */
     for (size_t i = 0; i < g->outputs.len; i++) {

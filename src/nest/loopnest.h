@@ -117,9 +117,18 @@ void bd_nest_params_check(bd_body body, bd_param_kind kind);
  * IDENTITY block dependencies become one nest (fuse.c). Set before bd_lower. */
 typedef enum bd_fusion { BD_FUSION_NONE = 0, BD_FUSION_OP = 1, BD_FUSION_BLOCK = 2 } bd_fusion;
 
+/* One fusion decision, for `bdc analyze`: the node of the nest absorbed (or not) into the node of
+ * another (-1: none), and why it was or was not fused (a static string). */
+typedef struct bd_fusion_note {
+    int absorbed_node, into_node;
+    bool fused;
+    const char *why;
+} bd_fusion_note;
+
 typedef struct bd_program {
     bd_graph *graph;
     bd_fusion fusion;
+    bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     bd_vec nests;   /* bd_nest, in a valid execution order */
     bd_arena arena; /* tables the nests point to (Resize sampling tables) */
 } bd_program;

@@ -225,6 +225,7 @@ void bd_operand_region(const bd_nest *n, const bd_operand *o, const bd_value *v,
 
 void bd_program_free(bd_program *p) {
     bd_vec_free(&p->nests);
+    bd_vec_free(&p->fusion_notes);
     bd_arena_free(&p->arena);
 }
 
