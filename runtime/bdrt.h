@@ -71,6 +71,10 @@ typedef struct bdrt_model {
     void *(*create)(int threads); /* NULL on failure (out of memory) */
     int (*run)(void *inst, const void *const *inputs, void *const *outputs); /* 0 ok */
     void (*destroy)(void *inst);
+    /* For --profile: the block functions of the nests and their names (may be 0 / NULL). */
+    int n_nests;
+    const char *const *nest_names;
+    void (*const *nest_fns)(void *ctx, int64_t block, int thread);
 } bdrt_model;
 
 /* The whole executable: parses argv, reads and validates the inputs, runs the model, writes or

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bdrt.h"
+#include "bdrt_profile.h"
 
 enum { READY_BATCH = 64 };
 
@@ -163,7 +164,7 @@ static void worker(void *arg, int64_t unused, int thread) {
             continue;
         }
         idle = 0;
-        g->fns[g->task_fn[t]](x->ctx, g->task_block[t], thread);
+        bdrt_call_block(g->fns[g->task_fn[t]], x->ctx, g->task_block[t], thread);
         complete(x, t, &next);
     }
 }
@@ -227,7 +228,7 @@ static void run_checked(bdrt_dag_exec *x, unsigned char *arena) {
         x->heap[i] = x->heap[--n_ready];
         if (g->task_fn[t] >= 0) {
             touch(x, arena, t, false);
-            g->fns[g->task_fn[t]](x->ctx, g->task_block[t], 0);
+            bdrt_call_block(g->fns[g->task_fn[t]], x->ctx, g->task_block[t], 0);
             touch(x, arena, t, true);
         }
         for (int32_t j = g->succ_start[t]; j < g->succ_start[t + 1]; j++)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bdrt.h"
+#include "bdrt_profile.h"
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
@@ -87,6 +88,7 @@ typedef struct options {
     long long bench, warmup; /* -1 = not given */
     int threads;             /* 0 = all CPUs */
     int json, info;
+    const char *profile; /* --profile FILE */
 } options;
 
 /* Strict decimal in [lo, hi]. */
@@ -154,7 +156,7 @@ static int assign_named(const bdrt_model *m, options *o, const char *arg) {
 
 static void print_help(const bdrt_model *m) {
     printf("usage: %s [--input NAME=PATH]... [PATH]... [--output-dir DIR]\n"
-           "          [--benchmark N [--warmup W]] [--json] [--threads N] [--info]\n\n",
+           "          [--benchmark N [--warmup W]] [--json] [--threads N] [--profile FILE] [--info]\n\n",
            prog);
     printf("Runs the model '%s' (compiled by bdc) once on the given inputs.\n\n", q(m->name));
     printf("inputs:\n");
@@ -192,6 +194,10 @@ static void print_help(const bdrt_model *m) {
         "  --threads N        worker threads on CPU (default or 0: every CPU this process may\n"
         "                     run on); BDRT_SPIN_US sets how long idle workers spin (default\n"
         "                     1000 microseconds)\n"
+        "  --profile FILE     run once untimed, then once recording every block: FILE gets a\n"
+        "                     Chrome/Perfetto trace (JSON: one event per block, one row per\n"
+        "                     thread; open it in ui.perfetto.dev or chrome://tracing), and a\n"
+        "                     table of time per nest (each nest is one fusion group) is printed\n"
         "  --info             print the inputs and outputs (dtypes, shapes, output file names)\n"
         "                     and exit without reading inputs\n"
         "  --help, --version\n"
@@ -239,6 +245,11 @@ static int parse_args(int argc, char **argv, const bdrt_model *m, options *o) {
                 rc = usage_error("--output-dir given twice");
             else
                 o->out_dir = val;
+        } else if ((r = match_value(a, "--profile", &i, argc, argv, &val)) != 0) {
+            if (r < 0 || !*val)
+                rc = usage_error("--profile needs a file name");
+            else
+                o->profile = val;
         } else if ((r = match_value(a, "--benchmark", &i, argc, argv, &val)) != 0) {
             if (r < 0 || parse_count(val, 1, MAX_BENCH_RUNS, &v))
                 rc = usage_error("--benchmark needs a run count from 1 to %lld", MAX_BENCH_RUNS);
@@ -266,6 +277,8 @@ static int parse_args(int argc, char **argv, const bdrt_model *m, options *o) {
         rc = 0;
     }
     if (rc < 0 && o->warmup >= 0 && o->bench < 0) rc = usage_error("--warmup needs --benchmark");
+    if (rc < 0 && o->profile && o->bench >= 0)
+        rc = usage_error("--profile records one run: it does not go with --benchmark");
     if (rc < 0 && o->json && o->bench < 0 && !o->info)
         rc = usage_error("--json needs --benchmark or --info");
     /* Positional paths fill the inputs not named, in order. */
@@ -702,6 +715,111 @@ static int benchmark(const bdrt_model *m, void *inst, const void *const *in, voi
 /* ---- main ---- */
 
 /* The descriptor comes from the compiler: a broken one is a bug, not bad input. */
+/* ---- --profile ---- */
+
+typedef struct nest_time {
+    int nest;
+    long long blocks;
+    double busy_us, first_us, last_us;
+} nest_time;
+
+static int cmp_busy(const void *a, const void *b) {
+    const nest_time *x = a, *y = b;
+    return (x->busy_us < y->busy_us) - (x->busy_us > y->busy_us);
+}
+
+static int nest_of(const bdrt_model *m, bdrt_task_fn fn) {
+    for (int i = 0; i < m->n_nests; i++)
+        if (m->nest_fns[i] == fn) return i;
+    return -1;
+}
+
+/* One untimed run, one recorded run; the trace into path (temporary name, then renamed), the
+ * per-nest table on stdout. */
+static int profile(const bdrt_model *m, void *inst, const void *const *in, void *const *out,
+                   const char *path, int threads) {
+    int rc = run_model(m, inst, in, out);
+    if (rc) return rc;
+    if (bdrt_profile_begin((size_t)1 << 20)) {
+        bdrt_errorf("out of memory for the profile");
+        return BDRT_EXIT_IO;
+    }
+    double t0 = now_ms();
+    rc = run_model(m, inst, in, out);
+    double wall_ms = now_ms() - t0;
+    const bdrt_profile_event *ev;
+    size_t dropped, n = bdrt_profile_end(&ev, &dropped);
+    nest_time *nt = calloc((size_t)m->n_nests + 1, sizeof *nt);
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    FILE *f = NULL;
+    if (!rc && (!nt || !tmp)) {
+        bdrt_errorf("out of memory for the profile");
+        rc = BDRT_EXIT_IO;
+    }
+    if (!rc) {
+        snprintf(tmp, plen + 32, "%s.tmp-%ld", path, (long)getpid());
+        if (!(f = fopen(tmp, "w"))) {
+            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+            rc = BDRT_EXIT_IO;
+        }
+    }
+    if (!rc) {
+        for (int i = 0; i < m->n_nests; i++) nt[i].nest = i;
+        fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+        for (int t = 0; t < threads; t++)
+            fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": %d, "
+                       "\"args\": {\"name\": \"thread %d\"}},\n", t, t);
+        for (size_t i = 0; i < n; i++) {
+            int k = nest_of(m, ev[i].fn);
+            fprintf(f, "{\"name\": ");
+            json_string(f, k >= 0 ? m->nest_names[k] : "?");
+            fprintf(f, ", \"cat\": \"block\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, "
+                       "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"nest\": %d, \"block\": %lld}}%s\n",
+                    ev[i].thread, ev[i].t0_us, ev[i].t1_us - ev[i].t0_us, k,
+                    (long long)ev[i].block, i + 1 < n ? "," : "");
+            if (k < 0) continue;
+            nest_time *x = &nt[k];
+            if (!x->blocks || ev[i].t0_us < x->first_us) x->first_us = ev[i].t0_us;
+            if (!x->blocks || ev[i].t1_us > x->last_us) x->last_us = ev[i].t1_us;
+            x->blocks++;
+            x->busy_us += ev[i].t1_us - ev[i].t0_us;
+        }
+        fprintf(f, "]}\n");
+        if (fflush(f) || ferror(f)) {
+            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+            rc = BDRT_EXIT_IO;
+        }
+    }
+    if (f && fclose(f) && !rc) {
+        bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (f && !rc && rename(tmp, path)) {
+        bdrt_errorf("cannot rename the profile into place as '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (f && rc) remove(tmp);
+    if (!rc) {
+        double busy = 0;
+        for (int i = 0; i < m->n_nests; i++) busy += nt[i].busy_us;
+        qsort(nt, (size_t)m->n_nests, sizeof *nt, cmp_busy);
+        printf("profile '%s': one run, %.3f ms wall, %d thread%s, %.3f ms in blocks (%.0f%% of "
+               "%d x wall)%s; trace in %s\n", q(m->name), wall_ms, threads, threads == 1 ? "" : "s",
+               busy / 1e3, wall_ms > 0 ? 100.0 * busy / 1e3 / (wall_ms * threads) : 0.0, threads,
+               dropped ? " (some blocks not recorded)" : "", q(path));
+        printf("%10s %7s %7s %11s  %s\n", "ms", "share", "blocks", "span ms", "nest");
+        for (int i = 0; i < m->n_nests && nt[i].blocks; i++)
+            printf("%10.3f %6.1f%% %7lld %11.3f  %s\n", nt[i].busy_us / 1e3,
+                   busy > 0 ? 100.0 * nt[i].busy_us / busy : 0.0, nt[i].blocks,
+                   (nt[i].last_us - nt[i].first_us) / 1e3, q(m->nest_names[nt[i].nest]));
+    }
+    free(nt);
+    free(tmp);
+    bdrt_profile_free();
+    return rc;
+}
+
 static void check_model(const bdrt_model *m) {
     const char *why = NULL;
     if (!m || !m->create || !m->run || !m->destroy || m->n_inputs < 0 || m->n_outputs < 0 ||
@@ -783,7 +901,10 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
         rc = BDRT_EXIT_IO;
         goto done;
     }
-    if (o.bench > 0)
+    if (o.profile)
+        rc = profile(m, inst, (const void *const *)in, out, o.profile,
+                     o.threads > 0 ? o.threads : bdrt_cpu_count());
+    else if (o.bench > 0)
         rc = benchmark(m, inst, (const void *const *)in, out, &o);
     else
         rc = run_model(m, inst, (const void *const *)in, out);
@@ -791,7 +912,7 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
 
     if (o.out_dir)
         rc = write_outputs(&dir, m, out, files);
-    else if (o.bench <= 0)
+    else if (o.bench <= 0 && !o.profile)
         print_summary(m, out);
 
 done:

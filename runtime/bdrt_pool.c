@@ -41,6 +41,7 @@
 #endif
 
 #include "bdrt.h"
+#include "bdrt_profile.h"
 
 #define CACHE_LINE 64
 
@@ -150,7 +151,7 @@ static void run_blocks(bdrt_pool *p, int thread) {
         if (atomic_compare_exchange_weak_explicit(&p->next, &cur, cur + chunk, memory_order_relaxed,
                                                   memory_order_relaxed)) {
             for (int64_t b = cur, e = cur + chunk; b < e; b++)
-                fn(ctx, b, thread);
+                bdrt_call_block(fn, ctx, b, thread);
             cur = atomic_load_explicit(&p->next, memory_order_relaxed);
         }
     }
@@ -295,7 +296,7 @@ void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
         /* Inline: no pool, a nested call from one of this pool's tasks, or nothing to share. */
         int thread = p && tl_pool == p ? tl_thread : 0;
         for (int64_t b = 0; b < n_blocks; b++)
-            fn(ctx, b, thread);
+            bdrt_call_block(fn, ctx, b, thread);
         return;
     }
     pthread_mutex_lock(&p->call_mu);

@@ -47,6 +47,7 @@ int main(int argc, char **argv) {
     memcpy(echo_out.dims, echo_in.dims, sizeof echo_in.dims);
     echo_out.dtype = echo_in.dtype;
     echo_out.rank = echo_in.rank;
-    const bdrt_model m = {"echo", 1, 1, &echo_in, &echo_out, echo_create, echo_run, echo_destroy};
+    const bdrt_model m = {"echo", 1, 1, &echo_in, &echo_out, echo_create, echo_run, echo_destroy,
+                          0, NULL, NULL};
     return bdrt_main(argc, argv, &m);
 }

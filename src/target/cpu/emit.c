@@ -475,11 +475,31 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit_close(&e, NULL);
     bd_emit_blank(&e);
 
+    /* For --profile: each nest's block function and a name for it. */
+    int n_named = 0;
+    bd_emit_open(&e, "static const char *const bd_nest_names[] =");
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (!n->n_blocks) continue;
+        const bd_node *node = bd_emit_node(&e, n);
+        char label[64];
+        snprintf(label, sizeof label, "k%zu %s ", i, node ? node->op_type : "");
+        bd_emit(&e, "%s \"\" %s,", bd_print_string_literal(&e.pr, label),
+                bd_print_string_literal(&e.pr, node ? node->name : ""));
+        n_named++;
+    }
+    if (!n_named) bd_emit(&e, "NULL");
+    bd_emit_close(&e, ";");
+    bd_emit_open(&e, "static const bdrt_task_fn bd_nest_fns[] =");
+    for (size_t i = 0; i < p->nests.len; i++)
+        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks) bd_emit(&e, "k%zu,", i);
+    if (!n_named) bd_emit(&e, "NULL");
+    bd_emit_close(&e, ";");
     emit_io_table(&e, "static const bdrt_io", "bd_inputs", &e.graph->inputs);
     emit_io_table(&e, "static const bdrt_io", "bd_outputs", &e.graph->outputs);
     bd_emit_open(&e, "static const bdrt_model bd_model =");
-    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy",
-            bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len);
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns",
+            bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len, n_named);
     bd_emit_close(&e, ";");
     bd_emit_blank(&e);
     if (opts->library) {
