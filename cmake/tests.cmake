@@ -26,10 +26,19 @@ bdc_add_test(real_models COMMAND ${BDC_PYTHON} tests/test_real_models.py LABELS 
 bdc_add_test(node_run COMMAND ${BDC_PYTHON} tests/test_node_run.py LABELS "sanitize")
 bdc_add_test(lib COMMAND bash tests/test_lib.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bdc> LABELS "sanitize")
-bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py LABELS "sanitize")
+# Real models in the default modes (fusion op, block schedule), also in two random block orders of
+# the runtime's schedule test mode each (NaN-poisoned intermediates: the analysis' verifier).
+bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py --check-seeds 2 LABELS "sanitize")
 bdc_add_test(bad_input COMMAND bash tests/test_bad_input.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LABELS "sanitize")
+# The other fusion x schedule modes (none/op and block/op are covered by random_graphs).
 bdc_add_test(real_run_nofusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion none)
+bdc_add_test(real_run_op_schedule COMMAND ${BDC_PYTHON} tests/test_real_run.py --schedule op)
+bdc_add_test(real_run_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion block
+             --check-seeds 2)
+# Generated graphs (CNN and attention families), every fusion x schedule mode, against
+# onnxruntime; a longer sweep is `tests/test_random_graphs.py --seeds N --first S`.
+bdc_add_test(random_graphs COMMAND ${BDC_PYTHON} tests/test_random_graphs.py --seeds 8 -j 1)
 # The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
 bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)
 bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)

@@ -252,5 +252,5 @@ void bdrt_dag_run(bdrt_dag_exec *x, bdrt_pool *pool, void *ctx, unsigned char *a
         return;
     }
     /* Every event waits for its nest's blocks, so the initially ready tasks are all blocks. */
-    bdrt_pool_run(pool, bdrt_pool_threads(pool), worker, x);
+    bdrt_pool_run_unrecorded(pool, bdrt_pool_threads(pool), worker, x);
 }

@@ -50,6 +50,7 @@ struct bdrt_pool {
     bdrt_task_fn fn;
     void *ctx;
     int64_t n_blocks;
+    int recorded; /* blocks go through the profiler (not the DAG executor's thread loops) */
     int threads;
     int yield;    /* more threads than CPUs: yield instead of pause while spinning */
     long spin_ns; /* how long idle threads spin before sleeping */
@@ -144,6 +145,7 @@ static void run_blocks(bdrt_pool *p, int thread) {
         n / (32 * (int64_t)p->threads) > 1 ? n / (32 * (int64_t)p->threads) : 1;
     const bdrt_task_fn fn = p->fn;
     void *const ctx = p->ctx;
+    const int recorded = p->recorded;
     int64_t cur = atomic_load_explicit(&p->next, memory_order_relaxed);
     while (cur < n) {
         int64_t chunk = (n - cur) / div;
@@ -151,7 +153,8 @@ static void run_blocks(bdrt_pool *p, int thread) {
         if (atomic_compare_exchange_weak_explicit(&p->next, &cur, cur + chunk, memory_order_relaxed,
                                                   memory_order_relaxed)) {
             for (int64_t b = cur, e = cur + chunk; b < e; b++)
-                bdrt_call_block(fn, ctx, b, thread);
+                if (recorded) bdrt_call_block(fn, ctx, b, thread);
+                else fn(ctx, b, thread);
             cur = atomic_load_explicit(&p->next, memory_order_relaxed);
         }
     }
@@ -290,13 +293,14 @@ int bdrt_pool_threads(const bdrt_pool *p) {
     return p ? p->threads : 1;
 }
 
-void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
+static void pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx, int recorded) {
     if (n_blocks <= 0) return;
     if (!p || tl_pool == p || p->threads == 1 || n_blocks == 1) {
         /* Inline: no pool, a nested call from one of this pool's tasks, or nothing to share. */
         int thread = p && tl_pool == p ? tl_thread : 0;
         for (int64_t b = 0; b < n_blocks; b++)
-            bdrt_call_block(fn, ctx, b, thread);
+            if (recorded) bdrt_call_block(fn, ctx, b, thread);
+            else fn(ctx, b, thread);
         return;
     }
     pthread_mutex_lock(&p->call_mu);
@@ -308,6 +312,7 @@ void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     p->n_blocks = n_blocks;
+    p->recorded = recorded;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     /* seq_cst: publishes the job, ordered before the load of sleepers */
     uint32_t g = atomic_fetch_add(&p->gen, 1) + 1;
@@ -328,6 +333,14 @@ void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
     tl_pool = saved_pool;
     tl_thread = saved_thread;
     pthread_mutex_unlock(&p->call_mu);
+}
+
+void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
+    pool_run(p, n_blocks, fn, ctx, 1);
+}
+
+void bdrt_pool_run_unrecorded(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx) {
+    pool_run(p, n_blocks, fn, ctx, 0);
 }
 
 /* ---- aligned allocation ---- */

@@ -30,6 +30,10 @@ static inline void bdrt_call_block(bdrt_task_fn fn, void *ctx, int64_t block, in
         fn(ctx, block, thread);
 }
 
+/* bdrt_pool_run without the profiler around each call: for the runtime's own loops that run the
+ * recorded blocks themselves (the DAG executor's per-thread workers). */
+void bdrt_pool_run_unrecorded(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx);
+
 /* Starts recording into room for capacity events (0 on success, -1 out of memory); end stops it
  * and returns the events kept (those past capacity are counted in *dropped). */
 int bdrt_profile_begin(size_t capacity);

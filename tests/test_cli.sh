@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The bdc command line: help and version, usage errors (exit 1), and `inspect` on the bundled
-# sample model in both output forms.
+# The bdc command line: help and version, usage errors (exit 1), `inspect` on the bundled sample
+# model in both output forms, `analyze` in its three, and an executable's --profile trace.
 set -u
 bdc="${1:-${BDC:-build/bdc}}"
 cd "$(dirname "$0")/.."
@@ -41,5 +41,50 @@ else
   echo "FAIL  inspect-json-parses"
   fail=$((fail + 1))
 fi
+
+# analyze: the block-dependency report in its three forms, and its usage errors
+check analyze-no-model 1 "no model given" "$bdc" analyze
+check analyze-bad-fusion 1 "expected none, op or block" "$bdc" analyze models/sample.onnx --fusion x
+check analyze-both-stdout 1 "cannot both go to stdout" "$bdc" analyze models/sample.onnx --json - --dot -
+check analyze-text 0 "critical path [0-9]+ blocks" "$bdc" analyze models/sample.onnx
+check analyze-schedules 0 "block  arena [0-9]+ bytes" "$bdc" analyze models/sample.onnx
+check compile-bad-schedule 1 "expected op or block" "$bdc" compile models/sample.onnx -o /dev/null --schedule x
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if "$bdc" analyze models/sample.onnx --fusion block --json "$tmp/a.json" --dot "$tmp/a.dot" >/dev/null &&
+    /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["totals"]
+assert t["operator_edges"] == len({(e["producer"], e["consumer"]) for e in d["edges"]})
+assert t["block_edges"] == sum(e["block_edges"] for e in d["edges"])
+assert 1 <= t["critical_path_blocks"] <= t["blocks"]
+assert d["arena_bytes"]["block"] == d["arena_bytes"]["op"]
+' "$tmp/a.json" && grep -q "^digraph bdc" "$tmp/a.dot" && grep -q -- "->" "$tmp/a.dot"; then
+  echo "ok    analyze-json-dot"
+  pass=$((pass + 1))
+else
+  echo "FAIL  analyze-json-dot"
+  fail=$((fail + 1))
+fi
+# --profile on a compiled executable: a trace with one event per block, and the per-nest table
+if "$bdc" compile models/sample.onnx -o "$tmp/sample" -q 2>/dev/null &&
+    "$tmp/sample" models/sample.input.npy --profile "$tmp/trace.json" --threads 2 >"$tmp/prof.txt" &&
+    grep -q "ms in blocks" "$tmp/prof.txt" &&
+    /usr/bin/python3 -c '
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+blocks = json.load(open(sys.argv[2]))["totals"]["blocks"]
+assert len(ev) == blocks, (len(ev), blocks)
+assert all(e["dur"] >= 0 and e["args"]["nest"] >= 0 for e in ev)
+' "$tmp/trace.json" <("$bdc" analyze models/sample.onnx --json -); then
+  echo "ok    profile-trace"
+  pass=$((pass + 1))
+else
+  echo "FAIL  profile-trace"
+  fail=$((fail + 1))
+fi
+check profile-with-benchmark 1 "does not go with --benchmark" "$tmp/sample" models/sample.input.npy --profile "$tmp/t.json" --benchmark 2
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
