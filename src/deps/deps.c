@@ -26,14 +26,44 @@ static const bd_operand *write_of(const bd_nest *n, int value) {
     return NULL;
 }
 
-/* The producer blocks consumer block range [clo, chi) of nest c needs through its read operand o,
+/* Region [rlo, rhi] (inclusive) of view y as a region of its root x: per dim group of the
+ * reshape, the bounding box of the group's linear index span, exact when the region is whole in
+ * the group's inner dims. */
+static void view_region(const bd_value *x, const bd_value *y, const int64_t *rlo,
+                        const int64_t *rhi, int64_t *xlo, int64_t *xhi) {
+    bd_reshape_groups r;
+    bd_reshape_groups_of(x, y, &r);
+    for (int k = 0; k < x->rank; k++)
+        xlo[k] = xhi[k] = 0; /* unit dims */
+    for (int gi = 0; gi < r.n; gi++) {
+        int64_t first = 0, last = 0;
+        for (int j = r.gy0[gi]; j < r.gy1[gi]; j++) {
+            int d = r.yd[j];
+            first = first * y->dims[d] + rlo[d];
+            last = last * y->dims[d] + rhi[d];
+        }
+        /* digits of first and last in the group's x dims, outermost first */
+        int64_t fd[BD_MAX_RANK], ld[BD_MAX_RANK];
+        for (int i = r.gx1[gi] - 1; i >= r.gx0[gi]; i--) {
+            int64_t e = x->dims[r.xd[i]];
+            fd[i] = first % e, ld[i] = last % e;
+            first /= e, last /= e;
+        }
+        bool same = true; /* the outer digits agree so far: the next dim is bounded by them */
+        for (int i = r.gx0[gi]; i < r.gx1[gi]; i++) {
+            int d = r.xd[i];
+            xlo[d] = same ? fd[i] : 0;
+            xhi[d] = same ? ld[i] : x->dims[d] - 1;
+            same = same && fd[i] == ld[i];
+        }
+    }
+}
+
+/* The producer blocks that write region [rlo, rhi] (inclusive) of the value p writes through w,
  * as an inclusive box; false when none. */
-static bool pull_back(const bd_graph *g, const bd_nest *c, const bd_operand *o, const int64_t *clo,
-                      const int64_t *chi, const bd_nest *p, const bd_operand *w, int64_t *blo,
-                      int64_t *bhi) {
-    const bd_value *v = bd_graph_value((bd_graph *)g, o->value);
-    int64_t rlo[BD_MAX_RANK], rhi[BD_MAX_RANK], ilo[BD_MAX_RANK], ihi[BD_MAX_RANK];
-    bd_operand_region(c, o, v, clo, chi, rlo, rhi);
+static bool pull_back(const bd_value *v, const int64_t *rlo, const int64_t *rhi,
+                      const bd_nest *p, const bd_operand *w, int64_t *blo, int64_t *bhi) {
+    int64_t ilo[BD_MAX_RANK], ihi[BD_MAX_RANK];
     for (int j = 0; j < p->n_iter; j++) {
         ilo[j] = 0;
         ihi[j] = p->extent[j] - 1;
@@ -145,11 +175,13 @@ static void edge_build(const bd_program *p, int pi, int ci, int k, int64_t *hits
     bd_graph *g = p->graph;
     const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, pi), *cn = &BD_VEC_AT(&p->nests, bd_nest, ci);
     const bd_operand *o = &cn->operands[k];
-    const bd_operand *w = write_of(pn, o->value);
+    int root = bd_program_root(p, o->value);
+    const bd_operand *w = write_of(pn, root);
+    const bd_value *v = bd_graph_value(g, o->value), *rv = bd_graph_value(g, root);
     bd_dep_edge *e = bd_vec_push(&out->edges);
     e->producer = pi;
     e->consumer = ci;
-    e->value = o->value;
+    e->value = o->value; /* the value read: a view's edge is to its root's writer */
     e->operand = k;
     e->rank = pn->n_iter;
     e->consumer_blocks = cn->n_blocks;
@@ -159,8 +191,14 @@ static void edge_build(const bd_program *p, int pi, int ci, int k, int64_t *hits
     BD_ASSERT(e->lo && e->hi);
     for (int64_t b = 0; b < cn->n_blocks; b++) {
         int64_t clo[BD_MAX_RANK], chi[BD_MAX_RANK], blo[BD_MAX_RANK], bhi[BD_MAX_RANK];
+        int64_t rlo[BD_MAX_RANK], rhi[BD_MAX_RANK], xlo[BD_MAX_RANK], xhi[BD_MAX_RANK];
         bd_nest_block_range(cn, b, clo, chi);
-        bool any = pull_back(g, cn, o, clo, chi, pn, w, blo, bhi);
+        bd_operand_region(cn, o, v, clo, chi, rlo, rhi);
+        bool empty = false;
+        for (int j = 0; j < v->rank; j++) empty |= rlo[j] > rhi[j];
+        if (root != o->value && !empty) view_region(rv, v, rlo, rhi, xlo, xhi);
+        bool any = !empty && pull_back(rv, root != o->value ? xlo : rlo,
+                                       root != o->value ? xhi : rhi, pn, w, blo, bhi);
         if (e->rank == 0) {
             e->lo[b] = any ? 0 : 1;
             e->hi[b] = 0;
@@ -253,7 +291,7 @@ bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d) {
                 again = !cn->operands[j].write && cn->operands[j].value == o->value &&
                         memcmp(cn->operands[j].dims, o->dims, sizeof o->dims) == 0;
             if (again) continue;
-            for (int w = last[o->value]; w >= 0; w = prev[w]) {
+            for (int w = last[bd_program_root(p, o->value)]; w >= 0; w = prev[w]) {
                 int pi = w / BD_NEST_MAX_OPERANDS;
                 const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, pi);
                 if (pn->n_blocks == 0) continue;

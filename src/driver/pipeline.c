@@ -38,6 +38,8 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     if (!s && dumps->lower) bd_program_dump(p, stderr);
     if (!s) s = t->tile(p, d); /* verifies */
     if (!s) s = bd_fuse(p, d); /* verifies */
+    if (!s) bd_make_views(p);
+    if (!s) s = bd_program_verify(p, d);
     if (!s && dumps->tiles) bd_program_dump(p, stderr);
     if (!s) s = bd_deps_analyze(p, &out->deps, d);
     if (!s && dumps->deps) bd_deps_dump(p, &out->deps, stderr);

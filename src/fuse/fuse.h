@@ -22,4 +22,8 @@
 
 bd_status bd_fuse(bd_program *p, bd_diag *d);
 
+/* views.c: Reshape-family copies whose output need not own its bytes become views of their
+ * input (bd_program.view_of); their nests are removed. Runs after bd_fuse, with fusion op or block. */
+void bd_make_views(bd_program *p);
+
 #endif

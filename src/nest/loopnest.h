@@ -129,9 +129,15 @@ typedef struct bd_program {
     bd_graph *graph;
     bd_fusion fusion;
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
+    int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */
     bd_vec nests;   /* bd_nest, in a valid execution order */
     bd_arena arena; /* tables the nests point to (Resize sampling tables) */
 } bd_program;
+
+/* The value whose storage v uses: v itself, or the root of the view v is (fuse/views.c). */
+static inline int bd_program_root(const bd_program *p, int v) {
+    return p->view_of && p->view_of[v] >= 0 ? p->view_of[v] : v;
+}
 
 /* Per-op lowering functions named by the op table's `lower` column (lower_*.c). */
 #define X(e, name, since, imin, imax, omin, omax, infer, fold, lower)                              \

@@ -1,6 +1,7 @@
 /* nest.c — the loop-nest IR's own operations: building nests and operands, tiling, the block ->
  * index-range arithmetic the dependency analysis and the printers rest on, the checked access to
  * a body's parameters, the text dump (--dump=tiles) and the verifier run between passes. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "nest/loopnest.h"
@@ -226,6 +227,8 @@ void bd_operand_region(const bd_nest *n, const bd_operand *o, const bd_value *v,
 void bd_program_free(bd_program *p) {
     bd_vec_free(&p->nests);
     bd_vec_free(&p->fusion_notes);
+    free(p->view_of);
+    p->view_of = NULL;
     bd_arena_free(&p->arena);
 }
 
@@ -294,9 +297,16 @@ void bd_program_dump(const bd_program *p, FILE *f) {
             bd_expr_dump(&n->epi.act, f, "    ");
         }
     }
+    for (size_t v = 0; p->view_of && v < g->values.len; v++)
+        if (p->view_of[v] >= 0)
+            fprintf(f, "view t%zu '%s' = the bytes of t%d '%s'\n", v,
+                    bd_quote(bd_graph_value(g, (int)v)->name), p->view_of[v],
+                    bd_quote(bd_graph_value(g, p->view_of[v])->name));
 }
 
 bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
+    for (size_t v = 0; p->view_of && v < p->graph->values.len; v++)
+        BD_ASSERT(p->view_of[v] < 0 || p->view_of[p->view_of[v]] < 0); /* roots are not views */
     bd_graph *g = p->graph;
     for (size_t i = 0; i < p->nests.len; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);

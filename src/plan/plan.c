@@ -50,7 +50,7 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
     for (int step = 0; step < s->n_steps; step++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
         for (int k = 0; k < n->n_operands; k++) {
-            int v = n->operands[k].value;
+            int v = bd_program_root(p, n->operands[k].value); /* a view lives in its root */
             const bd_value *val = bd_graph_value(g, v);
             if (!bd_dtype_supported(val->dtype))
                 return bd_fail(d, BD_ERR_UNSUPPORTED,
@@ -108,6 +108,8 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
         m->largest = n_ranges ? ranges[0].value : -1; /* plan_arena sorted them, largest first */
         for (int i = 0; i < n_ranges; i++)
             m->storage[ranges[i].value] = (bd_storage){BD_STORE_ARENA, ranges[i].offset};
+        for (size_t v = 0; p->view_of && v < nv; v++)
+            if (p->view_of[v] >= 0) m->storage[v] = m->storage[p->view_of[v]];
         for (size_t i = 0; i < p->nests.len; i++) {
             const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
             if (n->scratch_bytes > m->scratch_bytes) m->scratch_bytes = n->scratch_bytes;
@@ -163,9 +165,10 @@ bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const
     for (int step = 0; step < s->n_steps; step++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
         for (int k = 0; k < n->n_operands; k++) {
-            int v = n->operands[k].value;
+            int v = bd_program_root(p, n->operands[k].value);
             const bd_storage *st = &m->storage[v];
             BD_ASSERT(st->kind != BD_STORE_NONE);
+            BD_ASSERT(!memcmp(st, &m->storage[n->operands[k].value], sizeof *st));
             if (st->kind != BD_STORE_ARENA) continue;
             if (first[v] < 0) {
                 const bd_value *val = bd_graph_value(g, v);
@@ -186,7 +189,7 @@ bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const
             if (last[live[i]] >= step) live[kept++] = live[i];
         n_live = kept;
         for (int k = 0; k < n->n_operands; k++) {
-            int v = n->operands[k].value;
+            int v = bd_program_root(p, n->operands[k].value);
             if (first[v] != step || m->storage[v].kind != BD_STORE_ARENA) continue;
             bool listed = false;
             int64_t lo = m->storage[v].where, hi = lo + bytes[v];

@@ -3,7 +3,8 @@
  * Graph inputs and outputs live in the caller's buffers; constants in one blob embedded in the
  * executable; every other value at an offset in one arena, planned by lifetimes over the
  * schedule's order (largest first, first fit, 64-byte aligned): two values share bytes only when
- * no step between the first and the last use of one touches the other. Per-thread scratch is the
+ * no step between the first and the last use of one touches the other. A view (a zero-copy
+ * reshape, fuse/views.c) has its root's storage, and its uses count as the root's. Per-thread scratch is the
  * largest any nest asks for. The activation cap (--max-activations) is checked here, before any
  * code exists. Printers read the plan; they decide nothing about memory. */
 #ifndef BD_PLAN_H

@@ -193,9 +193,10 @@ bd_status bd_schedule_verify(const bd_program *p, const bd_schedule *s, bd_diag 
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
         for (int j = 0; j < n->n_operands; j++) {
             const bd_operand *o = &n->operands[j];
-            const bd_value *v = bd_graph_value(g, o->value);
+            int root = bd_program_root(p, o->value);
+            const bd_value *v = bd_graph_value(g, root);
             if (!o->write && !v->constant && !(v->flags & BD_VALUE_INPUT))
-                BD_ASSERT(written[o->value]);
+                BD_ASSERT(written[root]);
         }
         for (int j = 0; j < n->n_operands; j++)
             if (n->operands[j].write) written[n->operands[j].value] = true;

@@ -773,6 +773,36 @@ static void test_deps_reduce_reshape(void) {
     check_boxes(&f, &deps, "deps reduction/reshape: boxes hold the brute-force sets", false);
     bd_deps_free(&deps);
     fx_free(&f);
+
+    /* The same merge as a zero-copy view (fuse/views.c): V [6, 4] is the bytes of S [2, 3, 4];
+     * a V block of rows 3k..3k+2 is S's row k, one block: exact where the copy was ALL. A view
+     * that cuts the merged group mid-row gets the bounding box of its linear span. */
+    fx_init(&f);
+    sv = fx_value(&f, "S", 3, sd);
+    vv = fx_value(&f, "V", 2, vd);
+    int wv = fx_value(&f, "W", 2, vd), w2 = fx_value(&f, "W2", 2, vd);
+    fx_nest(&f, sv, (int64_t[]){1, 3, 4});
+    bd_nest *c = fx_nest(&f, wv, (int64_t[]){3, 4});
+    bd_access_identity(bd_nest_operand(c, vv, false, 2), 0);
+    c = fx_nest(&f, w2, (int64_t[]){2, 4});
+    bd_access_identity(bd_nest_operand(c, vv, false, 2), 0);
+    f.p.view_of = malloc(f.g->values.len * sizeof *f.p.view_of);
+    for (size_t v = 0; v < f.g->values.len; v++) f.p.view_of[v] = -1;
+    f.p.view_of[vv] = sv;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    e = edge_of(&deps, 0, 1);
+    check(e && e->cls == BD_DEP_IDENTITY && !strcmp(box_str(e, 0), "0..0,0..0,0..0") &&
+              !strcmp(box_str(e, 1), "1..1,0..0,0..0"),
+          "deps reshape merge as a view: exact, IDENTITY", "class %s, %s %s",
+          e ? bd_dep_class_name(e->cls) : "-", e ? box_str(e, 0) : "-", e ? box_str(e, 1) : "-");
+    e = edge_of(&deps, 0, 2);
+    /* rows 2..3 of V are S (0, 2) and (1, 0): both S blocks */
+    check(e && !strcmp(box_str(e, 0), "0..0,0..0,0..0") && !strcmp(box_str(e, 1), "0..1,0..0,0..0") &&
+              !strcmp(box_str(e, 2), "1..1,0..0,0..0"),
+          "deps view cut mid-group: the bounding box of its span", "%s %s %s",
+          e ? box_str(e, 0) : "-", e ? box_str(e, 1) : "-", e ? box_str(e, 2) : "-");
+    bd_deps_free(&deps);
+    fx_free(&f);
 }
 
 /* ---------------------------------------------------------------- printed decoding vs C */
