@@ -84,6 +84,20 @@ else
   echo "FAIL  profile-trace"
   fail=$((fail + 1))
 fi
+# The activation cap counts graph outputs: a 4 PiB output is refused at compile time (exit 4).
+/usr/bin/python3 - "$tmp/huge.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1 << 25, 1 << 25])
+g = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")], "huge",
+                      [x], [y], [shape])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+save(m, sys.argv[1])
+PY
+check huge-output-cap 4 "graph outputs included.*largest tensor 'y'" "$bdc" compile "$tmp/huge.onnx" -o "$tmp/huge"
 check profile-with-benchmark 1 "does not go with --benchmark" "$tmp/sample" models/sample.input.npy --profile "$tmp/t.json" --benchmark 2
 
 echo "$pass passed, $fail failed"

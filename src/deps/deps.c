@@ -260,10 +260,17 @@ static int64_t critical_path(const bd_program *p, const bd_deps *deps) {
 }
 
 bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d) {
-    (void)d;
     bd_graph *g = p->graph;
     size_t nn = p->nests.len, nv = g->values.len;
     memset(out, 0, sizeof *out);
+    int64_t blocks = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (!bd_add_i64(blocks, BD_VEC_AT(&p->nests, bd_nest, i).n_blocks, &blocks)) blocks = INT64_MAX;
+    if (blocks > BD_DEPS_MAX_BLOCKS)
+        return bd_fail(d, BD_ERR_IO,
+                       "the model's nests have %lld blocks, more than the block-dependency "
+                       "analysis handles (%lld)",
+                       (long long)blocks, (long long)BD_DEPS_MAX_BLOCKS);
     out->edges = BD_VEC(bd_dep_edge);
     out->edge_start = calloc(nn + 2, sizeof *out->edge_start);
     /* Writer lists: last[v] is the latest write of v, as nest * BD_NEST_MAX_OPERANDS + operand,

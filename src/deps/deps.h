@@ -56,6 +56,8 @@ typedef struct bd_deps {
     int *edge_start;         /* per nest: its incoming edges are edges[edge_start[c] .. [c+1]) */
 } bd_deps;
 
+/* More blocks than this fail with BD_ERR_IO (the per-block boxes would not fit in memory). */
+#define BD_DEPS_MAX_BLOCKS ((int64_t)1 << 24)
 bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d);
 void bd_deps_free(bd_deps *deps);
 

@@ -118,19 +118,76 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
     }
     free(ranges);
     free(index);
-    /* The executable allocates this much when it starts: refuse here rather than fail there. */
+    /* The executable allocates this much when it starts (the arena, each thread's scratch at
+     * least once, and the graph outputs it hands back): refuse here rather than fail there. */
+    int64_t outputs = 0;
+    for (size_t i = 0; i < g->outputs.len && !st; i++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
+        int64_t numel, bytes;
+        if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes) ||
+            !bd_add_i64(outputs, bytes, &outputs))
+            st = bd_fail(d, BD_ERR_IO, "graph output '%s' is too large", bd_quote(v->name));
+    }
     int64_t need = m->arena_bytes + m->scratch_bytes;
+    if (!st && !bd_add_i64(need, outputs, &need)) need = INT64_MAX;
     if (!st && max_activation_bytes > 0 && need > max_activation_bytes) {
         const bd_value *big = m->largest >= 0 ? bd_graph_value(g, m->largest) : NULL;
+        int64_t big_bytes = 0, numel;
+        if (big && bd_dims_numel(big->rank, big->dims, &numel)) bd_dtype_nbytes(big->dtype, numel, &big_bytes);
+        for (size_t i = 0; i < g->outputs.len; i++) { /* an output may be the largest tensor */
+            const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
+            int64_t b = 0;
+            if (bd_dims_numel(v->rank, v->dims, &numel)) bd_dtype_nbytes(v->dtype, numel, &b);
+            if (b > big_bytes) big = v, big_bytes = b;
+        }
         char shape[256] = "-";
         if (big) bd_shape_str(big, shape, sizeof shape);
         st = bd_fail(d, BD_ERR_IO,
-                     "the model needs %lld bytes of activation memory, above the limit of "
-                     "%lld (largest tensor '%s': %s%s); raise it with --max-activations",
+                     "the model needs %lld bytes of activation memory, above the limit of %lld "
+                     "(largest tensor '%s': %s%s; %lld bytes of intermediates and scratch, %lld "
+                     "of graph outputs); raise it with --max-activations",
                      (long long)need, (long long)max_activation_bytes,
-                     big ? bd_quote(big->name) : "-", big ? bd_dtype_name(big->dtype) : "", shape);
+                     big ? bd_quote(big->name) : "-", big ? bd_dtype_name(big->dtype) : "", shape,
+                     (long long)(m->arena_bytes + m->scratch_bytes), (long long)outputs);
     }
     return st;
+}
+
+bd_status bd_plan_precheck(const bd_program *p, int64_t max_activation_bytes, bd_diag *d) {
+    if (max_activation_bytes <= 0) return BD_OK;
+    bd_graph *g = p->graph;
+    int64_t outputs = 0, largest = 0;
+    const bd_value *big = NULL;
+    for (size_t i = 0; i < g->outputs.len; i++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
+        int64_t numel, bytes;
+        if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes) ||
+            !bd_add_i64(outputs, bytes, &outputs))
+            outputs = INT64_MAX;
+        if (bytes > largest) largest = bytes, big = v;
+    }
+    for (size_t i = 0; i < p->nests.len; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        for (int k = 0; k < n->n_operands; k++) {
+            const bd_value *v = bd_graph_value(g, n->operands[k].value);
+            int64_t numel, bytes;
+            if (v->constant || (v->flags & (BD_VALUE_INPUT | BD_VALUE_OUTPUT))) continue;
+            if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes))
+                bytes = INT64_MAX;
+            if (bytes > largest) largest = bytes, big = v;
+        }
+    }
+    int64_t need = outputs;
+    if (big && !(big->flags & BD_VALUE_OUTPUT) && !bd_add_i64(need, largest, &need)) need = INT64_MAX;
+    if (need <= max_activation_bytes) return BD_OK;
+    char shape[256] = "-";
+    if (big) bd_shape_str(big, shape, sizeof shape);
+    return bd_fail(d, BD_ERR_IO,
+                   "the model needs %lld bytes of activation memory at least, graph outputs "
+                   "included, above the limit of %lld (largest tensor '%s': %s%s); raise it with "
+                   "--max-activations",
+                   (long long)need, (long long)max_activation_bytes, big ? bd_quote(big->name) : "-",
+                   big ? bd_dtype_name(big->dtype) : "", shape);
 }
 
 void bd_memory_plan_free(bd_memory_plan *m) {

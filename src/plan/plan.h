@@ -38,6 +38,10 @@ typedef struct bd_memory_plan {
 bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_activation_bytes,
                          bd_memory_plan *m, bd_diag *d);
 void bd_memory_plan_free(bd_memory_plan *m);
+/* Before the analysis and the schedule, which work per block: a lower bound of what the plan
+ * will need (the graph outputs and the largest intermediate) against the cap, so that a model
+ * whose output alone is petabytes fails here with the cap's message (BD_ERR_IO). */
+bd_status bd_plan_precheck(const bd_program *p, int64_t max_activation_bytes, bd_diag *d);
 /* Every operand has storage, arena values lie in the arena 64-byte aligned, and no value is
  * written over bytes another value still live at that step holds. */
 bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,

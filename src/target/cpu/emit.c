@@ -326,12 +326,12 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     emit_table_i32(e, "bd_dag_succ", sch->succ, (size_t)sch->n_edges);
     emit_table(e, "int64_t", "bd_dag_value_offset", offsets, (size_t)n_values);
     emit_table(e, "int64_t", "bd_dag_value_bytes", bytes, (size_t)n_values);
-    emit_table_i32(e, "bd_dag_touch_start", touch_start.data, touch_start.len);
-    emit_table_i32(e, "bd_dag_touch", touch.data, touch.len);
+    emit_table_i32(e, "bd_dag_use_start", touch_start.data, touch_start.len);
+    emit_table_i32(e, "bd_dag_use", touch.data, touch.len);
     bd_emit_open(e, "static const bdrt_dag bd_dag =");
     bd_emit(e, "%d, bd_dag_fns, bd_dag_task_fn, bd_dag_task_block, bd_dag_n_preds, bd_dag_succ_start, "
                "bd_dag_succ,", nt);
-    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_touch_start, bd_dag_touch, %lld",
+    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_use_start, bd_dag_use, %lld",
             n_values, (long long)mem->arena_bytes);
     bd_emit_close(e, ";");
     bd_emit_blank(e);
