@@ -105,10 +105,8 @@ static void order_before(bd_schedule *s, const reach_sets *r, const bd_vec *xs, 
     }
 }
 
-void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *s) {
-    if (s->mode != BD_SCHEDULE_BLOCK) return;
-    reach_sets reach;
-    reach_build(s, &reach);
+/* Every arena value's block accesses, with their absolute byte intervals, in nest order. */
+static value_accesses *collect(const bd_program *p, const bd_memory_plan *m, const bd_schedule *s) {
     bd_graph *g = p->graph;
     size_t nv = g->values.len;
     value_accesses *va = calloc(nv + 1, sizeof *va);
@@ -133,31 +131,78 @@ void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *
             }
         }
     }
-    /* Arena values that share bytes: the earlier one's accesses precede the later one's writes. */
+    return va;
+}
+
+static void span(const bd_vec *list, int64_t *lo, int64_t *hi) {
+    const access *a = list->data;
+    *lo = a[0].lo, *hi = a[0].hi;
+    for (size_t i = 1; i < list->len; i++) {
+        if (a[i].lo < *lo) *lo = a[i].lo;
+        if (a[i].hi > *hi) *hi = a[i].hi;
+    }
+}
+
+/* Calls fn(ctx, &earlier value's access list, later value's write) for every pair of distinct
+ * arena values (not views of one root) whose bytes meet, for each write of the later one. */
+typedef void (*pair_fn)(void *ctx, bd_schedule *s, const bd_vec *xs, const access *w);
+
+static void each_pair(const bd_program *p, const bd_memory_plan *m, bd_schedule *s,
+                      value_accesses *va, pair_fn fn, void *ctx) {
+    size_t nv = p->graph->values.len;
     for (size_t x = 0; x < nv; x++) {
         if (m->storage[x].kind != BD_STORE_ARENA || !va[x].list.len) continue;
         for (size_t y = 0; y < nv; y++) {
             if (y == x || m->storage[y].kind != BD_STORE_ARENA || !va[y].list.len ||
-                va[y].first_step <= va[x].first_step)
+                va[y].first_step <= va[x].first_step ||
+                bd_program_root(p, (int)x) == bd_program_root(p, (int)y))
                 continue;
-            const access *ax = va[x].list.data, *ay = va[y].list.data;
-            int64_t x_lo = ax[0].lo, x_hi = ax[0].hi, y_lo = ay[0].lo, y_hi = ay[0].hi;
-            for (size_t i = 1; i < va[x].list.len; i++) {
-                if (ax[i].lo < x_lo) x_lo = ax[i].lo;
-                if (ax[i].hi > x_hi) x_hi = ax[i].hi;
-            }
-            for (size_t i = 1; i < va[y].list.len; i++) {
-                if (ay[i].lo < y_lo) y_lo = ay[i].lo;
-                if (ay[i].hi > y_hi) y_hi = ay[i].hi;
-            }
+            int64_t x_lo, x_hi, y_lo, y_hi;
+            span(&va[x].list, &x_lo, &x_hi);
+            span(&va[y].list, &y_lo, &y_hi);
             if (x_hi <= y_lo || y_hi <= x_lo) continue;
+            const access *ay = va[y].list.data;
             for (size_t j = 0; j < va[y].list.len; j++)
-                if (ay[j].write) order_before(s, &reach, &va[x].list, &ay[j]);
+                if (ay[j].write) fn(ctx, s, &va[x].list, &ay[j]);
         }
     }
-    for (size_t v = 0; v < nv; v++)
+}
+
+static void free_accesses(const bd_program *p, value_accesses *va) {
+    for (size_t v = 0; v < p->graph->values.len; v++)
         bd_vec_free(&va[v].list);
     free(va);
+}
+
+static void add_edges(void *reach, bd_schedule *s, const bd_vec *xs, const access *w) {
+    order_before(s, reach, xs, w);
+}
+
+void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *s) {
+    if (s->mode != BD_SCHEDULE_BLOCK) return;
+    reach_sets reach;
+    reach_build(s, &reach);
+    value_accesses *va = collect(p, m, s);
+    each_pair(p, m, s, va, add_edges, &reach);
+    free_accesses(p, va);
     free(reach.bits);
     bd_schedule_finish(s);
+}
+
+static void check_ordered(void *reach, bd_schedule *s, const bd_vec *xs, const access *w) {
+    (void)s;
+    const access *ax = xs->data;
+    for (size_t i = 0; i < xs->len; i++)
+        if (ax[i].lo < w->hi && w->lo < ax[i].hi && ax[i].task != w->task)
+            BD_ASSERT(reaches(reach, ax[i].task, w->task));
+}
+
+void bd_plan_hazards_verify(const bd_program *p, const bd_memory_plan *m, bd_schedule *s) {
+    if (s->mode != BD_SCHEDULE_BLOCK || s->n_tasks > REACH_MAX_TASKS) return;
+    reach_sets reach;
+    reach_build(s, &reach);
+    value_accesses *va = collect(p, m, s);
+    each_pair(p, m, s, va, check_ordered, &reach);
+    free_accesses(p, va);
+    free(reach.bits);
 }

@@ -21,5 +21,9 @@ bool bd_block_bytes(const bd_graph *g, const bd_nest *n, const bd_operand *o, in
 
 /* Adds the edges to s (block schedule only) and rebuilds its successor lists. */
 void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *s);
+/* The verifier: recomputes every task's transitive predecessors from the final DAG and asserts
+ * that each access of an earlier value precedes each later write over the same bytes (schedules
+ * of up to 24576 tasks; the schedule test mode checks the rest at run time). */
+void bd_plan_hazards_verify(const bd_program *p, const bd_memory_plan *m, bd_schedule *s);
 
 #endif
