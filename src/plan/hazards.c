@@ -178,14 +178,19 @@ static void add_edges(void *reach, bd_schedule *s, const bd_vec *xs, const acces
     order_before(s, reach, xs, w);
 }
 
-void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *s) {
-    if (s->mode != BD_SCHEDULE_BLOCK) return;
+/* Calls fn for every sharing pair with the DAG's current predecessor sets. */
+static void over_pairs(const bd_program *p, const bd_memory_plan *m, bd_schedule *s, pair_fn fn) {
     reach_sets reach;
     reach_build(s, &reach);
     value_accesses *va = collect(p, m, s);
-    each_pair(p, m, s, va, add_edges, &reach);
+    each_pair(p, m, s, va, fn, &reach);
     free_accesses(p, va);
     free(reach.bits);
+}
+
+void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *s) {
+    if (s->mode != BD_SCHEDULE_BLOCK) return;
+    over_pairs(p, m, s, add_edges);
     bd_schedule_finish(s);
 }
 
@@ -198,11 +203,6 @@ static void check_ordered(void *reach, bd_schedule *s, const bd_vec *xs, const a
 }
 
 void bd_plan_hazards_verify(const bd_program *p, const bd_memory_plan *m, bd_schedule *s) {
-    if (s->mode != BD_SCHEDULE_BLOCK || s->n_tasks > REACH_MAX_TASKS) return;
-    reach_sets reach;
-    reach_build(s, &reach);
-    value_accesses *va = collect(p, m, s);
-    each_pair(p, m, s, va, check_ordered, &reach);
-    free_accesses(p, va);
-    free(reach.bits);
+    if (s->mode == BD_SCHEDULE_BLOCK && s->n_tasks <= REACH_MAX_TASKS)
+        over_pairs(p, m, s, check_ordered);
 }
