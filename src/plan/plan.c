@@ -81,6 +81,60 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
     return BD_OK;
 }
 
+/* Whether operand o reads, at every element of nest n, the element n writes there (the identity
+ * over n's domain) of a value of the output's shape and dtype. */
+static bool reads_in_step(const bd_nest *n, const bd_operand *o, const bd_value *x,
+                          const bd_value *y) {
+    if (o->rank != n->n_iter || x->rank != y->rank || x->dtype != y->dtype) return false;
+    for (int k = 0; k < o->rank; k++) {
+        const bd_access_dim *a = &o->dims[k];
+        if (x->dims[k] != y->dims[k] || a->kind != BD_ACCESS_AFFINE || a->iter != k ||
+            a->scale != 1 || a->offset || a->window)
+            return false;
+    }
+    return true;
+}
+
+/* In place: an elementwise nest whose input dies in it (its last use) and is read exactly where
+ * the output is written takes the input's bytes for its output; the two ranges merge into one
+ * (ranges[index[y]] then gets no bytes of its own, bytes -1). Each element is read before it is
+ * written by the same iteration, so the body is safe; the printer loads such an input through
+ * the output's pointer. */
+static void merge_in_place(const bd_program *p, const bd_schedule *s, bd_memory_plan *m,
+                           live_range *ranges, const int *index) {
+    bd_graph *g = p->graph;
+    for (int step = 0; step < s->n_steps; step++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
+        if (n->body != BD_BODY_ELEMENTWISE) continue;
+        const bd_operand *w = &n->operands[n->n_operands - 1];
+        int y = w->value;
+        if (bd_program_root(p, y) != y || index[y] < 0 || ranges[index[y]].first != step) continue;
+        for (int k = 0; k < n->n_operands - 1; k++) {
+            int x = n->operands[k].value;
+            if (bd_program_root(p, x) != x || index[x] < 0) continue;
+            int rep = m->in_place_of[x] >= 0 ? m->in_place_of[x] : x;
+            live_range *rx = &ranges[index[rep]], *ry = &ranges[index[y]];
+            if (rx->last != step || rx->bytes < ry->bytes ||
+                !reads_in_step(n, &n->operands[k], bd_graph_value(g, x), bd_graph_value(g, y)))
+                continue;
+            bool again = false; /* x read through a second, other map would be overwritten */
+            for (int j = 0; j < n->n_operands - 1 && !again; j++)
+                again = j != k && n->operands[j].value == x &&
+                        memcmp(n->operands[j].dims, n->operands[k].dims, sizeof w->dims);
+            if (again) continue;
+            rx->last = ry->last;
+            ry->bytes = -1;
+            m->in_place_of[y] = rep;
+            break;
+        }
+    }
+}
+
+static int cmp_planned_first(const void *a, const void *b) {
+    const live_range *x = a, *y = b;
+    return (x->bytes < 0) - (y->bytes < 0);
+}
+
 bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_activation_bytes,
                          bd_memory_plan *m, bd_diag *d) {
     bd_graph *g = p->graph;
@@ -102,12 +156,23 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
             m->storage[v] = (bd_storage){BD_STORE_OUTPUT, (int64_t)i};
     }
     int n_ranges = 0;
+    m->in_place_of = malloc((nv + 1) * sizeof *m->in_place_of);
+    BD_ASSERT(m->in_place_of);
+    for (size_t v = 0; v < nv; v++)
+        m->in_place_of[v] = -1;
     bd_status st = place(p, s, m, ranges, index, &n_ranges, d);
+    if (!st && p->fusion != BD_FUSION_NONE) merge_in_place(p, s, m, ranges, index);
     if (!st) {
-        m->arena_bytes = plan_arena(ranges, n_ranges);
-        m->largest = n_ranges ? ranges[0].value : -1; /* plan_arena sorted them, largest first */
-        for (int i = 0; i < n_ranges; i++)
+        /* the ranges merged into another go last and take no bytes */
+        qsort(ranges, (size_t)n_ranges, sizeof *ranges, cmp_planned_first);
+        int planned = 0;
+        while (planned < n_ranges && ranges[planned].bytes >= 0) planned++;
+        m->arena_bytes = plan_arena(ranges, planned);
+        m->largest = planned ? ranges[0].value : -1; /* plan_arena sorted them, largest first */
+        for (int i = 0; i < planned; i++)
             m->storage[ranges[i].value] = (bd_storage){BD_STORE_ARENA, ranges[i].offset};
+        for (size_t v = 0; v < nv; v++)
+            if (m->in_place_of[v] >= 0) m->storage[v] = m->storage[m->in_place_of[v]];
         for (size_t v = 0; p->view_of && v < nv; v++)
             if (p->view_of[v] >= 0) m->storage[v] = m->storage[p->view_of[v]];
         for (size_t i = 0; i < p->nests.len; i++) {
@@ -192,6 +257,7 @@ bd_status bd_plan_precheck(const bd_program *p, int64_t max_activation_bytes, bd
 
 void bd_memory_plan_free(bd_memory_plan *m) {
     free(m->storage);
+    free(m->in_place_of);
     bd_vec_free(&m->constants);
     memset(m, 0, sizeof *m);
 }
@@ -204,8 +270,12 @@ void bd_memory_plan_dump(const bd_program *p, const bd_memory_plan *m, FILE *f) 
     for (size_t v = 0; v < g->values.len; v++) {
         const bd_storage *s = &m->storage[v];
         if (s->kind == BD_STORE_NONE) continue;
-        fprintf(f, "  t%zu '%s': %s %lld\n", v, bd_quote(bd_graph_value(g, (int)v)->name),
+        fprintf(f, "  t%zu '%s': %s %lld", v, bd_quote(bd_graph_value(g, (int)v)->name),
                 kinds[s->kind], (long long)s->where);
+        if (m->in_place_of && m->in_place_of[v] >= 0)
+            fprintf(f, ", in place over t%d", m->in_place_of[v]);
+        if (p->view_of && p->view_of[v] >= 0) fprintf(f, ", a view of t%d", p->view_of[v]);
+        fprintf(f, "\n");
     }
 }
 
@@ -250,10 +320,12 @@ bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const
             if (first[v] != step || m->storage[v].kind != BD_STORE_ARENA) continue;
             bool listed = false;
             int64_t lo = m->storage[v].where, hi = lo + bytes[v];
+            int rep_v = m->in_place_of && m->in_place_of[v] >= 0 ? m->in_place_of[v] : v;
             for (int i = 0; i < n_live; i++) {
                 int u = live[i];
                 listed |= u == v;
-                if (u == v) continue;
+                int rep_u = m->in_place_of && m->in_place_of[u] >= 0 ? m->in_place_of[u] : u;
+                if (u == v || rep_u == rep_v) continue; /* one value, or an in-place pair */
                 int64_t ulo = m->storage[u].where, uhi = ulo + bytes[u];
                 BD_ASSERT(hi <= ulo || uhi <= lo);
             }

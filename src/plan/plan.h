@@ -4,7 +4,9 @@
  * executable; every other value at an offset in one arena, planned by lifetimes over the
  * schedule's order (largest first, first fit, 64-byte aligned): two values share bytes only when
  * no step between the first and the last use of one touches the other. A view (a zero-copy
- * reshape, fuse/views.c) has its root's storage, and its uses count as the root's. Per-thread scratch is the
+ * reshape, fuse/views.c) has its root's storage, and its uses count as the root's. With fusion
+ * op or block, an elementwise nest whose input dies in it and is read exactly where the output
+ * is written writes its output in place, over that input (in_place_of). Per-thread scratch is the
  * largest any nest asks for. The activation cap (--max-activations) is checked here, before any
  * code exists. Printers read the plan; they decide nothing about memory. */
 #ifndef BD_PLAN_H
@@ -27,6 +29,7 @@ typedef struct bd_storage {
 
 typedef struct bd_memory_plan {
     bd_storage *storage;   /* per value index */
+    int *in_place_of;      /* per value: the value whose bytes it overwrites in place, -1 */
     int64_t arena_bytes;   /* the planned arena */
     int64_t scratch_bytes; /* per thread, 64-byte aligned */
     int largest;           /* the largest arena value, -1 when none */

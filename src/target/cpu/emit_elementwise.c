@@ -6,6 +6,8 @@
  * operands the expression loads become locals `a`, `b`, `c`, ... and the expression is printed
  * through the C dialect (dialect.c), which also spells the float16/bfloat16 conversions. */
 
+#include <string.h>
+
 #include "target/cpu/emit.h"
 
 static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "k",
@@ -26,14 +28,21 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
                                     bd_print_expr(&e->pr, &bd_c_dialect, x, operand_names));
 
     int r = nest->n_iter;
-    /* Pointers, then one loop per dim with running offsets per operand. The output never shares
-     * memory with an input (the storage plan keeps values live in one nest apart), so the pointers
-     * are restrict; with that, and a constant trip count for the innermost loop (whenever the tile
-     * divides the extent), GCC vectorizes the loop without runtime alias checks or a guessed trip
-     * count (at -O2 too, where its "very cheap" cost model refuses both). */
+    /* Pointers, then one loop per dim with running offsets per operand. The output shares memory
+     * with an input only when the plan put it in place over that input, which is then read at the
+     * element written, through the output's own pointer; so every pointer is restrict, and with
+     * that and a constant trip count for the innermost loop (whenever the tile divides the
+     * extent), GCC vectorizes the loop without runtime alias checks or a guessed trip count (at
+     * -O2 too, where its "very cheap" cost model refuses both). */
+    int w = nest->n_operands - 1;
+    bool via_output[BD_NEST_MAX_OPERANDS] = {false};
+    for (int k = 0; k < w; k++)
+        via_output[k] = !memcmp(&e->storage[nest->operands[k].value], &e->storage[out->value],
+                                sizeof(bd_storage));
     for (int k = 0; k < nest->n_operands; k++) {
         const bd_operand *o = &nest->operands[k];
         if (!o->write && !loaded[k]) continue; /* an input the expression ignores */
+        if (!o->write && via_output[k]) continue;
         const char *t = bd_c_type(bd_graph_value(g, o->value)->dtype);
         bd_emit(e, "%s%s *restrict P%d = %s;", o->write ? "" : "const ", t, k,
                 bd_emit_ptr(e, o->value));
@@ -66,7 +75,8 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
         if (nest->operands[k].write)
             bd_emit(e, "const int64_t o%d = %s;", k, sum);
         else
-            bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(dt), operand_names[k], k, sum);
+            bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(dt), operand_names[k],
+                    via_output[k] ? w : k, sum);
     }
     bd_emit(e, "P%d[o%d] = %s;", nest->n_operands - 1, nest->n_operands - 1, store);
     for (int i = 0; i < r; i++)
