@@ -3,7 +3,8 @@
 #   tests/fuzz/run.sh [SECONDS] [JOBS] [TARGET]     (defaults: 60 seconds, 1 job, compiler)
 # With FUZZ_RUNS=N set, it runs exactly N inputs from seed 1 instead (a reproducible smoke run,
 # as the test suite does).
-# TARGET is "compiler" (load → verify → infer → lower → fuse → emit C, bdc_fuzz_load) or
+# TARGET is "compiler" (load → verify → infer → lower → fuse → analyze → schedule → plan → emit C,
+# bdc_fuzz_load) or
 # "tensor" (the generated executable's .npy/.pb readers and output names, bdcrt_fuzz_tensor).
 # Seeds: for compiler, the malformed-model corpus, the kept regressions and the ONNX backend node
 # models; for tensor, a few valid .npy/.pb files. New inputs go to build-fuzz/corpus-TARGET,
