@@ -20,11 +20,6 @@ static int64_t ceil_div(int64_t a, int64_t b) {
     return -floor_div(-a, b);
 }
 
-static const bd_operand *write_of(const bd_nest *n, int value) {
-    for (int k = 0; k < n->n_operands; k++)
-        if (n->operands[k].write && n->operands[k].value == value) return &n->operands[k];
-    return NULL;
-}
 
 /* Region [rlo, rhi] (inclusive) of view y as a region of its root x: per dim group of the
  * reshape, the bounding box of the group's linear index span, exact when the region is whole in
@@ -171,13 +166,31 @@ static void classify(const bd_nest *p, bd_dep_edge *e, int64_t *hits) {
     e->halo = e->cls == BD_DEP_LOCAL ? halo : 0;
 }
 
-static void edge_build(const bd_program *p, int pi, int ci, int k, int64_t *hits, bd_deps *out) {
+/* Region [lo, hi] of container y as a region of x, written into y in place at inside_at along
+ * inside_axis; false when the region misses x's slice. */
+static bool inside_region(const bd_program *p, int x, int64_t *lo, int64_t *hi) {
+    const bd_value *xv = bd_graph_value(p->graph, x);
+    int axis = p->inside_axis[x];
+    int64_t at = p->inside_at[x];
+    lo[axis] -= at;
+    hi[axis] -= at;
+    if (lo[axis] < 0) lo[axis] = 0;
+    if (hi[axis] > xv->dims[axis] - 1) hi[axis] = xv->dims[axis] - 1;
+    return lo[axis] <= hi[axis];
+}
+
+/* The edge from producer pi (its operand wk writes the value read, or a value written into it
+ * in place) to consumer ci's read operand k. */
+static void edge_build(const bd_program *p, int pi, int wk, int ci, int k, int64_t *hits,
+                       bd_deps *out) {
     bd_graph *g = p->graph;
     const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, pi), *cn = &BD_VEC_AT(&p->nests, bd_nest, ci);
     const bd_operand *o = &cn->operands[k];
     int root = bd_program_root(p, o->value);
-    const bd_operand *w = write_of(pn, root);
-    const bd_value *v = bd_graph_value(g, o->value), *rv = bd_graph_value(g, root);
+    const bd_operand *w = &pn->operands[wk];
+    int written = w->value; /* root, or a value written into root in place */
+    const bd_value *v = bd_graph_value(g, o->value), *rv = bd_graph_value(g, root),
+                   *wv = bd_graph_value(g, written);
     bd_dep_edge *e = bd_vec_push(&out->edges);
     e->producer = pi;
     e->consumer = ci;
@@ -197,8 +210,9 @@ static void edge_build(const bd_program *p, int pi, int ci, int k, int64_t *hits
         bool empty = false;
         for (int j = 0; j < v->rank; j++) empty |= rlo[j] > rhi[j];
         if (root != o->value && !empty) view_region(rv, v, rlo, rhi, xlo, xhi);
-        bool any = !empty && pull_back(rv, root != o->value ? xlo : rlo,
-                                       root != o->value ? xhi : rhi, pn, w, blo, bhi);
+        else memcpy(xlo, rlo, sizeof xlo), memcpy(xhi, rhi, sizeof xhi);
+        if (written != root && !empty) empty = !inside_region(p, written, xlo, xhi);
+        bool any = !empty && pull_back(wv, xlo, xhi, pn, w, blo, bhi);
         if (e->rank == 0) {
             e->lo[b] = any ? 0 : 1;
             e->hi[b] = 0;
@@ -273,10 +287,11 @@ bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d) {
                        (long long)blocks, (long long)BD_DEPS_MAX_BLOCKS);
     out->edges = BD_VEC(bd_dep_edge);
     out->edge_start = calloc(nn + 2, sizeof *out->edge_start);
-    /* Writer lists: last[v] is the latest write of v, as nest * BD_NEST_MAX_OPERANDS + operand,
-     * and prev[w] the write of the same value before w. */
+    /* Writer lists: last[v] is the latest write of v, as nest * BD_NEST_MAX_OPERANDS + operand
+     * (plus nests * BD_NEST_MAX_OPERANDS for a write into a concat output in place), and prev[w]
+     * the write of the same value before w. */
     int *last = malloc((nv + 1) * sizeof *last),
-        *prev = malloc((nn + 1) * BD_NEST_MAX_OPERANDS * sizeof *prev);
+        *prev = malloc(2 * (nn + 1) * BD_NEST_MAX_OPERANDS * sizeof *prev);
     int64_t max_blocks = 1;
     for (size_t i = 0; i < nn; i++) {
         int64_t nb = BD_VEC_AT(&p->nests, bd_nest, i).n_blocks;
@@ -299,10 +314,10 @@ bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d) {
                         memcmp(cn->operands[j].dims, o->dims, sizeof o->dims) == 0;
             if (again) continue;
             for (int w = last[bd_program_root(p, o->value)]; w >= 0; w = prev[w]) {
-                int pi = w / BD_NEST_MAX_OPERANDS;
+                int pi = w % ((int)nn * BD_NEST_MAX_OPERANDS) / BD_NEST_MAX_OPERANDS;
                 const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, pi);
                 if (pn->n_blocks == 0) continue;
-                edge_build(p, pi, (int)c, k, hits, out);
+                edge_build(p, pi, w % BD_NEST_MAX_OPERANDS, (int)c, k, hits, out);
             }
         }
         /* Its written values join their writer lists (Concat's parts write one value each). */
@@ -312,6 +327,13 @@ bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d) {
             int w = (int)c * BD_NEST_MAX_OPERANDS + k;
             prev[w] = last[o->value];
             last[o->value] = w;
+            /* a value written into a concat output in place also writes that output: the same
+             * write again, numbered past every nest's */
+            if (p->inside_of && p->inside_of[o->value] >= 0) {
+                int y = p->inside_of[o->value], w2 = w + (int)nn * BD_NEST_MAX_OPERANDS;
+                prev[w2] = last[y];
+                last[y] = w2;
+            }
         }
     }
     out->edge_start[nn] = (int)out->edges.len;

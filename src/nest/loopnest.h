@@ -130,6 +130,10 @@ typedef struct bd_program {
     bd_fusion fusion;
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */
+    /* per value: the Concat output it is written into in place (fuse/views.c), -1, and where:
+     * index inside_at along dim inside_axis of the container; NULL: none */
+    int *inside_of, *inside_axis;
+    int64_t *inside_at;
     bd_vec nests;   /* bd_nest, in a valid execution order */
     bd_arena arena; /* tables the nests point to (Resize sampling tables) */
 } bd_program;
@@ -137,6 +141,13 @@ typedef struct bd_program {
 /* The value whose storage v uses: v itself, or the root of the view v is (fuse/views.c). */
 static inline int bd_program_root(const bd_program *p, int v) {
     return p->view_of && p->view_of[v] >= 0 ? p->view_of[v] : v;
+}
+
+/* The value whose storage v's bytes are part of: its view root, or the Concat output that root is
+ * written into in place. */
+static inline int bd_program_storage_root(const bd_program *p, int v) {
+    v = bd_program_root(p, v);
+    return p->inside_of && p->inside_of[v] >= 0 ? p->inside_of[v] : v;
 }
 
 /* Per-op lowering functions named by the op table's `lower` column (lower_*.c). */

@@ -228,7 +228,11 @@ void bd_program_free(bd_program *p) {
     bd_vec_free(&p->nests);
     bd_vec_free(&p->fusion_notes);
     free(p->view_of);
-    p->view_of = NULL;
+    free(p->inside_of);
+    free(p->inside_axis);
+    free(p->inside_at);
+    p->view_of = p->inside_of = p->inside_axis = NULL;
+    p->inside_at = NULL;
     bd_arena_free(&p->arena);
 }
 
@@ -302,6 +306,12 @@ void bd_program_dump(const bd_program *p, FILE *f) {
             fprintf(f, "view t%zu '%s' = the bytes of t%d '%s'\n", v,
                     bd_quote(bd_graph_value(g, (int)v)->name), p->view_of[v],
                     bd_quote(bd_graph_value(g, p->view_of[v])->name));
+    for (size_t v = 0; p->inside_of && v < g->values.len; v++)
+        if (p->inside_of[v] >= 0)
+            fprintf(f, "in place: t%zu '%s' is written into t%d '%s' at %lld along dim %d\n", v,
+                    bd_quote(bd_graph_value(g, (int)v)->name), p->inside_of[v],
+                    bd_quote(bd_graph_value(g, p->inside_of[v])->name),
+                    (long long)p->inside_at[v], p->inside_axis[v]);
 }
 
 bd_status bd_program_verify(const bd_program *p, bd_diag *d) {

@@ -144,7 +144,7 @@ static void span(const bd_vec *list, int64_t *lo, int64_t *hi) {
 }
 
 /* Calls fn(ctx, &earlier value's access list, later value's write) for every pair of distinct
- * arena values (not views of one root) whose bytes meet, for each write of the later one. */
+ * arena values (not parts of one storage root) whose bytes meet, for each write of the later one. */
 typedef void (*pair_fn)(void *ctx, bd_schedule *s, const bd_vec *xs, const access *w);
 
 static void each_pair(const bd_program *p, const bd_memory_plan *m, bd_schedule *s,
@@ -155,7 +155,7 @@ static void each_pair(const bd_program *p, const bd_memory_plan *m, bd_schedule 
         for (size_t y = 0; y < nv; y++) {
             if (y == x || m->storage[y].kind != BD_STORE_ARENA || !va[y].list.len ||
                 va[y].first_step <= va[x].first_step ||
-                bd_program_root(p, (int)x) == bd_program_root(p, (int)y))
+                bd_program_storage_root(p, (int)x) == bd_program_storage_root(p, (int)y))
                 continue;
             int64_t x_lo, x_hi, y_lo, y_hi;
             span(&va[x].list, &x_lo, &x_hi);

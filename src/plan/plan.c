@@ -50,7 +50,8 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
     for (int step = 0; step < s->n_steps; step++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
         for (int k = 0; k < n->n_operands; k++) {
-            int v = bd_program_root(p, n->operands[k].value); /* a view lives in its root */
+            /* a view lives in its root, a concat part written in place in the concat output */
+            int v = bd_program_storage_root(p, n->operands[k].value);
             const bd_value *val = bd_graph_value(g, v);
             if (!bd_dtype_supported(val->dtype))
                 return bd_fail(d, BD_ERR_UNSUPPORTED,
@@ -173,6 +174,15 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
             m->storage[ranges[i].value] = (bd_storage){BD_STORE_ARENA, ranges[i].offset};
         for (size_t v = 0; v < nv; v++)
             if (m->in_place_of[v] >= 0) m->storage[v] = m->storage[m->in_place_of[v]];
+        for (size_t v = 0; p->inside_of && v < nv; v++) {
+            if (p->inside_of[v] < 0) continue;
+            const bd_value *y = bd_graph_value(g, p->inside_of[v]);
+            int64_t strides[BD_MAX_RANK], bytes;
+            bd_dims_strides(y->rank, y->dims, strides);
+            bd_dtype_nbytes(y->dtype, p->inside_at[v] * strides[p->inside_axis[v]], &bytes);
+            m->storage[v] = m->storage[p->inside_of[v]];
+            m->storage[v].where += bytes;
+        }
         for (size_t v = 0; p->view_of && v < nv; v++)
             if (p->view_of[v] >= 0) m->storage[v] = m->storage[p->view_of[v]];
         for (size_t i = 0; i < p->nests.len; i++) {
@@ -292,10 +302,11 @@ bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const
     for (int step = 0; step < s->n_steps; step++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[step]);
         for (int k = 0; k < n->n_operands; k++) {
-            int v = bd_program_root(p, n->operands[k].value);
+            int v = bd_program_storage_root(p, n->operands[k].value);
             const bd_storage *st = &m->storage[v];
             BD_ASSERT(st->kind != BD_STORE_NONE);
-            BD_ASSERT(!memcmp(st, &m->storage[n->operands[k].value], sizeof *st));
+            BD_ASSERT(!memcmp(&m->storage[bd_program_root(p, n->operands[k].value)],
+                              &m->storage[n->operands[k].value], sizeof *st)); /* views */
             if (st->kind != BD_STORE_ARENA) continue;
             if (first[v] < 0) {
                 const bd_value *val = bd_graph_value(g, v);
@@ -316,7 +327,7 @@ bd_status bd_memory_plan_verify(const bd_program *p, const bd_schedule *s, const
             if (last[live[i]] >= step) live[kept++] = live[i];
         n_live = kept;
         for (int k = 0; k < n->n_operands; k++) {
-            int v = bd_program_root(p, n->operands[k].value);
+            int v = bd_program_storage_root(p, n->operands[k].value);
             if (first[v] != step || m->storage[v].kind != BD_STORE_ARENA) continue;
             bool listed = false;
             int64_t lo = m->storage[v].where, hi = lo + bytes[v];

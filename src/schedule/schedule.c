@@ -198,8 +198,12 @@ bd_status bd_schedule_verify(const bd_program *p, const bd_schedule *s, bd_diag 
             if (!o->write && !v->constant && !(v->flags & BD_VALUE_INPUT))
                 BD_ASSERT(written[root]);
         }
-        for (int j = 0; j < n->n_operands; j++)
-            if (n->operands[j].write) written[n->operands[j].value] = true;
+        for (int j = 0; j < n->n_operands; j++) {
+            int v = n->operands[j].value;
+            if (!n->operands[j].write) continue;
+            written[v] = true;
+            if (p->inside_of && p->inside_of[v] >= 0) written[p->inside_of[v]] = true;
+        }
     }
     free(seen);
     free(written);

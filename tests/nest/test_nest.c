@@ -728,6 +728,33 @@ static void test_deps_transpose_concat_broadcast(void) {
     check_boxes(&f, &deps, "deps transpose/concat/broadcast: boxes exact", true);
     bd_deps_free(&deps);
     fx_free(&f);
+
+    /* Concat in place (fuse/views.c): C1's and C2's producers write straight into Y's slices;
+     * R's blocks then need the producers' blocks at the same channels as through the copies. */
+    fx_init(&f);
+    c1 = fx_value(&f, "C1", 3, c1d), c2 = fx_value(&f, "C2", 3, c2d);
+    y = fx_value(&f, "Y", 3, yd), r = fx_value(&f, "R", 3, yd);
+    fx_nest(&f, c1, part_tile);
+    fx_nest(&f, c2, part_tile);
+    rn = fx_nest(&f, r, (int64_t[]){1, 5, 8});
+    bd_access_identity(bd_nest_operand(rn, y, false, 3), 0);
+    size_t nv = f.g->values.len;
+    f.p.inside_of = malloc(nv * sizeof *f.p.inside_of);
+    f.p.inside_axis = malloc(nv * sizeof *f.p.inside_axis);
+    f.p.inside_at = malloc(nv * sizeof *f.p.inside_at);
+    for (size_t v = 0; v < nv; v++) f.p.inside_of[v] = -1;
+    f.p.inside_of[c1] = f.p.inside_of[c2] = y;
+    f.p.inside_axis[c1] = f.p.inside_axis[c2] = 1;
+    f.p.inside_at[c1] = 0, f.p.inside_at[c2] = 4;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    e1 = edge_of(&deps, 0, 2), e2 = edge_of(&deps, 1, 2);
+    check(e1 && e2 && !strcmp(box_str(e1, 0), "0..0,0..1,0..0") && !strcmp(box_str(e1, 1), "empty") &&
+              !strcmp(box_str(e2, 0), "0..0,0..0,0..0") && !strcmp(box_str(e2, 1), "0..0,0..2,0..0"),
+          "deps concat in place: the producers' blocks at each part's offset", "%s %s %s %s",
+          e1 ? box_str(e1, 0) : "-", e1 ? box_str(e1, 1) : "-", e2 ? box_str(e2, 0) : "-",
+          e2 ? box_str(e2, 1) : "-");
+    bd_deps_free(&deps);
+    fx_free(&f);
 }
 
 /* A reshape nest x -> y (the Reshape-family copy: its read map follows the tile). */

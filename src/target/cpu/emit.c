@@ -293,7 +293,7 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     BD_ASSERT(offsets && bytes);
     for (size_t v = 0; v < nv; v++) {
         value_id[v] = -1;
-        if (mem->storage[v].kind != BD_STORE_ARENA || bd_program_root(p, (int)v) != (int)v) continue;
+        if (mem->storage[v].kind != BD_STORE_ARENA || bd_program_storage_root(p, (int)v) != (int)v) continue;
         const bd_value *val = bd_graph_value(g, (int)v);
         int64_t numel = 1, nb = 0;
         bd_dims_numel(val->rank, val->dims, &numel);
@@ -310,11 +310,12 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
         if (k < 0) continue;
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
         for (int j = 0; j < n->n_operands; j++) {
-            int id = value_id[bd_program_root(p, n->operands[j].value)]; /* a view is its root */
+            /* a view or an in-place concat part is its storage root */
+            int id = value_id[bd_program_storage_root(p, n->operands[j].value)];
             bool again = false;
             for (int i = 0; i < j && !again; i++)
-                again = bd_program_root(p, n->operands[i].value) ==
-                        bd_program_root(p, n->operands[j].value);
+                again = bd_program_storage_root(p, n->operands[i].value) ==
+                        bd_program_storage_root(p, n->operands[j].value);
             if (id >= 0 && !again) *(int *)bd_vec_push(&touch) = id;
         }
     }
