@@ -114,7 +114,9 @@ void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx);
  * successors' counters; of those that become ready, the thread runs the lowest-numbered one
  * next itself (its inputs are still in this core's cache) and puts the others on a shared ready
  * queue that hands out the lowest-numbered task first (the compiler numbers tasks in a
- * topological order, so this follows the program). Returns when every task is done.
+ * topological order, so this follows the program). Returns when every task is done. Task order
+ * is itself a topological order (every edge runs from an earlier nest's block to a later one's),
+ * which is how a one-thread pool, or a DAG marked serial, runs.
  *
  * A test mode checks the DAG instead of running it fast: with BDRT_SCHEDULE_SEED=N in the
  * environment, run executes single-threaded, each time in another random topological order (from
@@ -132,6 +134,9 @@ typedef struct bdrt_dag {
     const int64_t *value_offset, *value_bytes;
     const int32_t *touch_start, *touch;
     int64_t arena_bytes;
+    /* 1: the blocks form one chain, so they run in task order on the calling thread (no wake-up,
+     * no queue); so does a one-thread pool */
+    int32_t serial;
 } bdrt_dag;
 typedef struct bdrt_dag_exec bdrt_dag_exec;
 /* Per-instance state (the counters and the queue); NULL when out of memory. */

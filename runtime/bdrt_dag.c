@@ -251,6 +251,11 @@ void bdrt_dag_run(bdrt_dag_exec *x, bdrt_pool *pool, void *ctx, unsigned char *a
         run_checked(x, arena);
         return;
     }
+    if (g->serial || bdrt_pool_threads(pool) == 1) {
+        for (int32_t t = 0; t < g->n_tasks; t++)
+            if (g->task_fn[t] >= 0) bdrt_call_block(g->fns[g->task_fn[t]], ctx, g->task_block[t], 0);
+        return;
+    }
     /* Every event waits for its nest's blocks, so the initially ready tasks are all blocks. */
     bdrt_pool_run_unrecorded(pool, bdrt_pool_threads(pool), worker, x);
 }

@@ -84,8 +84,16 @@ static void reach_build(const bd_schedule *s, reach_sets *r) {
  * give blocks x blocks edges). */
 enum { HAZARD_EVENT_MIN = 2 };
 
-static bool needs_edge(const reach_sets *r, const access *a, const access *w) {
-    return a->lo < w->hi && w->lo < a->hi && a->task != w->task && !reaches(r, a->task, w->task);
+/* Accesses by two blocks of one nest never need ordering: one nest reads a value and writes
+ * another over the same bytes only in place, element by element through identity maps, so its
+ * blocks touch disjoint elements even where their bounding byte intervals interleave. */
+static bool same_nest(const bd_schedule *s, const access *a, const access *w) {
+    return s->task_nest[a->task] == s->task_nest[w->task];
+}
+
+static bool needs_edge(const bd_schedule *s, const reach_sets *r, const access *a,
+                       const access *w) {
+    return a->lo < w->hi && w->lo < a->hi && !same_nest(s, a, w) && !reaches(r, a->task, w->task);
 }
 
 static void order_before(bd_schedule *s, const reach_sets *r, const bd_vec *xs, const access *w) {
@@ -94,12 +102,12 @@ static void order_before(bd_schedule *s, const reach_sets *r, const bd_vec *xs, 
         int nest = s->task_nest[ax[i].task];
         size_t end = i, meet = 0;
         while (end < xs->len && s->task_nest[ax[end].task] == nest)
-            meet += needs_edge(r, &ax[end++], w);
+            meet += needs_edge(s, r, &ax[end++], w);
         if (meet > HAZARD_EVENT_MIN) {
             bd_schedule_add_edge(s, bd_schedule_event(s, nest), w->task);
         } else if (meet) {
             for (size_t k = i; k < end; k++)
-                if (needs_edge(r, &ax[k], w)) bd_schedule_add_edge(s, ax[k].task, w->task);
+                if (needs_edge(s, r, &ax[k], w)) bd_schedule_add_edge(s, ax[k].task, w->task);
         }
         i = end;
     }
@@ -195,10 +203,9 @@ void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *
 }
 
 static void check_ordered(void *reach, bd_schedule *s, const bd_vec *xs, const access *w) {
-    (void)s;
     const access *ax = xs->data;
     for (size_t i = 0; i < xs->len; i++)
-        if (ax[i].lo < w->hi && w->lo < ax[i].hi && ax[i].task != w->task)
+        if (ax[i].lo < w->hi && w->lo < ax[i].hi && !same_nest(s, &ax[i], w))
             BD_ASSERT(reaches(reach, ax[i].task, w->task));
 }
 

@@ -132,6 +132,7 @@ bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_sched
                            "use --schedule op",
                            (long long)blocks);
         build_dag(p, deps, s);
+        s->chain = deps->critical_blocks == deps->total_blocks;
     }
     bd_schedule_finish(s);
     return BD_OK;

@@ -36,6 +36,8 @@ typedef struct bd_schedule {
     int *succ_start;     /* per task: successors succ[succ_start[t] .. succ_start[t + 1]) */
     int *succ;
     int *n_preds;        /* per task: how many tasks it waits for */
+    bool chain;          /* the blocks form one chain (critical path = all blocks): nothing can
+                            overlap, and the runtime runs them in order on the calling thread */
 } bd_schedule;
 
 bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_schedule_mode mode,

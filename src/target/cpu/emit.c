@@ -332,8 +332,8 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     bd_emit_open(e, "static const bdrt_dag bd_dag =");
     bd_emit(e, "%d, bd_dag_fns, bd_dag_task_fn, bd_dag_task_block, bd_dag_n_preds, bd_dag_succ_start, "
                "bd_dag_succ,", nt);
-    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_use_start, bd_dag_use, %lld",
-            n_values, (long long)mem->arena_bytes);
+    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_use_start, bd_dag_use, %lld, %d",
+            n_values, (long long)mem->arena_bytes, sch->chain ? 1 : 0);
     bd_emit_close(e, ";");
     bd_emit_blank(e);
     free(fn_of);
