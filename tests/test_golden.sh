@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Golden dumps of the loop-nest IR: every model that tests/golden/make_models.py builds is compiled
-# with `--dump=tiles,deps,sched` (the nests after fusion, their block dependencies, and the block
-# schedule's task DAG) under `--fusion none`, `op` and `block`, and the dump (bdc prints it to
-# stderr) must equal the committed tests/golden/NAME.FUSION.tiles, else a unified diff is printed.
+# with `--dump=tiles,fuse,deps,sched` (the nests after fusion, the fusion decisions, their block
+# dependencies, and the block schedule's task DAG) under `--fusion none`, `op` and `block`, and
+# the dump (bdc prints it to stderr) must equal the committed tests/golden/NAME.FUSION.tiles,
+# else a unified diff is printed.
 #
 # Usage: tests/test_golden.sh [BDC]          (default: $BDC, else build/bdc)
 #
@@ -54,7 +55,7 @@ for name in "${names[@]}"; do
     case="$name --fusion $fusion"
     want="$golden/$name.$fusion.tiles"
     got="$work/$name.$fusion.tiles"
-    if ! "$bdc" compile "$models/$name.onnx" -o "$work/out" --fusion "$fusion" --dump=tiles,deps,sched -q \
+    if ! "$bdc" compile "$models/$name.onnx" -o "$work/out" --fusion "$fusion" --dump=tiles,fuse,deps,sched -q \
         2>"$got"; then
       bad "$case: bdc compile failed:"
       sed 's/^/      /' "$got" | head -20
@@ -65,7 +66,7 @@ for name in "${names[@]}"; do
       else cp "$got" "$want" && ok "$case: written tests/golden/$name.$fusion.tiles"; fi
     elif [ ! -f "$want" ]; then
       bad "$case: tests/golden/$name.$fusion.tiles missing (run with BDC_UPDATE_GOLDEN=1)"
-    elif diff -u --label "tests/golden/$name.$fusion.tiles" --label "bdc --dump=tiles,deps,sched" \
+    elif diff -u --label "tests/golden/$name.$fusion.tiles" --label "bdc --dump=tiles,fuse,deps,sched" \
         "$want" "$got" >"$work/diff"; then
       ok "$case: dump matches"
     else

@@ -36,7 +36,8 @@ static const char usage_text[] =
     "      --keep-temps              keep the temporary build folder (its path is printed)\n"
     "      --dump=LIST               print to stderr, for each of the comma-separated stages:\n"
     "                                graph (inferred graph), lower (nests as lowered), tiles\n"
-    "                                (nests after fusion), deps (block dependencies), sched\n"
+    "                                (nests after fusion), fuse (fusion decisions), deps (block\n"
+    "                                dependencies), sched\n"
     "                                (run order or task DAG), memory (plan)\n"
     "      --werror                  build the generated C with -Werror\n"
     "      --max-weights SIZE        refuse models with more initializer bytes (default 8G)\n"
@@ -191,11 +192,12 @@ static int cmd_compile(int argc, char **argv) {
                 else if (n == 5 && strncmp(p, "lower", 5) == 0) o.dumps.lower = true;
                 else if (n == 5 && strncmp(p, "tiles", 5) == 0) o.dumps.tiles = true;
                 else if (n == 4 && strncmp(p, "deps", 4) == 0) o.dumps.deps = true;
+                else if (n == 4 && strncmp(p, "fuse", 4) == 0) o.dumps.fuse = true;
                 else if (n == 5 && strncmp(p, "sched", 5) == 0) o.dumps.sched = true;
                 else if (n == 6 && strncmp(p, "memory", 6) == 0) o.dumps.memory = true;
                 else
-                    return usage_error("compile: unknown dump '%s' (graph, lower, tiles, deps, "
-                                       "sched, memory)", p);
+                    return usage_error("compile: unknown dump '%s' (graph, lower, tiles, fuse, "
+                                       "deps, sched, memory)", p);
                 p += n + (p[n] == ',');
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

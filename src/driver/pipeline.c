@@ -42,6 +42,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     if (!s) bd_concat_in_place(p);
     if (!s) s = bd_program_verify(p, d);
     if (!s && dumps->tiles) bd_program_dump(p, stderr);
+    if (!s && dumps->fuse) bd_fusion_dump(p, stderr);
     if (!s) s = bd_plan_precheck(p, opts->max_activation_bytes, d);
     if (!s) s = bd_deps_analyze(p, &out->deps, d);
     if (!s && dumps->deps) bd_deps_dump(p, &out->deps, stderr);

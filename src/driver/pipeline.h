@@ -8,7 +8,7 @@
 
 /* Which intermediate forms to print to stderr (--dump=...). */
 typedef struct bd_dumps {
-    bool graph, lower, tiles, deps, sched, memory;
+    bool graph, lower, tiles, fuse, deps, sched, memory;
 } bd_dumps;
 
 /* Lowering to the planned program: lower -> [verify] -> tile (the target's) -> [verify] ->

@@ -449,3 +449,14 @@ bd_status bd_fuse(bd_program *p, bd_diag *d) {
     free(dead);
     return bd_program_verify(p, d);
 }
+
+void bd_fusion_dump(const bd_program *p, FILE *f) {
+    bd_graph *g = p->graph;
+    for (size_t i = 0; i < p->fusion_notes.len; i++) {
+        const bd_fusion_note *n = &BD_VEC_AT(&p->fusion_notes, bd_fusion_note, i);
+        fprintf(f, "fusion: %s '%s' into '%s': %s\n", n->fused ? "fused" : "not fused",
+                n->absorbed_node >= 0 ? bd_quote(bd_graph_node(g, n->absorbed_node)->name) : "-",
+                n->into_node >= 0 ? bd_quote(bd_graph_node(g, n->into_node)->name) : "-", n->why);
+    }
+    fprintf(f, "fusion: %zu decisions\n", p->fusion_notes.len);
+}

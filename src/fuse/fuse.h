@@ -21,6 +21,8 @@
 #include "nest/loopnest.h"
 
 bd_status bd_fuse(bd_program *p, bd_diag *d);
+/* --dump=fuse: every fusion decision, taken or not, and why. */
+void bd_fusion_dump(const bd_program *p, FILE *f);
 
 /* views.c: Reshape-family copies whose output need not own its bytes become views of their
  * input (bd_program.view_of); their nests are removed. Runs after bd_fuse, with fusion op or block. */
