@@ -40,7 +40,7 @@ typedef struct value_accesses {
  * this a buffer read by an early layer of DenseNet and reused a hundred layers later gives a
  * hundred thousand edges the schedule already has. The sets take n_tasks^2 bits, so a schedule
  * of more than REACH_MAX_TASKS tasks skips nothing (its edges stay correct, only more). */
-enum { REACH_MAX_TASKS = 24576 };
+enum { REACH_MAX_TASKS = 16384 };
 
 typedef struct reach_sets {
     size_t words; /* per task; 0: not computed */

@@ -23,7 +23,7 @@ bool bd_block_bytes(const bd_graph *g, const bd_nest *n, const bd_operand *o, in
 void bd_plan_hazards(const bd_program *p, const bd_memory_plan *m, bd_schedule *s);
 /* The verifier: recomputes every task's transitive predecessors from the final DAG and asserts
  * that each access of an earlier value precedes each later write over the same bytes (schedules
- * of up to 24576 tasks; the schedule test mode checks the rest at run time). */
+ * of up to 16384 tasks; the schedule test mode checks the rest at run time). */
 void bd_plan_hazards_verify(const bd_program *p, const bd_memory_plan *m, bd_schedule *s);
 
 #endif
