@@ -45,6 +45,10 @@ BD_INLINE BD_AVX512 __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
     if (act == BD_ACT_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
     if (act == BD_ACT_CLIP) return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
     if (act == BD_ACT_SILU) return silu16(v);
+    if (act == BD_ACT_HARD_SWISH) {
+        __m512 t = _mm512_fmadd_ps(v, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
+        return _mm512_mul_ps(v, _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(_mm512_setzero_ps(), t)));
+    }
     return v;
 }
 
