@@ -385,6 +385,17 @@ __attribute__((target("avx512f"))) static void dw_prep_row_avx512(const float *s
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     for (int64_t j0 = 0; j0 < row_len; j0 += 16) {
         const int64_t c0 = j0 * sw - pad_left;
+        if (c0 >= 0 && c0 + 16 * sw <= W && j0 + 16 <= row_len) { /* inside: plain loads */
+            const float *p = src + c0;
+            if (sw == 1) {
+                _mm512_storeu_ps(d + j0, _mm512_loadu_ps(p));
+            } else {
+                __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
+                _mm512_storeu_ps(d + j0, _mm512_permutex2var_ps(v0, even, v1));
+                _mm512_storeu_ps(d + row_len + j0, _mm512_permutex2var_ps(v0, odd, v1));
+            }
+            continue;
+        }
         const uint32_t m = lane_range(-c0, W - c0);
         const __mmask16 st = (__mmask16)lane_range(0, row_len - j0);
         const float *p = (const float *)((uintptr_t)src + (uintptr_t)c0 * sizeof(float));
