@@ -468,7 +468,8 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
                 }
                 const float *src = xc + ih * W;
 #if BD_KERNELS_X86
-                if (kd->isa == BD_KERNELS_ISA_AVX512 && sw <= 2) {
+                /* (rows of 8 outputs or fewer, on the AVX2 items, measured no faster) */
+                if (kd->isa == BD_KERNELS_ISA_AVX512 && sw <= 2 && s->OW > 8) {
                     dw_prep_row_avx512(src, d, g0.row_len, sw, W, s->pad_left);
                     continue;
                 }
