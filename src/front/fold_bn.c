@@ -78,7 +78,8 @@ static int sole_conv_input(bd_graph *g, const bd_node *n, int k, const int *uses
     if (x->producer < 0 || uses[n->inputs[k]] != 1 || (x->flags & BD_VALUE_OUTPUT)) return -1;
     const bd_node *c = bd_graph_node(g, x->producer);
     if (c->dead || c->op != BD_OP_CONV || c->outputs[0] != n->inputs[k]) return -1;
-    if (x->dtype != BD_DT_FLOAT || x->rank < 3 || !bd_value_shape_known(x)) return -1;
+    if (x->dtype != BD_DT_FLOAT || x->rank < 3 || !bd_value_shape_known(x) || x->dims[1] < 1)
+        return -1;
     const bd_value *w = bd_node_in(g, c, 1), *b = bd_node_in(g, c, 2);
     if (!const_f32(w) || w->constant->rank < 1 || w->constant->dims[0] != x->dims[1]) return -1;
     if (b && (!const_f32(b) || b->constant->numel != x->dims[1])) return -1;
