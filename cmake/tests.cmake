@@ -42,5 +42,8 @@ bdc_add_test(random_graphs COMMAND ${BDC_PYTHON} tests/test_random_graphs.py --s
 # The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
 bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)
 bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)
+# BatchNormalization, Mul and Add folded into the Conv before them, both fusion modes.
+bdc_add_test(fold_conv COMMAND ${BDC_PYTHON} tests/test_fold_conv.py)
+bdc_add_test(fold_conv_nofusion COMMAND ${BDC_PYTHON} tests/test_fold_conv.py --fusion none)
 # src/'s include arrows run one way, down the pipeline.
 bdc_add_test(layering COMMAND bash tests/test_layering.sh)

@@ -181,6 +181,10 @@ static inline float bd_act_apply(float v, int act, float lo, float hi) {
     if (act == BD_ACT_RELU) return v < 0.0f ? 0.0f : v;
     if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
     if (act == BD_ACT_SILU) return v / (1.0f + expf(-v));
+    if (act == BD_ACT_HARD_SWISH) {
+        float t = v * (1.0f / 6.0f) + 0.5f;
+        return v * (t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t));
+    }
     return v;
 }
 

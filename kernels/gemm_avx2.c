@@ -50,6 +50,10 @@ BD_INLINE BD_AVX2 __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     if (act == BD_ACT_RELU) return _mm256_max_ps(_mm256_setzero_ps(), v);
     if (act == BD_ACT_CLIP) return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
     if (act == BD_ACT_SILU) return silu8(v);
+    if (act == BD_ACT_HARD_SWISH) {
+        __m256 t = _mm256_fmadd_ps(v, _mm256_set1_ps(1.0f / 6.0f), _mm256_set1_ps(0.5f));
+        return _mm256_mul_ps(v, _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(_mm256_setzero_ps(), t)));
+    }
     return v;
 }
 

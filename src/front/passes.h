@@ -25,7 +25,9 @@ bd_status bd_onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, 
                               const bd_limits *lim, bd_model **out, bd_diag *d);
 bd_status bd_verify(bd_model *m, bd_diag *d);        /* verify.c: names, order, arity, types */
 bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + folding, topological */
-void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass */
+void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass,
+                                                     * then bd_fold_into_conv */
+void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-channel constants */
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
 

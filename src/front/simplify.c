@@ -1,5 +1,6 @@
 /* simplify.c — graph clean-up after inference: Identity and inference-mode Dropout are bypassed,
- * then nodes whose results nobody needs (unused, or replaced by folded constants) are marked dead.
+ * per-channel affine maps after a Conv are folded into it (fold_bn.c), then nodes whose results
+ * nobody needs (unused, or replaced by folded constants) are marked dead.
  *
  * Values read by subgraphs (If/Loop bodies refer to enclosing values by name) count as used, so
  * nothing they need disappears. */
@@ -44,6 +45,7 @@ void bd_remove_identities(bd_graph *g) {
         }
         n->dead = true;
     }
+    bd_fold_into_conv(g); /* after the bypass, so that Conv -> Identity -> BatchNorm folds too */
 }
 
 static void mark_outer_uses(bd_graph *inner, bd_graph *g, char *needed) {

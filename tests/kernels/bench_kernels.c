@@ -7,8 +7,9 @@
  * time (CLOCK_THREAD_CPUTIME_ID), so that other processes sharing the core do not count; they
  * still pollute the shared caches, which only ever makes a batch slower.
  *
- * Usage: bdckernels_bench [--isa portable|avx2|avx512|all] [--quick]
- *   default: every vector instruction set this CPU supports.
+ * Usage: bdckernels_bench [--isa portable|avx2|avx512|all] [--quick] [--only TEXT]
+ *   default: every vector instruction set this CPU supports; --only: just the convolution layers
+ *   whose name contains TEXT (no GEMMs).
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
@@ -243,14 +244,17 @@ static void bench_conv(const conv_layer *l, double peak) {
 }
 
 int main(int argc, char **argv) {
-    const char *isa_arg = NULL;
+    const char *isa_arg = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             g_quick = 1;
         } else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
             isa_arg = argv[++i];
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--isa portable|avx2|avx512|all] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--isa portable|avx2|avx512|all] [--quick] [--only TEXT]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -291,6 +295,10 @@ int main(int argc, char **argv) {
         {"depthwise 3x3 32 112x112", 32, 112, 32, 3, 1, 1, 32},
         {"depthwise 3x3/2 144 56->28", 144, 56, 144, 3, 2, 1, 144},
         {"depthwise 5x5 240 28x28", 240, 28, 240, 5, 1, 2, 240},
+        {"depthwise 3x3/2 64 112->56", 64, 112, 64, 3, 2, 1, 64},
+        {"depthwise 5x5/2 72 56->28", 72, 56, 72, 5, 2, 2, 72},
+        {"depthwise 3x3 480 14x14", 480, 14, 480, 3, 1, 1, 480},
+        {"depthwise 5x5 960 7x7", 960, 7, 960, 5, 1, 2, 960},
     };
     bd_kernels_isa isas[3];
     int nisa = 0;
@@ -307,15 +315,17 @@ int main(int argc, char **argv) {
         printf("\n%s (%s), %% of the %s peak:\n", bd_kernels_isa_name(isas[i]),
                bd_kernels_gemm_name(), isas[i] == BD_KERNELS_ISA_AVX512 ? "AVX-512" : "AVX2");
         static const int64_t sq[] = {256, 512, 1024, 2048};
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 4 && !only; k++) {
             if (g_quick && sq[k] > 1024) continue;
             bench_gemm(sq[k], sq[k], sq[k], peak);
         }
-        bench_gemm(64, 3136, 576, peak); /* a conv-shaped GEMM */
-        bench_gemm(1, 1000, 512, peak);  /* batch-1 classifier */
-        bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
+        if (!only) {
+            bench_gemm(64, 3136, 576, peak); /* a conv-shaped GEMM */
+            bench_gemm(1, 1000, 512, peak);  /* batch-1 classifier */
+            bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
+        }
         for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
-            bench_conv(&layers[l], peak);
+            if (!only || strstr(layers[l].name, only)) bench_conv(&layers[l], peak);
     }
     return 0;
 }

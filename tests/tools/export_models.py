@@ -248,6 +248,7 @@ def _lstm(rng):
 MODELS = {
     "resnet18": _tv(torchvision.models.resnet18),
     "mobilenet_v2": _tv(torchvision.models.mobilenet_v2),
+    "mobilenet_v3_large": _tv(torchvision.models.mobilenet_v3_large),
     "squeezenet1_1": _tv(torchvision.models.squeezenet1_1),
     "googlenet": _tv(torchvision.models.googlenet, aux_logits=False, init_weights=True,
                      transform_input=False),

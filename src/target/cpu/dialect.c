@@ -48,10 +48,16 @@ const bd_expr_dialect bd_c_dialect = {
         [BD_EXPR_RECIPROCAL] = FLOATS("1 / $0", "1 / $0"),
         [BD_EXPR_SIGMOID] = FLOATS("1 / (1 + bd_exp_v(-$0))", "1 / (1 + exp(-$0))"),
         [BD_EXPR_LEAKY_RELU] = FLOATS("($0 < 0 ? $k0 * $0 : $0)", "($0 < 0 ? $k0 * $0 : $0)"),
-        [BD_EXPR_HARD_SIGMOID] = FLOATS("fmaxf(0, fminf(1, $k0 * $0 + $k1))",
-                                        "fmax(0, fmin(1, $k0 * $0 + $k1))"),
-        [BD_EXPR_HARD_SWISH] = FLOATS("$0 * fmaxf(0, fminf(1, $0 * 0.166666667f + 0.5f))",
-                                      "$0 * fmax(0, fmin(1, $0 * 0.16666666666666666 + 0.5))"),
+        /* selects, not fminf/fmaxf: those are libm calls in a loop (GCC inlines them only
+         * with -ffinite-math-only), and they would turn NaN into a bound */
+        [BD_EXPR_HARD_SIGMOID] =
+            FLOATS("($k0 * $0 + $k1 < 0 ? 0 : $k0 * $0 + $k1 > 1 ? 1 : $k0 * $0 + $k1)",
+                   "($k0 * $0 + $k1 < 0 ? 0 : $k0 * $0 + $k1 > 1 ? 1 : $k0 * $0 + $k1)"),
+        [BD_EXPR_HARD_SWISH] =
+            FLOATS("$0 * ($0 * 0.166666667f + 0.5f < 0 ? 0 : $0 * 0.166666667f + 0.5f > 1 ? 1 : "
+                   "$0 * 0.166666667f + 0.5f)",
+                   "$0 * ($0 * 0.16666666666666666 + 0.5 < 0 ? 0 : $0 * 0.16666666666666666 + 0.5 > 1 "
+                   "? 1 : $0 * 0.16666666666666666 + 0.5)"),
         [BD_EXPR_GELU] = FLOATS("0.5f * $0 * (1 + bd_erf_v($0 * 0.7071067811865476f))",
                                 "0.5 * $0 * (1 + erf($0 * 0.7071067811865476))"),
         [BD_EXPR_GELU_TANH] =

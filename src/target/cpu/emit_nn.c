@@ -10,8 +10,8 @@
  * each block's [lo, hi) ranges; window loops start and stop at the first and last tap that falls
  * inside the input, so the inner loops carry no bounds tests.
  *
- * Fused epilogues (fuse/fuse.h): Relu, Clip and SiLU run inside the micro-kernels; a residual Add
- * and the activations the kernels lack (LeakyRelu, HardSwish) run in generated loops over the block
+ * Fused epilogues (fuse/fuse.h): Relu, Clip, SiLU and HardSwish run inside the micro-kernels; a
+ * residual Add and the activation the kernels lack (LeakyRelu) run in generated loops over the block
  * the kernel has just written, while it is still in cache. */
 #include <math.h>
 #include <stdlib.h>
@@ -55,6 +55,8 @@ static kernel_act kernel_act_of(const bd_nest *n) {
     if (!r) return none;
     if (r->op == BD_EXPR_RELU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_RELU, 0, 0};
     if (r->op == BD_EXPR_SILU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_SILU, 0, 0};
+    if (r->op == BD_EXPR_HARD_SWISH && is_load0(x, r->arg[0]))
+        return (kernel_act){BD_ACT_HARD_SWISH, 0, 0};
     /* Clip: CLAMP_MAX(CLAMP_MIN(x, lo), hi), or either bound alone */
     kernel_act clip = {BD_ACT_CLIP, -INFINITY, INFINITY};
     const bd_expr_node *c = r;
