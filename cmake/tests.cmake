@@ -27,6 +27,7 @@ bdc_add_test(node_run COMMAND ${BDC_PYTHON} tests/test_node_run.py LABELS "sanit
 bdc_add_test(lib COMMAND bash tests/test_lib.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py LABELS "sanitize")
+bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(bad_input COMMAND bash tests/test_bad_input.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LABELS "sanitize")
 bdc_add_test(real_run_nofusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion none)
