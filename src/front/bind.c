@@ -62,7 +62,9 @@ static bool parse_dims(const char *s, int *rank, int64_t *dims) {
     }
 }
 
-static bool declares_symbol(const bd_value *v, int i) { return v->decl_dims[i] < 0 && v->dim_param[i]; }
+static bool declares_symbol(const bd_value *v, int i) {
+    return v->decl_dims[i] < 0 && v->dim_param[i];
+}
 
 static symbol_binding *symbol_find(binder *b, const char *name) {
     for (size_t i = 0; i < b->symbols.len; i++) {
@@ -120,9 +122,11 @@ static bd_status symbol_bind(binder *b, const char *name, int64_t value, const c
     if (s->value == value) return BD_OK;
     char first[200];
     snprintf(first, sizeof first, "%s", bd_quote(s->arg));
-    return bd_fail(b->d, BD_ERR_USAGE, "%s '%s' and %s '%s' give symbol '%s' different extents "
-                   "(%lld, %lld)", s->option, first, option, bd_quote(arg), bd_quote(name),
-                   (long long)s->value, (long long)value);
+    return bd_fail(b->d, BD_ERR_USAGE,
+                   "%s '%s' and %s '%s' give symbol '%s' different extents "
+                   "(%lld, %lld)",
+                   s->option, first, option, bd_quote(arg), bd_quote(name), (long long)s->value,
+                   (long long)value);
 }
 
 static bd_status bind_dims(binder *b, const bd_input_binds *in) {
@@ -130,13 +134,15 @@ static bd_status bind_dims(binder *b, const bd_input_binds *in) {
         const char *arg = in->dims[k], *name, *text = split_value(&b->g->model->arena, arg, &name);
         int64_t value;
         if (!text || !parse_extent(&text, &value) || *text)
-            return bd_fail(b->d, BD_ERR_USAGE, "--dim '%s': expected SYMBOL=N, N a positive integer",
-                           bd_quote(arg));
+            return bd_fail(b->d, BD_ERR_USAGE,
+                           "--dim '%s': expected SYMBOL=N, N a positive integer", bd_quote(arg));
         if (!symbol_occurs(b->g, name)) {
             char have[400];
             list_names(b->g, true, have, sizeof have);
-            return bd_fail(b->d, BD_ERR_USAGE, "--dim '%s': no input has a symbolic dimension '%s' "
-                           "(%s%s)", bd_quote(arg), bd_quote(name), have[0] ? "symbols: " : "",
+            return bd_fail(b->d, BD_ERR_USAGE,
+                           "--dim '%s': no input has a symbolic dimension '%s' "
+                           "(%s%s)",
+                           bd_quote(arg), bd_quote(name), have[0] ? "symbols: " : "",
                            have[0] ? have : "the model's inputs have none");
         }
         bd_status s = symbol_bind(b, name, value, "--dim", arg);
@@ -153,8 +159,8 @@ static bd_value *find_input(binder *b, const char *name, const char *option, con
     }
     char have[400];
     list_names(b->g, false, have, sizeof have);
-    bd_fail(b->d, BD_ERR_USAGE, "%s '%s': the model has no input '%s' (%s%s)", option, bd_quote(arg),
-            bd_quote(name), have[0] ? "inputs: " : "it has no inputs", have);
+    bd_fail(b->d, BD_ERR_USAGE, "%s '%s': the model has no input '%s' (%s%s)", option,
+            bd_quote(arg), bd_quote(name), have[0] ? "inputs: " : "it has no inputs", have);
     return NULL;
 }
 
@@ -164,15 +170,17 @@ static bd_status check_shape(binder *b, const bd_value *v, int rank, const int64
                              const char *option, const char *arg) {
     char declared[512];
     if (v->decl_rank >= 0 && v->decl_rank != rank)
-        return bd_fail(b->d, BD_ERR_USAGE, "%s '%s': input '%s' has rank %d in the model (%s), not %d",
-                       option, bd_quote(arg), bd_quote(v->name), v->decl_rank,
+        return bd_fail(b->d, BD_ERR_USAGE,
+                       "%s '%s': input '%s' has rank %d in the model (%s), not %d", option,
+                       bd_quote(arg), bd_quote(v->name), v->decl_rank,
                        bd_shape_str(v, declared, sizeof declared), rank);
     for (int i = 0; i < v->decl_rank; i++) {
         if (v->decl_dims[i] >= 0 && v->decl_dims[i] != dims[i])
-            return bd_fail(b->d, BD_ERR_USAGE, "%s '%s': input '%s' dim %d is %lld in the model (%s), "
-                           "not %lld", option, bd_quote(arg), bd_quote(v->name), i,
-                           (long long)v->decl_dims[i], bd_shape_str(v, declared, sizeof declared),
-                           (long long)dims[i]);
+            return bd_fail(b->d, BD_ERR_USAGE,
+                           "%s '%s': input '%s' dim %d is %lld in the model (%s), "
+                           "not %lld",
+                           option, bd_quote(arg), bd_quote(v->name), i, (long long)v->decl_dims[i],
+                           bd_shape_str(v, declared, sizeof declared), (long long)dims[i]);
         if (declares_symbol(v, i)) {
             bd_status s = symbol_bind(b, v->dim_param[i], dims[i], option, arg);
             if (s) return s;
@@ -189,16 +197,21 @@ static bd_status pin_once(binder *b, bool *pinned, const bd_value *v, const char
         pinned[idx] = true;
         return BD_OK;
     }
-    return bd_fail(b->d, BD_ERR_USAGE, "%s '%s': input '%s' is already given by an earlier --shape "
-                   "or --const", option, bd_quote(arg), bd_quote(v->name));
+    return bd_fail(b->d, BD_ERR_USAGE,
+                   "%s '%s': input '%s' is already given by an earlier --shape "
+                   "or --const",
+                   option, bd_quote(arg), bd_quote(v->name));
 }
 
-static bd_status bind_consts(binder *b, const bd_input_binds *in, bool *pinned, bd_tensor **values) {
+static bd_status bind_consts(binder *b, const bd_input_binds *in, bool *pinned,
+                             bd_tensor **values) {
     for (int k = 0; k < in->n_consts; k++) {
         const char *arg = in->consts[k], *eq = strchr(arg, '=');
         if (!eq || eq == arg || !eq[1])
-            return bd_fail(b->d, BD_ERR_USAGE, "--const '%s': expected NAME=FILE (.npy or TensorProto "
-                           ".pb)", bd_quote(arg));
+            return bd_fail(b->d, BD_ERR_USAGE,
+                           "--const '%s': expected NAME=FILE (.npy or TensorProto "
+                           ".pb)",
+                           bd_quote(arg));
         const char *name = bd_arena_strndup(&b->g->model->arena, arg, (size_t)(eq - arg));
         bd_value *v = find_input(b, name, "--const", arg);
         if (!v) return b->d->status;
@@ -207,8 +220,10 @@ static bd_status bind_consts(binder *b, const bd_input_binds *in, bool *pinned, 
         if (!s) s = bd_tensor_read_file(b->g->model, eq + 1, &t, b->d);
         if (s) return s;
         if (v->decl_dtype && t->dtype != v->decl_dtype)
-            return bd_fail(b->d, BD_ERR_USAGE, "--const '%s': input '%s' is %s in the model, the file "
-                           "holds %s", bd_quote(arg), bd_quote(v->name), bd_dtype_name(v->decl_dtype),
+            return bd_fail(b->d, BD_ERR_USAGE,
+                           "--const '%s': input '%s' is %s in the model, the file "
+                           "holds %s",
+                           bd_quote(arg), bd_quote(v->name), bd_dtype_name(v->decl_dtype),
                            bd_dtype_name(t->dtype));
         s = check_shape(b, v, t->rank, t->dims, "--const", arg);
         if (s) return s;
@@ -220,12 +235,15 @@ static bd_status bind_consts(binder *b, const bd_input_binds *in, bool *pinned, 
 
 static bd_status bind_shapes(binder *b, const bd_input_binds *in, bool *pinned) {
     for (int k = 0; k < in->n_shapes; k++) {
-        const char *arg = in->shapes[k], *name, *text = split_value(&b->g->model->arena, arg, &name);
+        const char *arg = in->shapes[k], *name,
+                   *text = split_value(&b->g->model->arena, arg, &name);
         int rank;
         int64_t dims[BD_MAX_RANK];
         if (!text || !parse_dims(text, &rank, dims))
-            return bd_fail(b->d, BD_ERR_USAGE, "--shape '%s': expected NAME=D1xD2x..., each D a "
-                           "positive integer (at most %d)", bd_quote(arg), BD_MAX_RANK);
+            return bd_fail(b->d, BD_ERR_USAGE,
+                           "--shape '%s': expected NAME=D1xD2x..., each D a "
+                           "positive integer (at most %d)",
+                           bd_quote(arg), BD_MAX_RANK);
         bd_value *v = find_input(b, name, "--shape", arg);
         if (!v) return b->d->status;
         bd_status s = pin_once(b, pinned, v, "--shape", arg);
@@ -252,7 +270,8 @@ bd_status bd_bind_inputs(bd_model *m, const bd_input_binds *in, bd_diag *d) {
         int idx = BD_VEC_AT(&g->inputs, int, k);
         bd_value *v = bd_graph_value(g, idx);
         for (int i = 0; i < v->decl_rank && !pinned[idx]; i++) {
-            const symbol_binding *sym = declares_symbol(v, i) ? symbol_find(&b, v->dim_param[i]) : NULL;
+            const symbol_binding *sym =
+                declares_symbol(v, i) ? symbol_find(&b, v->dim_param[i]) : NULL;
             if (sym) v->dims[i] = sym->value;
         }
     }
@@ -285,8 +304,9 @@ const char *bd_input_unbound(const bd_value *v, char *buf, size_t len) {
     char name[160];
     snprintf(name, sizeof name, "%s", bd_quote(v->name));
     if (v->rank < 0) {
-        snprintf(buf, len, "input '%s' has no shape in the model: give it with --shape %s=D1xD2x...",
-                 name, name);
+        snprintf(buf, len,
+                 "input '%s' has no shape in the model: give it with --shape %s=D1xD2x...", name,
+                 name);
         return buf;
     }
     /* The --shape to suggest: the known extents, N for each unknown one. */
@@ -296,18 +316,22 @@ const char *bd_input_unbound(const bd_value *v, char *buf, size_t len) {
     for (int i = 0; i < v->rank && o < sizeof shape; i++) {
         if (v->dims[i] < 0 && first < 0) first = i;
         if (v->dims[i] >= 0)
-            o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%lld", i ? "x" : "", (long long)v->dims[i]);
+            o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%lld", i ? "x" : "",
+                                  (long long)v->dims[i]);
         else
             o += (size_t)snprintf(shape + o, sizeof shape - o, "%sN", i ? "x" : "");
     }
     if (v->dim_param[first]) {
         char sym[160];
         snprintf(sym, sizeof sym, "%s", bd_quote(v->dim_param[first]));
-        snprintf(buf, len, "input '%s' dim %d is symbolic ('%s'): pin it with --dim %s=N or --shape "
-                 "%s=%s", name, first, sym, sym, name, shape);
+        snprintf(buf, len,
+                 "input '%s' dim %d is symbolic ('%s'): pin it with --dim %s=N or --shape "
+                 "%s=%s",
+                 name, first, sym, sym, name, shape);
     } else {
-        snprintf(buf, len, "input '%s' dim %d has no extent in the model: pin it with --shape %s=%s",
-                 name, first, name, shape);
+        snprintf(buf, len,
+                 "input '%s' dim %d has no extent in the model: pin it with --shape %s=%s", name,
+                 first, name, shape);
     }
     return buf;
 }

@@ -906,15 +906,16 @@ static bd_status load_npy(bd_model *m, const uint8_t *buf, size_t len, const cha
     int dt = 0;
     for (size_t i = 0; descr && i < BD_COUNT(types); i++) {
         size_t n = strlen(types[i].descr);
-        if (descr[0] == '\'' && strchr("<|", descr[1]) && strncmp(descr + 2, types[i].descr, n) == 0 &&
-            descr[2 + n] == '\'')
+        if (descr[0] == '\'' && strchr("<|", descr[1]) &&
+            strncmp(descr + 2, types[i].descr, n) == 0 && descr[2 + n] == '\'')
             dt = types[i].dtype;
     }
     if (!dt) return bd_fail(d, BD_ERR_USAGE, "'%s': .npy dtype is not one bdc reads (little-endian "
                             "numbers or bool)", what);
     if (!order || strncmp(order, "False", 5) != 0)
         return bd_fail(d, BD_ERR_USAGE, "'%s': .npy in Fortran order is not supported", what);
-    if (!shape || *shape != '(') return bd_fail(d, BD_ERR_USAGE, "'%s': .npy header has no shape", what);
+    if (!shape || *shape != '(')
+        return bd_fail(d, BD_ERR_USAGE, "'%s': .npy header has no shape", what);
     int rank = 0;
     int64_t dims[BD_MAX_RANK], numel = 1, nbytes;
     for (const char *p = shape + 1;;) {

@@ -774,6 +774,19 @@ bd_status bd_infer_shape(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set_constant(d, n, out, t);
 }
 
+/* Size: the element count, a constant as soon as the input's shape is static. */
+bd_status bd_infer_size(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int64_t numel, none[1] = {0};
+    if (!bd_value_shape_known(x) || !bd_dims_numel(x->rank, x->dims, &numel))
+        return bd_value_set(d, n, out, BD_DT_INT64, 0, none);
+    bd_tensor *t = bd_tensor_new(&g->model->arena, BD_DT_INT64, 0, none);
+    if (!t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the folded size");
+    ((int64_t *)t->data)[0] = numel;
+    return bd_value_set_constant(d, n, out, t);
+}
+
 /* ---- Slice ---- */
 
 /* Clamps start/end on one axis of extent dim per the spec and returns the output extent. */

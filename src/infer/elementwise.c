@@ -31,6 +31,9 @@ static bool dt_numeric(int dt) {
 static bool dt_signed_or_float(int dt) {
     return bd_dtype_is_signed(dt) || bd_dtype_is_float(dt);
 }
+static bool dt_unsigned(int dt) {
+    return bd_dtype_is_int(dt) && !bd_dtype_is_signed(dt);
+}
 static bool dt_bool(int dt) {
     return dt == BD_DT_BOOL;
 }
@@ -190,7 +193,9 @@ bd_status bd_infer_unary(bd_graph *g, bd_node *n, bd_diag *d) {
     if (s) return s;
     switch (n->op) {
     case BD_OP_ABS:
-    case BD_OP_ERF: s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type"); break;
+    case BD_OP_ERF:
+    case BD_OP_SIGN:
+    case BD_OP_SHRINK: s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type"); break;
     case BD_OP_CLIP:
         s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type");
         if (!s) s = check_clip_bounds(g, n, d, x);
@@ -217,6 +222,24 @@ bd_status bd_infer_unary(bd_graph *g, bd_node *n, bd_diag *d) {
     }
     if (s) return s;
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
+/* IsNaN, IsInf: a bool per element of a float input. */
+bd_status bd_infer_float_test(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x;
+    bd_status s = need_input(g, n, d, 0, &x);
+    if (!s) s = check_dtype(d, n, 0, x, dt_float, "a float type");
+    if (s) return s;
+    return bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_BOOL, x->rank, x->dims);
+}
+
+/* CastLike: input 0 converted to input 1's dtype (input 1's values and shape do not matter). */
+bd_status bd_infer_cast_like(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x, *like;
+    bd_status s = need_input(g, n, d, 0, &x);
+    if (!s) s = need_input(g, n, d, 1, &like);
+    if (s) return s;
+    return bd_value_set(d, n, bd_node_out(g, n, 0), like->dtype, x->rank, x->dims);
 }
 
 bd_status bd_infer_not(bd_graph *g, bd_node *n, bd_diag *d) {
@@ -286,6 +309,30 @@ bd_status bd_infer_compare(bd_graph *g, bd_node *n, bd_diag *d) {
                                           BD_DT_BOOL);
     }
     return infer_same_dtype_broadcast(g, n, d, 2, dt_numeric, "a numeric type", BD_DT_BOOL);
+}
+
+/* PRelu: slope broadcasts to X's shape (unidirectionally: the output is X's shape). */
+bd_status bd_infer_prelu(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_status s = infer_same_dtype_broadcast(g, n, d, 2, dt_numeric, "a numeric type", 0);
+    if (s) return s;
+    const bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (!bd_value_shape_known(x) || !bd_value_shape_known(y)) return BD_OK;
+    bool same = x->rank == y->rank;
+    for (int i = 0; same && i < x->rank; i++) same = x->dims[i] == y->dims[i];
+    if (same) return BD_OK;
+    char a[256], b[256];
+    return bd_node_fail(d, BD_ERR_INVALID, n, "slope %s does not broadcast to X %s",
+                        bd_shape_str(bd_node_in(g, n, 1), a, sizeof a),
+                        bd_shape_str(x, b, sizeof b));
+}
+
+/* BitShift: unsigned integers of one dtype, direction LEFT or RIGHT. */
+bd_status bd_infer_bit_shift(bd_graph *g, bd_node *n, bd_diag *d) {
+    const char *dir = bd_attr_string(g, n, "direction", "");
+    if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute direction = '%s', expected 'LEFT' or "
+                            "'RIGHT'", bd_quote(dir));
+    return infer_same_dtype_broadcast(g, n, d, 2, dt_unsigned, "an unsigned integer type", 0);
 }
 
 bd_status bd_infer_pow(bd_graph *g, bd_node *n, bd_diag *d) {
@@ -782,6 +829,22 @@ static bool eval_unary(bd_op op, const bd_tensor *x, int64_t i, bd_tensor *out) 
         case BD_OP_SIGMOID: r = sigmoid(v); break;
         case BD_OP_TANH: r = tanh(v); break;
         case BD_OP_ERF: r = erf(v); break;
+        case BD_OP_SIN: r = sin(v); break;
+        case BD_OP_COS: r = cos(v); break;
+        case BD_OP_TAN: r = tan(v); break;
+        case BD_OP_ASIN: r = asin(v); break;
+        case BD_OP_ACOS: r = acos(v); break;
+        case BD_OP_ATAN: r = atan(v); break;
+        case BD_OP_SINH: r = sinh(v); break;
+        case BD_OP_COSH: r = cosh(v); break;
+        case BD_OP_ASINH: r = asinh(v); break;
+        case BD_OP_ACOSH: r = acosh(v); break;
+        case BD_OP_ATANH: r = atanh(v); break;
+        case BD_OP_CEIL: r = ceil(v); break;
+        case BD_OP_FLOOR: r = floor(v); break;
+        case BD_OP_ROUND: r = nearbyint(v); break;
+        case BD_OP_SOFTPLUS: r = v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)); break;
+        case BD_OP_SOFTSIGN: r = v / (1 + fabs(v)); break;
         default: return false;
         }
         bd_tensor_set_f64(out, i, r);

@@ -3,8 +3,8 @@
  * (an attribute value, a dtype one of its bodies does not compute, a shape that is not static):
  * every node that passes the first checks is lowered into a scratch program and its refusal, if
  * any, is listed with the others. A graph input whose shape is still not static after the command
- * line's bindings is listed too, with the --dim or --shape that would pin it. It reports every offender rather than stopping at the first, so
- * that `bdc inspect` lists them all and `compile` refuses with exit 3 before any work.
+ * line's bindings is listed too, with the --dim or --shape that would pin it. It reports every
+ * offender rather than stopping at the first, so that `bdc inspect` lists them all and `compile` refuses with exit 3 before any work.
  *
  * float16 and bfloat16 are stored as their 16-bit patterns. Only two kinds of lowering can take
  * them: the elementwise ops (converted to float on load, computed in float, rounded to nearest
@@ -159,7 +159,8 @@ static const char *runtime_shape_problem(bd_graph *g, const bd_node *n, char *bu
     bool *seen = calloc(g->values.len + 1, sizeof *seen);
     BD_ASSERT(seen);
     int from = -1;
-    for (int k = 0; k < n->n_inputs && from < 0; k++) from = integer_input_behind(g, n->inputs[k], seen);
+    for (int k = 0; k < n->n_inputs && from < 0; k++)
+        from = integer_input_behind(g, n->inputs[k], seen);
     free(seen);
     if (from < 0) {
         snprintf(buf, len, "output shape depends on values computed at run time (bdc compiles "
@@ -167,8 +168,8 @@ static const char *runtime_shape_problem(bd_graph *g, const bd_node *n, char *bu
     } else {
         char name[160];
         snprintf(name, sizeof name, "%s", bd_quote(bd_graph_value(g, from)->name));
-        snprintf(buf, len, "output shape depends on the value of graph input '%s', known only at run "
-                 "time: freeze it with --const %s=FILE (.npy or .pb)", name, name);
+        snprintf(buf, len, "output shape depends on the value of graph input '%s', known only at "
+                 "run time: freeze it with --const %s=FILE (.npy or .pb)", name, name);
     }
     return buf;
 }
