@@ -31,6 +31,9 @@ static bool dt_numeric(int dt) {
 static bool dt_signed_or_float(int dt) {
     return bd_dtype_is_signed(dt) || bd_dtype_is_float(dt);
 }
+static bool dt_int(int dt) {
+    return bd_dtype_is_int(dt);
+}
 static bool dt_unsigned(int dt) {
     return bd_dtype_is_int(dt) && !bd_dtype_is_signed(dt);
 }
@@ -200,6 +203,7 @@ bd_status bd_infer_unary(bd_graph *g, bd_node *n, bd_diag *d) {
         s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type");
         if (!s) s = check_clip_bounds(g, n, d, x);
         break;
+    case BD_OP_BITWISE_NOT: s = check_dtype(d, n, 0, x, dt_int, "an integer type"); break;
     case BD_OP_NEG:
     case BD_OP_RELU:
         s = check_dtype(d, n, 0, x, dt_signed_or_float, "a signed integer or float type");
@@ -324,6 +328,10 @@ bd_status bd_infer_prelu(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_node_fail(d, BD_ERR_INVALID, n, "slope %s does not broadcast to X %s",
                         bd_shape_str(bd_node_in(g, n, 1), a, sizeof a),
                         bd_shape_str(x, b, sizeof b));
+}
+
+bd_status bd_infer_bitwise(bd_graph *g, bd_node *n, bd_diag *d) {
+    return infer_same_dtype_broadcast(g, n, d, 2, dt_int, "an integer type", 0);
 }
 
 /* BitShift: unsigned integers of one dtype, direction LEFT or RIGHT. */

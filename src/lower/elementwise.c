@@ -41,6 +41,10 @@ static bd_expr_op direct_op(bd_op op) {
     case BD_OP_GREATER: return BD_EXPR_GREATER;
     case BD_OP_AND: return BD_EXPR_AND;
     case BD_OP_OR: return BD_EXPR_OR;
+    case BD_OP_BITWISE_NOT: return BD_EXPR_BIT_NOT;
+    case BD_OP_BITWISE_AND: return BD_EXPR_BIT_AND;
+    case BD_OP_BITWISE_OR: return BD_EXPR_BIT_OR;
+    case BD_OP_BITWISE_XOR: return BD_EXPR_BIT_XOR;
     case BD_OP_XOR: return BD_EXPR_XOR;
     case BD_OP_GREATER_OR_EQUAL: return BD_EXPR_GREATER_EQUAL;
     case BD_OP_LESS_OR_EQUAL: return BD_EXPR_LESS_EQUAL;

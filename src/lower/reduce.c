@@ -1,4 +1,4 @@
-/* reduce.c — lowering of the reductions (ReduceSum, ReduceMean, ReduceMax) and of Softmax /
+/* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool) and of Softmax /
  * LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
@@ -6,7 +6,14 @@
  * one to one onto output dims. Softmax writes the same shape it reads; the dims it normalises over
  * (one axis from opset 13, every dim from `axis` on before, where the input is coerced to 2-D) are
  * whole inside a block (marked `whole` for the tilers) and FULL in the input's map; the other dims
- * are the target's to tile. */
+ * are the target's to tile.
+ *
+ * The REDUCE body sums, averages or takes the maximum. The other reductions are one of those
+ * between elementwise maps, each map a nest of its own through an unnamed value:
+ * ReduceL1 = sum |x|, ReduceSumSquare = sum x*x, ReduceL2 = sqrt(sum x*x), ReduceLogSum =
+ * log(sum x), ReduceLogSumExp = log(sum exp x) (as the reference computes it, without a shift),
+ * and ReduceMin = -max(-x), or ~max(~x) for integers, whose minimum has no negation. An empty
+ * reduction then gives what the reference gives: 0, -inf for the logarithms, +inf for Min. */
 #include "lower/lower.h"
 
 static bool is_empty(const bd_value *v) {
@@ -26,6 +33,10 @@ static bd_status reduced_dims(bd_graph *g, const bd_node *n, const bd_value *x, 
     bool from_input = n->opset >= axes_input_since;
     int64_t axes[BD_MAX_RANK];
     int naxes = 0;
+    if (n->op == BD_OP_GLOBAL_MAX_POOL) { /* every spatial dim */
+        for (int k = 0; k < x->rank; k++) reduced[k] = k >= 2;
+        return BD_OK;
+    }
     if (!from_input) {
         const bd_attr *a = bd_node_attr(n, "axes");
         if (a && a->type == BD_ATTR_INTS && a->n <= BD_MAX_RANK) {
@@ -53,28 +64,13 @@ static bd_status reduced_dims(bd_graph *g, const bd_node *n, const bd_value *x, 
     return BD_OK;
 }
 
-bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
+/* A REDUCE nest of `kind` from value `in` (node n's input, or a map of it) into value `out`, over
+ * the input dims marked in reduced[]. */
+static void reduce_nest(bd_program *p, int node, int in, int out, bd_reduce_kind kind,
+                        const bool *reduced) {
     bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK; /* folded: stored with the weights */
-    if (!bd_value_shape_known(x) || !bd_value_shape_known(y))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "shapes are not static");
-    if (is_empty(y)) return BD_OK; /* nothing to compute */
-    bd_reduce_kind kind = n->op == BD_OP_REDUCE_SUM    ? BD_REDUCE_SUM
-                          : n->op == BD_OP_REDUCE_MEAN ? BD_REDUCE_MEAN
-                                                       : BD_REDUCE_MAX;
-    int dt = x->dtype;
-    bool numeric = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE || bd_dtype_is_int(dt);
-    if (!(numeric || (dt == BD_DT_BOOL && kind == BD_REDUCE_MAX)))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
-                            bd_dtype_name(dt));
-
-    bool reduced[BD_MAX_RANK];
-    bd_status s = reduced_dims(g, n, x, reduced, d);
-    if (s) return s;
-    bool keepdims = bd_attr_int(n, "keepdims", 1) != 0;
-
+    const bd_value *x = bd_graph_value(g, in), *y = bd_graph_value(g, out);
+    bool keepdims = y->rank == x->rank;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_REDUCE, y);
     bd_reduce_params *prm = BD_NEST_PARAMS(nest, reduce);
     prm->kind = kind;
@@ -98,12 +94,98 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     }
     BD_ASSERT(out_dim == y->rank);
 
-    bd_operand *in = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    bd_operand *op_in = bd_nest_operand(nest, in, false, x->rank);
     for (int k = 0; k < x->rank; k++)
-        in->dims[k] = reduced[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}
-                                 : (bd_access_dim){BD_ACCESS_AFFINE, prm->iter_of[k], 1, 0, 0};
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+        op_in->dims[k] = reduced[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}
+                                    : (bd_access_dim){BD_ACCESS_AFFINE, prm->iter_of[k], 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, out, true, y->rank), 0);
+}
 
+/* An elementwise nest out = op(in) (MUL: in * in) over values of one shape and dtype. */
+static void map_nest(bd_program *p, int node, int in, int out, bd_expr_op op) {
+    const bd_value *y = bd_graph_value(p->graph, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, in, false, y->rank), 0);
+    bd_access_identity(bd_nest_operand(nest, out, true, y->rank), 0);
+    bd_expr *x = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_load(x, 0, y->dtype);
+    bd_expr_compact(x, op == BD_EXPR_MUL ? bd_expr_binary(x, op, y->dtype, a, a)
+                                         : bd_expr_unary(x, op, y->dtype, a));
+}
+
+/* A new unnamed value of that dtype and shape, for a map's result or a reduction feeding one. */
+static int scratch_value(bd_graph *g, int dtype, int rank, const int64_t *dims) {
+    int t = bd_graph_add_value(g, "");
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = dtype;
+    tv->rank = rank;
+    for (int k = 0; k < rank; k++) tv->dims[k] = dims[k];
+    return t;
+}
+
+bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK; /* folded: stored with the weights */
+    if (!bd_value_shape_known(x) || !bd_value_shape_known(y))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "shapes are not static");
+    if (is_empty(y)) return BD_OK; /* nothing to compute */
+    int dt = x->dtype;
+    bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
+    /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
+    bd_reduce_kind kind = BD_REDUCE_SUM;
+    bd_expr_op pre = BD_EXPR_OP_COUNT, post = BD_EXPR_OP_COUNT;
+    bool ok = is_float || is_int;
+    switch (n->op) {
+    case BD_OP_REDUCE_SUM: break;
+    case BD_OP_REDUCE_MEAN: kind = BD_REDUCE_MEAN; break;
+    case BD_OP_GLOBAL_MAX_POOL:
+    case BD_OP_REDUCE_MAX:
+        kind = BD_REDUCE_MAX;
+        ok = ok || dt == BD_DT_BOOL;
+        break;
+    case BD_OP_REDUCE_MIN:
+        kind = BD_REDUCE_MAX;
+        pre = post = is_float ? BD_EXPR_NEG : is_int ? BD_EXPR_BIT_NOT : BD_EXPR_NOT;
+        ok = ok || dt == BD_DT_BOOL;
+        break;
+    case BD_OP_REDUCE_L1: pre = BD_EXPR_ABS; break;
+    case BD_OP_REDUCE_SUM_SQUARE: pre = BD_EXPR_MUL; break;
+    case BD_OP_REDUCE_L2:
+        pre = BD_EXPR_MUL, post = BD_EXPR_SQRT;
+        ok = is_float;
+        break;
+    case BD_OP_REDUCE_LOG_SUM:
+        post = BD_EXPR_LOG;
+        ok = is_float;
+        break;
+    case BD_OP_REDUCE_LOG_SUM_EXP:
+        pre = BD_EXPR_EXP, post = BD_EXPR_LOG;
+        ok = is_float;
+        break;
+    default: BD_ASSERT(!"a reduction the op table does not lower here");
+    }
+    if (!ok)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+
+    bool reduced[BD_MAX_RANK];
+    bd_status s = reduced_dims(g, n, x, reduced, d);
+    if (s) return s;
+    int in = n->inputs[0], out = n->outputs[0];
+    int64_t x_dims[BD_MAX_RANK], y_dims[BD_MAX_RANK];
+    int x_rank = x->rank, y_rank = y->rank;
+    for (int k = 0; k < x_rank; k++) x_dims[k] = x->dims[k];
+    for (int k = 0; k < y_rank; k++) y_dims[k] = y->dims[k];
+    if (pre != BD_EXPR_OP_COUNT) { /* (adding values moves x and y: only indices from here) */
+        int mapped = scratch_value(g, dt, x_rank, x_dims);
+        map_nest(p, node, in, mapped, pre);
+        in = mapped;
+    }
+    int reduced_out = post != BD_EXPR_OP_COUNT ? scratch_value(g, dt, y_rank, y_dims) : out;
+    reduce_nest(p, node, in, reduced_out, kind, reduced);
+    if (post != BD_EXPR_OP_COUNT) map_nest(p, node, reduced_out, out, post);
     return BD_OK;
 }
 

@@ -25,6 +25,7 @@
     X(NEG, 1, 0)                                                                                   \
     X(ABS, 1, 0)                                                                                   \
     X(NOT, 1, 0)                                                                                   \
+    X(BIT_NOT, 1, 0)   /* integers: ~a */                                                          \
     X(RELU, 1, 0)                                                                                  \
     X(SQRT, 1, 0)                                                                                  \
     X(EXP, 1, 0)                                                                                   \
@@ -73,6 +74,9 @@
     X(GREATER, 2, 0)                                                                               \
     X(AND, 2, 0)                                                                                   \
     X(OR, 2, 0)                                                                                    \
+    X(BIT_AND, 2, 0)   /* integers */                                                              \
+    X(BIT_OR, 2, 0)                                                                                \
+    X(BIT_XOR, 2, 0)                                                                               \
     X(XOR, 2, 0)                                                                                   \
     X(GREATER_EQUAL, 2, 0) /* bool result */                                                       \
     X(LESS_EQUAL, 2, 0)                                                                            \

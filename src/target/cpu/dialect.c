@@ -39,6 +39,7 @@ const bd_expr_dialect bd_c_dialect = {
         [BD_EXPR_NEG] = ALL("-$0"),
         [BD_EXPR_ABS] = {"fabsf($0)", "fabs($0)", "($0 < 0 ? -$0 : $0)", "$0"},
         [BD_EXPR_NOT] = ALL("!$0"),
+        [BD_EXPR_BIT_NOT] = {NULL, NULL, "~$0", "~$0"},
         [BD_EXPR_RELU] = ALL("($0 < 0 ? 0 : $0)"),
         [BD_EXPR_SQRT] = FLOATS("sqrtf($0)", "sqrt($0)"),
         [BD_EXPR_EXP] = FLOATS("bd_exp_v($0)", "exp($0)"),
@@ -104,6 +105,9 @@ const bd_expr_dialect bd_c_dialect = {
         [BD_EXPR_GREATER] = ALL("$0 > $1"),
         [BD_EXPR_AND] = ALL("$0 && $1"),
         [BD_EXPR_OR] = ALL("$0 || $1"),
+        [BD_EXPR_BIT_AND] = {NULL, NULL, "$0 & $1", "$0 & $1"},
+        [BD_EXPR_BIT_OR] = {NULL, NULL, "$0 | $1", "$0 | $1"},
+        [BD_EXPR_BIT_XOR] = {NULL, NULL, "$0 ^ $1", "$0 ^ $1"},
         [BD_EXPR_XOR] = ALL("$0 != $1"),
         /* classed by their bool result; C compares any two arithmetic values alike */
         [BD_EXPR_GREATER_EQUAL] = ALL("$0 >= $1"),
