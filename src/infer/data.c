@@ -787,6 +787,52 @@ bd_status bd_infer_size(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set_constant(d, n, out, t);
 }
 
+/* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
+bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_rank(d, n, x, 0, "input", 2)))
+        return s;
+    const bd_attr *dt_attr = bd_node_attr(n, "dtype");
+    int dt = x->dtype;
+    if (dt_attr && dt_attr->type == BD_ATTR_INT) {
+        if (dt_attr->i < INT32_MIN || dt_attr->i > INT32_MAX || !bd_dtype_known((int)dt_attr->i))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute dtype = %lld is not a known dtype",
+                                (long long)dt_attr->i);
+        dt = (int)dt_attr->i;
+    }
+    if (x->rank < 0 || !bd_value_shape_known(x)) return bd_value_set(d, n, out, dt, 2, x->dims);
+    bd_tensor *t = bd_tensor_new(&g->model->arena, dt, 2, x->dims);
+    if (!t || dt == BD_DT_STRING)
+        return bd_value_set(d, n, out, dt, 2, x->dims); /* too big to fold: refused at lowering */
+    int64_t k = bd_attr_int(n, "k", 0);
+    for (int64_t i = 0; i < x->dims[0]; i++) {
+        int64_t j = i + k;
+        if (j < 0 || j >= x->dims[1]) continue;
+        if (dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16) /* 1.0 as a bit pattern */
+            ((uint16_t *)t->data)[i * x->dims[1] + j] = dt == BD_DT_FLOAT16 ? 0x3c00 : 0x3f80;
+        else
+            bd_tensor_set_f64(t, i * x->dims[1] + j, 1.0);
+    }
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* Trilu: the input's shape; k (input 1) must be a scalar. */
+bd_status bd_infer_trilu(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *k = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_dtype(d, n, k, 1, "k", BD_DT_INT64)))
+        return s;
+    if (x->rank >= 0 && x->rank < 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected at least 2",
+                            x->rank);
+    if (k && k->rank > 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (k) has rank %d, expected a scalar",
+                            k->rank);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
 /* ---- Slice ---- */
 
 /* Clamps start/end on one axis of extent dim per the spec and returns the output extent. */

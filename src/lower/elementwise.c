@@ -187,6 +187,41 @@ static int op_expr(bd_graph *g, const bd_node *n, bd_expr *x, const int *in, int
     }
 }
 
+/* Trilu is a select between the input and 0: element (i, j) of the last two dims is kept when
+ * j - i >= k (upper) or <= k (lower). The diagonal index j - i is a constant computed here, which
+ * the nest broadcasts over the leading dims, so k may be a run-time input. */
+static bd_status lower_trilu(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    bool upper = bd_attr_int(n, "upper", 1) != 0;
+    int64_t dims[2] = {x->dims[x->rank - 2], x->dims[x->rank - 1]};
+    bd_tensor *t = bd_tensor_new(&g->model->arena, BD_DT_INT64, 2, dims);
+    if (!t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the diagonal index");
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++) ((int64_t *)t->data)[i * dims[1] + j] = j - i;
+    int diag = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *dv = bd_graph_value(g, diag), *y = bd_node_out(g, n, 0), *kv = bd_node_in(g, n, 1);
+    x = bd_node_in(g, n, 0);
+    dv->dtype = BD_DT_INT64;
+    dv->rank = 2;
+    dv->dims[0] = dims[0], dv->dims[1] = dims[1];
+    dv->constant = t;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, x->rank), 0);
+    bd_access_broadcast(bd_nest_operand(nest, diag, false, 2), dv, y);
+    if (kv) bd_access_broadcast(bd_nest_operand(nest, n->inputs[1], false, kv->rank), kv, y);
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int k = kv ? bd_expr_load(e, 2, BD_DT_INT64) : bd_expr_const(e, 0, BD_DT_INT64);
+    int keep = bd_expr_binary(e, upper ? BD_EXPR_GREATER_EQUAL : BD_EXPR_LESS_EQUAL, BD_DT_BOOL,
+                              bd_expr_load(e, 1, BD_DT_INT64), k);
+    int v = bd_expr_select(e, y->dtype, keep, bd_expr_load(e, 0, y->dtype),
+                           bd_expr_const(e, 0, y->dtype));
+    bd_expr_compact(e, v);
+    return BD_OK;
+}
+
 bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -194,6 +229,14 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     if (out->constant) return BD_OK; /* folded: stored with the weights */
     if (!bd_value_shape_known(out))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output shape is not static");
+    if (n->op == BD_OP_TRILU) {
+        if (!bd_dtype_supported(out->dtype))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                                bd_dtype_name(out->dtype));
+        int64_t count = 1;
+        for (int i = 0; i < out->rank; i++) count *= out->dims[i];
+        return count ? lower_trilu(p, node, d) : BD_OK;
+    }
     /* An expression node has a dtype: refuse a value the memory plan would refuse too */
     for (int k = -1; k < n->n_inputs; k++) {
         const bd_value *v = k < 0 ? out : bd_node_in(g, n, k);
