@@ -787,6 +787,39 @@ bd_status bd_infer_size(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set_constant(d, n, out, t);
 }
 
+/* DepthToSpace and SpaceToDepth: a 4-D input whose channels (or rows and columns) divide by the
+ * block size (squared); DepthToSpace's mode is DCR or CRD from opset 11. */
+bd_status bd_infer_depth_space(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_rank(d, n, x, 0, "input", 4)))
+        return s;
+    const bd_attr *bs = bd_node_attr(n, "blocksize");
+    if (!bs || bs->type != BD_ATTR_INT || bs->i < 1 || bs->i > (1 << 20))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'blocksize' (a positive int) is "
+                            "required");
+    int64_t b = bs->i, dims[4];
+    const char *mode = bd_attr_string(g, n, "mode", "DCR");
+    if (n->op == BD_OP_DEPTH_TO_SPACE && n->opset >= 11 && strcmp(mode, "DCR") != 0 &&
+        strcmp(mode, "CRD") != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute mode = '%s', expected 'DCR' or 'CRD'",
+                            bd_quote(mode));
+    if (x->rank < 0) return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, 4, x->dims);
+    memcpy(dims, x->dims, sizeof dims);
+    bool to_space = n->op == BD_OP_DEPTH_TO_SPACE;
+    for (int i = 1; i < 4; i++) {
+        int64_t div = to_space ? (i == 1 ? b * b : 1) : (i == 1 ? 1 : b);
+        if (dims[i] >= 0 && dims[i] % div)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input dim %d (%lld) is not a multiple of "
+                                "%lld", i, (long long)dims[i], (long long)div);
+        if (dims[i] < 0) continue;
+        int64_t grow = to_space ? (i == 1 ? 1 : b) : (i == 1 ? b * b : 1);
+        if (!bd_mul_i64(dims[i] / div, grow, &dims[i]))
+            return bd_fail_overflow(d, n, "the output shape");
+    }
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, 4, dims);
+}
+
 /* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
 bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);
@@ -822,7 +855,8 @@ bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
 bd_status bd_infer_trilu(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0), *k = bd_node_in(g, n, 1);
     bd_status s;
-    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_dtype(d, n, k, 1, "k", BD_DT_INT64)))
+    if ((s = bd_need_present(d, n, x, 0, "input")) ||
+        (s = bd_need_dtype(d, n, k, 1, "k", BD_DT_INT64)))
         return s;
     if (x->rank >= 0 && x->rank < 2)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected at least 2",

@@ -152,6 +152,21 @@ bd_status bd_lower_reshape(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- Transpose */
 
+/* y = x transposed by perm (output dim i is input dim perm[i]): one COPY nest. */
+static void transpose_copy(bd_program *p, int node, int xv, int yv, const int *perm) {
+    bd_nest *nest = copy_nest(p, node, xv, yv);
+    const bd_value *x = bd_graph_value(p->graph, xv), *y = bd_graph_value(p->graph, yv);
+    int r = x->rank;
+    bd_operand *xo = &nest->operands[0];
+    for (int i = 0; i < r; i++) xo->dims[perm[i]] = (bd_access_dim){BD_ACCESS_AFFINE, i, 1, 0, 0};
+    copy_finish(nest, yv, r);
+    bd_copy_params *cp = copy_params(nest);
+    int64_t xs[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    for (int i = 0; i < r; i++) cp->in_stride[i] = y->dims[i] > 1 ? xs[perm[i]] : 0;
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+}
+
 bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
     bd_node *n;
     bd_value *x, *y;
@@ -161,16 +176,54 @@ bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
     const bd_attr *a = bd_node_attr(n, "perm");
     for (int i = 0; i < r; i++) perm[i] = a ? (int)a->ints[i] : r - 1 - i;
     if (numel_of(y) == 0) return BD_OK;
-    bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
-    bd_operand *xo = &nest->operands[0];
-    for (int i = 0; i < r; i++) xo->dims[perm[i]] = (bd_access_dim){BD_ACCESS_AFFINE, i, 1, 0, 0};
-    copy_finish(nest, n->outputs[0], r);
-    bd_copy_params *cp = copy_params(nest);
-    int64_t xs[BD_MAX_RANK];
-    bd_dims_strides(x->rank, x->dims, xs);
-    for (int i = 0; i < r; i++) cp->in_stride[i] = y->dims[i] > 1 ? xs[perm[i]] : 0;
-    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+    transpose_copy(p, node, n->inputs[0], n->outputs[0], perm);
     return BD_OK;
+}
+
+/* ---------------------------------------------------------------- DepthToSpace, SpaceToDepth */
+
+/* Both are a reshape to 6 dims, a transpose and a reshape back, as the spec defines them: three
+ * COPY nests through two unnamed values. With b the block size,
+ *   DepthToSpace DCR: [N, b, b, C/b^2, H, W] -> perm 0 3 4 1 5 2 -> [N, C/b^2, H, b, W, b]
+ *   DepthToSpace CRD: [N, C/b^2, b, b, H, W] -> perm 0 1 4 2 5 3 -> [N, C/b^2, H, b, W, b]
+ *   SpaceToDepth:     [N, C, H/b, b, W/b, b] -> perm 0 3 5 1 2 4 -> [N, b, b, C, H/b, W/b] */
+bd_status bd_lower_depth_space(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input", "output", &n, &x, &y, &s)) return s;
+    if (numel_of(y) == 0) return BD_OK;
+    int64_t b = bd_attr_int(n, "blocksize", 0);
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t view[6], moved[6];
+    int perm[6];
+    if (n->op == BD_OP_DEPTH_TO_SPACE) {
+        bool crd = n->opset >= 11 && strcmp(bd_attr_string(g, n, "mode", "DCR"), "CRD") == 0;
+        int64_t c = C / (b * b);
+        int64_t dcr[6] = {N, b, b, c, H, W}, crd_view[6] = {N, c, b, b, H, W};
+        int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(view, crd ? crd_view : dcr, sizeof view);
+        memcpy(perm, crd ? pc : pd, sizeof perm);
+    } else {
+        int64_t v[6] = {N, C, H / b, b, W / b, b};
+        int ps[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(view, v, sizeof view);
+        memcpy(perm, ps, sizeof perm);
+    }
+    for (int i = 0; i < 6; i++) moved[i] = view[perm[i]];
+    int dt = x->dtype, in = n->inputs[0], out = n->outputs[0];
+    int t1 = bd_graph_add_value(g, ""), t2 = bd_graph_add_value(g, ""); /* unnamed: never I/O */
+    int64_t *shapes[2] = {view, moved};
+    for (int k = 0; k < 2; k++) {
+        bd_value *t = bd_graph_value(g, k ? t2 : t1);
+        t->dtype = dt;
+        t->rank = 6;
+        memcpy(t->dims, shapes[k], 6 * sizeof(int64_t));
+    }
+    if ((s = lower_reshape_copy(p, node, in, t1))) return s;
+    transpose_copy(p, node, t1, t2, perm);
+    return lower_reshape_copy(p, node, t2, out);
 }
 
 /* ---------------------------------------------------------------- Slice */
