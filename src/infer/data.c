@@ -820,6 +820,65 @@ bd_status bd_infer_depth_space(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, 4, dims);
 }
 
+/* Tile: each dim times its repeat count (input 1, one per dim). */
+bd_status bd_infer_tile(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int_list reps;
+    bd_status s = list_from_input(g, n, d, 1, "repeats", 0, BD_MAX_RANK, BD_ERR_INVALID, &reps);
+    if (s) return s;
+    if (!reps.given) return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (repeats) is required");
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (reps.len >= 0 && reps.len != x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (repeats) has %lld values for input 0 "
+                            "of rank %d", (long long)reps.len, x->rank);
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        if (reps.known && reps.v[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (repeats) has negative count %lld",
+                                (long long)reps.v[i]);
+        dims[i] = -1;
+        if (reps.known && x->dims[i] >= 0 && !bd_mul_i64(x->dims[i], reps.v[i], &dims[i]))
+            return bd_fail_overflow(d, n, "the output shape");
+    }
+    return bd_value_set(d, n, out, x->dtype, x->rank, dims);
+}
+
+/* OneHot: indices with a dim of extent depth (input 1, a scalar) inserted at axis; the values'
+ * dtype (input 2: off and on). */
+bd_status bd_infer_one_hot(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *ind = bd_node_in(g, n, 0), *depth = bd_node_in(g, n, 1);
+    const bd_value *values = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, ind, 0, "indices")) ||
+        (s = bd_need_present(d, n, depth, 1, "depth")) ||
+        (s = bd_need_present(d, n, values, 2, "values")))
+        return s;
+    if (values->rank >= 0 && bd_value_shape_known(values) &&
+        (values->rank != 1 || values->dims[0] != 2))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (values) must hold 2 elements (off, "
+                            "on)");
+    if (depth->rank > 1 || (depth->rank == 1 && depth->dims[0] != 1))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (depth) must be a scalar");
+    bd_value *out = bd_node_out(g, n, 0);
+    if (ind->rank < 0) return set_unknown_rank(d, n, out, values->dtype);
+    if (ind->rank + 1 > BD_MAX_RANK) return fail_rank_limit(d, n, ind->rank + 1);
+    int axis;
+    if ((s = norm_axis(d, n, "attribute axis", bd_attr_int(n, "axis", -1), ind->rank + 1, 1,
+                         &axis)))
+        return s;
+    int64_t dims[BD_MAX_RANK], k = -1;
+    if (depth->constant && depth->constant->numel == 1) {
+        double v = bd_tensor_get_f64(depth->constant, 0);
+        if (!(v >= 1 && v < 9e18))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (depth) is %g, expected at least 1",
+                                v);
+        k = (int64_t)v;
+    }
+    for (int i = 0, j = 0; i <= ind->rank; i++) dims[i] = i == axis ? k : ind->dims[j++];
+    return bd_value_set(d, n, out, values->dtype, ind->rank + 1, dims);
+}
+
 /* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
 bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);

@@ -1,6 +1,6 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
- * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Expand, Concat, Split, Pad,
- * Gather and Resize.
+ * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
+ * Expand, Tile, OneHot, Concat, Split, Pad, Gather and Resize.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
@@ -282,6 +282,108 @@ bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
         cp->in_stride[i] = xi >= 0 && x->dims[xi] != 1 ? xs[xi] : 0;
     }
     bd_dims_strides(y->rank, y->dims, cp->out_stride);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Tile and OneHot */
+
+/* Tile: y viewed as [r0, d0, r1, d1, ...] (r repeats of each input extent d) is x broadcast along
+ * the r dims, one COPY nest into an unnamed value of that shape; a reshape copy makes it y. */
+bd_status bd_lower_tile(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    if (numel_of(y) == 0) return BD_OK;
+    int r = x->rank;
+    if (2 * r > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d, the most Tile "
+                            "supports", r, BD_MAX_RANK / 2);
+    int64_t view[BD_MAX_RANK], xs[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) view[2 * k] = y->dims[k] / x->dims[k], view[2 * k + 1] = x->dims[k];
+    bd_dims_strides(r, x->dims, xs);
+    int dt = x->dtype, in = n->inputs[0], out = n->outputs[0];
+    int t = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = dt;
+    tv->rank = 2 * r;
+    memcpy(tv->dims, view, (size_t)(2 * r) * sizeof *view);
+    bd_nest *nest = copy_nest(p, node, in, t);
+    bd_operand *xo = &nest->operands[0];
+    for (int k = 0; k < r; k++) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, 2 * k + 1, 1, 0, 0};
+    copy_finish(nest, t, 2 * r);
+    bd_copy_params *cp = copy_params(nest);
+    for (int k = 0; k < r; k++) cp->in_stride[2 * k + 1] = view[2 * k + 1] > 1 ? xs[k] : 0;
+    bd_dims_strides(2 * r, view, cp->out_stride);
+    return lower_reshape_copy(p, node, t, out);
+}
+
+/* A one-element unnamed value holding element `index` of the 1-D value v (a COPY nest). */
+static int element_of(bd_program *p, int node, int v, int64_t index) {
+    bd_graph *g = p->graph;
+    int t = bd_graph_add_value(g, "");
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = bd_graph_value(g, v)->dtype;
+    tv->rank = 1;
+    tv->dims[0] = 1;
+    bd_nest *nest = copy_nest(p, node, v, t);
+    nest->operands[0].dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, index, 0};
+    copy_finish(nest, t, 1);
+    bd_copy_params *cp = copy_params(nest);
+    cp->in_base = index;
+    cp->out_stride[0] = 1;
+    return t;
+}
+
+/* OneHot, as the reference computes it: element (.., i, ..) along axis is `on` where
+ * mod(index, depth) == i, else `off`. One elementwise nest over y reads the index (its dims are
+ * y's without axis), the constant range 0..depth-1 along axis, and off and on, each a one-element
+ * copy of the values input so that they may be run-time data. */
+bd_status bd_lower_one_hot(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *ind = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, ind, "input 0")))
+        return s;
+    if (numel_of(y) == 0) return BD_OK;
+    int it = ind->dtype;
+    if (!(bd_dtype_is_int(it) || it == BD_DT_FLOAT || it == BD_DT_DOUBLE))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "indices of dtype %s are not supported",
+                            bd_dtype_name(it));
+    int64_t a = bd_attr_int(n, "axis", -1); /* inference checked it */
+    int axis = (int)(a < 0 ? a + y->rank : a);
+    int64_t depth = y->dims[axis];
+    bd_tensor *range = bd_tensor_new(&g->model->arena, it, 1, &depth);
+    if (!range) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    for (int64_t i = 0; i < depth; i++) bd_tensor_set_f64(range, i, (double)i);
+    int values = n->inputs[2], iv = n->inputs[0], yv = n->outputs[0];
+    int rv = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *r = bd_graph_value(g, rv);
+    r->dtype = it;
+    r->rank = 1;
+    r->dims[0] = depth;
+    r->constant = range;
+    int off = element_of(p, node, values, 0), on = element_of(p, node, values, 1);
+    y = bd_graph_value(g, yv);
+    ind = bd_graph_value(g, iv);
+    int vdt = y->dtype, irank = ind->rank, yrank = y->rank;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_operand *io = bd_nest_operand(nest, iv, false, irank);
+    for (int k = 0; k < irank; k++)
+        io->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1, 1, 0, 0};
+    bd_nest_operand(nest, rv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_nest_operand(nest, off, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    bd_nest_operand(nest, on, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, yrank), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int idx = bd_expr_binary(e, BD_EXPR_MOD, it, bd_expr_load(e, 0, it),
+                             bd_expr_const(e, (double)depth, it));
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, idx, bd_expr_load(e, 1, it));
+    int v = bd_expr_select(e, vdt, hit, bd_expr_load(e, 3, vdt), bd_expr_load(e, 2, vdt));
+    if (e->overflow) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the expression is too large");
+    bd_expr_compact(e, v);
     return BD_OK;
 }
 
