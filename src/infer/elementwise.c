@@ -571,6 +571,31 @@ bd_status bd_infer_layernorm(bd_graph *g, bd_node *n, bd_diag *d) {
     return s;
 }
 
+/* InstanceNormalization: X of rank >= 3, scale and B one value per channel (dim 1). */
+bd_status bd_infer_instancenorm(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x;
+    bd_status s = need_input(g, n, d, 0, &x);
+    if (!s) s = check_dtype(d, n, 0, x, dt_float, "a float type");
+    for (int i = 1; i <= 2 && !s; i++) {
+        bd_value *p;
+        s = need_input(g, n, d, i, &p);
+        if (!s) s = check_same_dtype(d, n, i, p, 0, x->dtype);
+        if (s) return s;
+        int64_t c = x->rank >= 2 ? x->dims[1] : -1;
+        if (p->rank >= 0 && (p->rank != 1 || (c >= 0 && p->dims[0] >= 0 && p->dims[0] != c))) {
+            char a[256];
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has shape %s, expected [C] "
+                                "(%lld channels)", i, i == 1 ? "scale" : "B",
+                                bd_shape_str(p, a, sizeof a), (long long)c);
+        }
+    }
+    if (s) return s;
+    if (x->rank >= 0 && x->rank < 3)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected at least 3",
+                            x->rank);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
 /* ---- folding ---- */
 
 bd_status bd_fold_none(bd_graph *g, bd_node *n, bd_diag *d) {
