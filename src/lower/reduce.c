@@ -1,5 +1,5 @@
-/* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool) and of Softmax /
- * LogSoftmax.
+/* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin) and
+ * of Softmax / LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
@@ -123,6 +123,71 @@ static int scratch_value(bd_graph *g, int dtype, int rank, const int64_t *dims) 
     return t;
 }
 
+/* ArgMax/ArgMin along one axis of extent L, from the reductions the body has: m = max x (or min,
+ * as above), then for every element the candidate index -i (i for select_last_index) where x is
+ * m, else -L (-1), whose maximum along the axis is minus the first index (the last index) of m.
+ * A NaN counts as the extreme, as numpy's argmax and argmin (the reference) have it: where m is
+ * NaN, the NaN elements are its positions. */
+static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int dt = x->dtype;
+    bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE;
+    if (!is_float && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    int r = x->rank, axis;
+    BD_ASSERT(bd_norm_axis(bd_attr_int(n, "axis", 0), r, &axis)); /* inference checked it */
+    bool last = n->opset >= 12 && bd_attr_int(n, "select_last_index", 0) != 0;
+    bool is_min = n->op == BD_OP_ARG_MIN;
+    int xv = n->inputs[0], yv = n->outputs[0];
+    int64_t dims[BD_MAX_RANK], kept[BD_MAX_RANK], L = x->dims[axis];
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis] = true;
+    for (int i = 0; i < r; i++) dims[i] = x->dims[i], kept[i] = i == axis ? 1 : x->dims[i];
+
+    /* m: the extreme along the axis, keeping it as a dim of 1 to broadcast back */
+    int src = xv;
+    if (is_min) {
+        src = scratch_value(g, dt, r, dims);
+        map_nest(p, node, xv, src, is_float ? BD_EXPR_NEG : BD_EXPR_BIT_NOT);
+    }
+    int m = scratch_value(g, dt, r, kept);
+    reduce_nest(p, node, src, m, BD_REDUCE_MAX, reduced);
+
+    bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
+    if (!iota) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = last ? i : -i;
+    int iv = scratch_value(g, BD_DT_INT64, 1, &L);
+    bd_graph_value(g, iv)->constant = iota;
+    int cand = scratch_value(g, BD_DT_INT64, r, dims);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, cand));
+    bd_access_identity(bd_nest_operand(nest, src, false, r), 0);
+    bd_access_broadcast(bd_nest_operand(nest, m, false, r), bd_graph_value(g, m),
+                        bd_graph_value(g, cand));
+    bd_nest_operand(nest, iv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, cand, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_load(e, 0, dt);
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, a, bd_expr_load(e, 1, dt));
+    if (is_float)
+        hit = bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL, hit,
+                             bd_expr_unary(e, BD_EXPR_ISNAN, BD_DT_BOOL, a));
+    int none = bd_expr_const(e, last ? -1.0 : (double)-L, BD_DT_INT64);
+    bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, hit, bd_expr_load(e, 2, BD_DT_INT64), none));
+
+    /* the index: the candidates' maximum, negated back for the first index */
+    int64_t out_dims[BD_MAX_RANK];
+    bd_value *yy = bd_graph_value(g, yv);
+    int y_rank = yy->rank;
+    for (int i = 0; i < y_rank; i++) out_dims[i] = yy->dims[i];
+    int best = last ? yv : scratch_value(g, BD_DT_INT64, y_rank, out_dims);
+    reduce_nest(p, node, cand, best, BD_REDUCE_MAX, reduced);
+    if (!last) map_nest(p, node, best, yv, BD_EXPR_NEG);
+    return BD_OK;
+}
+
 bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -131,6 +196,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     if (!bd_value_shape_known(x) || !bd_value_shape_known(y))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "shapes are not static");
     if (is_empty(y)) return BD_OK; /* nothing to compute */
+    if (n->op == BD_OP_ARG_MAX || n->op == BD_OP_ARG_MIN) return lower_arg_reduce(p, node, d);
     int dt = x->dtype;
     bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
     /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
