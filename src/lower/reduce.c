@@ -1,5 +1,5 @@
-/* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin) and
- * of Softmax / LogSoftmax.
+/* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin,
+ * Hardmax) and of Softmax / LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
@@ -123,25 +123,16 @@ static int scratch_value(bd_graph *g, int dtype, int rank, const int64_t *dims) 
     return t;
 }
 
-/* ArgMax/ArgMin along one axis of extent L, from the reductions the body has: m = max x (or min,
- * as above), then for every element the candidate index -i (i for select_last_index) where x is
- * m, else -L (-1), whose maximum along the axis is minus the first index (the last index) of m.
- * A NaN counts as the extreme, as numpy's argmax and argmin (the reference) have it: where m is
- * NaN, the NaN elements are its positions. */
-static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
+/* ArgMax/ArgMin along one axis of extent L into value out (keeping the axis or not), from the
+ * reductions the body has: m = max x (or min, as above), then for every element the candidate
+ * index -i (i for select_last_index) where x is m, else -L (-1), whose maximum along the axis is
+ * minus the first index (the last index) of m. A NaN counts as the extreme, as numpy's argmax and
+ * argmin (the reference) have it: where m is NaN, the NaN elements are its positions. */
+static bool arg_nests(bd_program *p, int node, int xv, int axis, bool is_min, bool last, int out) {
     bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    const bd_value *x = bd_node_in(g, n, 0);
-    int dt = x->dtype;
+    const bd_value *x = bd_graph_value(g, xv);
+    int dt = x->dtype, r = x->rank;
     bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE;
-    if (!is_float && !bd_dtype_is_int(dt))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
-                            bd_dtype_name(dt));
-    int r = x->rank, axis;
-    BD_ASSERT(bd_norm_axis(bd_attr_int(n, "axis", 0), r, &axis)); /* inference checked it */
-    bool last = n->opset >= 12 && bd_attr_int(n, "select_last_index", 0) != 0;
-    bool is_min = n->op == BD_OP_ARG_MIN;
-    int xv = n->inputs[0], yv = n->outputs[0];
     int64_t dims[BD_MAX_RANK], kept[BD_MAX_RANK], L = x->dims[axis];
     bool reduced[BD_MAX_RANK] = {false};
     reduced[axis] = true;
@@ -157,7 +148,7 @@ static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
     reduce_nest(p, node, src, m, BD_REDUCE_MAX, reduced);
 
     bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
-    if (!iota) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    if (!iota) return false;
     for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = last ? i : -i;
     int iv = scratch_value(g, BD_DT_INT64, 1, &L);
     bd_graph_value(g, iv)->constant = iota;
@@ -178,13 +169,66 @@ static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
     bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, hit, bd_expr_load(e, 2, BD_DT_INT64), none));
 
     /* the index: the candidates' maximum, negated back for the first index */
+    const bd_value *o = bd_graph_value(g, out);
     int64_t out_dims[BD_MAX_RANK];
-    bd_value *yy = bd_graph_value(g, yv);
-    int y_rank = yy->rank;
-    for (int i = 0; i < y_rank; i++) out_dims[i] = yy->dims[i];
-    int best = last ? yv : scratch_value(g, BD_DT_INT64, y_rank, out_dims);
+    int out_rank = o->rank;
+    for (int i = 0; i < out_rank; i++) out_dims[i] = o->dims[i];
+    int best = last ? out : scratch_value(g, BD_DT_INT64, out_rank, out_dims);
     reduce_nest(p, node, cand, best, BD_REDUCE_MAX, reduced);
-    if (!last) map_nest(p, node, best, yv, BD_EXPR_NEG);
+    if (!last) map_nest(p, node, best, out, BD_EXPR_NEG);
+    return true;
+}
+
+/* Hardmax: 1 where the element is the first maximum along the axis, else 0 (a comparison of the
+ * index with ArgMax's, kept as a dim of 1). Before opset 13 the input is coerced to 2-D at the
+ * axis; that is the same computation only when the axis is the last dim. */
+static bd_status lower_hardmax(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank, axis, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0];
+    if (r < 1 || !bd_norm_axis(bd_attr_int(n, "axis", n->opset < 13 ? 1 : -1), r, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    if (n->opset < 13 && axis != r - 1)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "before opset 13, only axis = %d (the last "
+                            "dim) is supported", r - 1);
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    int64_t kept[BD_MAX_RANK], L = x->dims[axis];
+    for (int i = 0; i < r; i++) kept[i] = i == axis ? 1 : x->dims[i];
+    int idx = scratch_value(g, BD_DT_INT64, r, kept);
+    bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
+    if (!iota || !arg_nests(p, node, xv, axis, false, false, idx))
+        return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = i;
+    int iv = scratch_value(g, BD_DT_INT64, 1, &L);
+    bd_graph_value(g, iv)->constant = iota;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_broadcast(bd_nest_operand(nest, idx, false, r), bd_graph_value(g, idx),
+                        bd_graph_value(g, yv));
+    bd_nest_operand(nest, iv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, bd_expr_load(e, 0, BD_DT_INT64),
+                             bd_expr_load(e, 1, BD_DT_INT64));
+    bd_expr_compact(e, bd_expr_select(e, dt, hit, bd_expr_const(e, 1, dt),
+                                      bd_expr_const(e, 0, dt)));
+    return BD_OK;
+}
+
+static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int dt = x->dtype, axis;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    BD_ASSERT(bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis)); /* inference checked it */
+    bool last = n->opset >= 12 && bd_attr_int(n, "select_last_index", 0) != 0;
+    if (!arg_nests(p, node, n->inputs[0], axis, n->op == BD_OP_ARG_MIN, last, n->outputs[0]))
+        return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
     return BD_OK;
 }
 
@@ -197,6 +241,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "shapes are not static");
     if (is_empty(y)) return BD_OK; /* nothing to compute */
     if (n->op == BD_OP_ARG_MAX || n->op == BD_OP_ARG_MIN) return lower_arg_reduce(p, node, d);
+    if (n->op == BD_OP_HARDMAX) return lower_hardmax(p, node, d);
     int dt = x->dtype;
     bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
     /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
