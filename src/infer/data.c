@@ -879,6 +879,23 @@ bd_status bd_infer_one_hot(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, out, values->dtype, ind->rank + 1, dims);
 }
 
+/* GatherElements: indices of the data's rank; the output has the indices' shape. */
+bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_need_present(d, n, idx, 1, "indices")) ||
+        (s = bd_need_int_indices(d, n, idx, 1, "indices")))
+        return s;
+    if (x->rank >= 0 && idx->rank >= 0 && x->rank != idx->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) has rank %d, input 0 rank %d",
+                            idx->rank, x->rank);
+    int axis;
+    if (x->rank >= 0 && (x->rank < 1 || !bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis)))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
+}
+
 /* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
 bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);

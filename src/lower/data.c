@@ -1,6 +1,6 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
  * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
- * Expand, Tile, OneHot, Concat, Split, Pad, Gather and Resize.
+ * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements and Resize.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
@@ -642,6 +642,77 @@ bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
     bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
     gp->axis = axis;
     gp->idx_rank = q;
+    return BD_OK;
+}
+
+/* GatherElements: y[p] = x[p with its axis coordinate replaced by idx[p]]. With x flattened,
+ * that is element base(p) + idx[p] * stride(axis), where base(p) is p's offset in x without the
+ * axis coordinate (a constant computed here): a reshape copy of x to 1-D, an elementwise nest of
+ * the flat indices (negative indices count from the back), and a GATHER nest along axis 0 of the
+ * flat data, which clamps them as it does for Gather. */
+bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")) ||
+        (s = bd_need_static(d, n, idx, "input 1 (indices)")))
+        return s;
+    int axis, r = x->rank, it = idx->dtype;
+    if (!bd_norm_axis(bd_attr_int(n, "axis", 0), r, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    if (numel_of(y) == 0) return BD_OK;
+    if (x->dims[axis] == 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "gathers from an empty axis %d", axis);
+    int64_t xs[BD_MAX_RANK], is[BD_MAX_RANK], idims[BD_MAX_RANK], total = numel_of(x);
+    int64_t extent = x->dims[axis];
+    bd_dims_strides(r, x->dims, xs);
+    bd_dims_strides(r, idx->dims, is);
+    for (int k = 0; k < r; k++) idims[k] = idx->dims[k];
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, r, idims);
+    if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index offsets");
+    for (int64_t i = 0; i < base->numel; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < r; k++)
+            if (k != axis) off += (i / is[k] % idims[k]) * xs[k];
+        ((int64_t *)base->data)[i] = off;
+    }
+    int xv = n->inputs[0], iv = n->inputs[1], yv = n->outputs[0];
+    int flat_x = bd_graph_add_value(g, ""), bv = bd_graph_add_value(g, ""); /* unnamed */
+    int flat_i = bd_graph_add_value(g, "");
+    bd_value *fx = bd_graph_value(g, flat_x), *b = bd_graph_value(g, bv);
+    bd_value *fi = bd_graph_value(g, flat_i);
+    fx->dtype = bd_graph_value(g, xv)->dtype, fx->rank = 1, fx->dims[0] = total;
+    b->dtype = BD_DT_INT64, b->rank = r, b->constant = base;
+    fi->dtype = BD_DT_INT64, fi->rank = r;
+    memcpy(b->dims, idims, (size_t)r * sizeof *idims);
+    memcpy(fi->dims, idims, (size_t)r * sizeof *idims);
+    if ((s = lower_reshape_copy(p, node, xv, flat_x))) return s;
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, flat_i));
+    bd_access_identity(bd_nest_operand(nest, iv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, bv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, flat_i, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int i = bd_expr_cast(e, BD_DT_INT64, bd_expr_load(e, 0, it));
+    int neg = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, i, bd_expr_const(e, 0, BD_DT_INT64));
+    i = bd_expr_select(e, BD_DT_INT64, neg,
+                       bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, i,
+                                      bd_expr_const(e, (double)extent, BD_DT_INT64)), i);
+    i = bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, i,
+                       bd_expr_const(e, (double)xs[axis], BD_DT_INT64));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, bd_expr_load(e, 1, BD_DT_INT64),
+                                      i));
+
+    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_nest_operand(nest, flat_x, false, 1)->dims[0] =
+        (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, flat_i, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = r;
     return BD_OK;
 }
 
