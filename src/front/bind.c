@@ -259,8 +259,8 @@ bd_status bd_bind_inputs(bd_model *m, const bd_input_binds *in, bd_diag *d) {
     if (!in || in->n_shapes + in->n_dims + in->n_consts == 0) return BD_OK;
     binder b = {.g = m->graph, .d = d, .symbols = BD_VEC(symbol_binding)};
     bd_graph *g = m->graph;
-    bool *pinned = calloc(g->values.len, sizeof *pinned);
-    bd_tensor **values = calloc(g->values.len, sizeof *values);
+    bool *pinned = calloc(g->values.len + 1, sizeof *pinned);
+    bd_tensor **values = calloc(g->values.len + 1, sizeof *values);
     BD_ASSERT(pinned && values);
     bd_status s = bind_dims(&b, in);
     if (!s) s = bind_consts(&b, in, pinned, values);

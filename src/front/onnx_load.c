@@ -906,7 +906,7 @@ static bd_status load_npy(bd_model *m, const uint8_t *buf, size_t len, const cha
     int dt = 0;
     for (size_t i = 0; descr && i < BD_COUNT(types); i++) {
         size_t n = strlen(types[i].descr);
-        if (descr[0] == '\'' && strchr("<|", descr[1]) &&
+        if (descr[0] == '\'' && descr[1] && strchr("<|", descr[1]) &&
             strncmp(descr + 2, types[i].descr, n) == 0 && descr[2 + n] == '\'')
             dt = types[i].dtype;
     }
