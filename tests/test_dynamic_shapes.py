@@ -16,7 +16,9 @@ Checks:
     the other inputs too) runs and matches onnxruntime at that shape: dtype and shape exactly,
     values with np.allclose(rtol=1e-3, atol=1e-4) as in test_real_run.py;
   * a Reshape whose target is a graph input, compiled with --const (.npy and TensorProto .pb),
-    matches onnxruntime fed the same target.
+    matches onnxruntime fed the same target;
+  * CumSum over a 3-D tensor whose axis is a graph input (bdc needs it at compile time), frozen
+    with --const, for every axis and exclusive/reverse combination, matches onnxruntime.
 Compiled executables are cached like test_real_run.py's (the flags are part of the key). Prints
 one line per check and `N passed, M failed`; exits 1 if any failed.
 """
@@ -135,6 +137,21 @@ def const_model(folder):
     return path
 
 
+def cumsum_model(folder, exclusive, reverse):
+    """x [3,4,5] float -> CumSum(x, axis) with axis a graph input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])
+    axis = helper.make_tensor_value_info("axis", TensorProto.INT64, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum",
+                                            exclusive=exclusive, reverse=reverse)],
+                          "cumsum_by_input", [x, axis], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    path = os.path.join(folder, "cumsum_%d%d.onnx" % (exclusive, reverse))
+    onnx.save(m, path)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
@@ -200,6 +217,34 @@ def main():
                 "" if got.shape == want.shape and np.array_equal(got, want) else \
                 "got %s%s, expected %s" % (got.shape, got.ravel()[:4], want.shape)
             c.report("const " + os.path.basename(path), problem, "y%s" % list(want.shape))
+
+    with tempfile.TemporaryDirectory(prefix="bdc-cumsum-") as tmp:
+        x = rng.standard_normal((3, 4, 5), dtype=np.float32)
+        np.save(os.path.join(tmp, "x.npy"), x)
+        for exclusive in (0, 1):
+            for reverse in (0, 1):
+                model = cumsum_model(tmp, exclusive, reverse)
+                for axis in (0, 1, -1):
+                    name = "const cumsum axis=%d exclusive=%d reverse=%d" % (axis, exclusive,
+                                                                          reverse)
+                    apath = os.path.join(tmp, "axis%d.npy" % axis)
+                    np.save(apath, np.array(axis, np.int64))
+                    entry, problem = run.compile_cached(args.bdc, tmp, "cumsum", model,
+                                                        ("--const", "axis=" + apath))
+                    if problem:
+                        c.report(name, problem)
+                        continue
+                    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                        None, {"x": x, "axis": np.array(axis, np.int64)})[0]
+                    out = os.path.join(tmp, "out")
+                    r = subprocess.run([os.path.join(entry, "model"), "--input",
+                                        "x=" + os.path.join(tmp, "x.npy"), "--output-dir", out],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    got = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else None
+                    problem = "run exit %d: %s" % (r.returncode, r.stderr.strip()) if got is None \
+                        else "" if got.shape == want.shape and np.allclose(got, want, 1e-5, 1e-5) \
+                        else "max abs err %.3g" % float(np.abs(got - want).max())
+                    c.report(name, problem)
 
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 0 if c.failed == 0 and c.passed > 0 else 1

@@ -1,6 +1,6 @@
 /* reduce.c — shape and dtype inference for the Reduce* family, whose axes moved from an
  * attribute to an input (ReduceSum at opset 13, the others at 18), with keepdims and
- * noop_with_empty_axes, and for ArgMax/ArgMin (one axis, an int64 result). */
+ * noop_with_empty_axes, for ArgMax/ArgMin (one axis, an int64 result) and CumSum. */
 #include <string.h>
 
 #include "infer/checks.h"
@@ -119,4 +119,18 @@ bd_status bd_infer_arg_reduce(bd_graph *g, bd_node *n, bd_diag *d) {
         else if (keepdims) dims[rank++] = 1;
     }
     return bd_value_set(d, n, y, BD_DT_INT64, rank, dims);
+}
+
+/* CumSum: the input's shape; axis (input 1) is an int32 or int64 scalar. */
+bd_status bd_infer_cumsum(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *axis = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "x")) ||
+        (s = bd_need_present(d, n, axis, 1, "axis")) ||
+        (s = bd_need_int_indices(d, n, axis, 1, "axis")))
+        return s;
+    if (axis->rank > 1 || (axis->rank == 1 && axis->dims[0] != 1))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axis) must be a scalar");
+    if (x->rank == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (x) must have rank >= 1");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
 }

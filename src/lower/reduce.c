@@ -1,5 +1,5 @@
 /* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin,
- * Hardmax) and of Softmax / LogSoftmax.
+ * Hardmax, CumSum) and of Softmax / LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
@@ -179,6 +179,63 @@ static bool arg_nests(bd_program *p, int node, int xv, int axis, bool is_min, bo
     return true;
 }
 
+/* CumSum along an axis of extent L: y[.., i, ..] is the sum over j of x[.., j, ..] where j is
+ * before i (or up to i, after i, from i, by exclusive and reverse). That is an elementwise nest
+ * selecting x or 0 by a constant [L, L] mask into a value with a second axis dim j after the
+ * axis, then a REDUCE SUM over j: L times the work of a running sum, which the REDUCE body does
+ * not have, but exact for integers (they wrap as the reference's do) and one pass for floats. */
+static bd_status lower_cumsum(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0), *av = bd_node_in(g, n, 1);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0], axis = 0;
+    int64_t a = 0;
+    int na = 0;
+    if (r + 1 > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d, the most CumSum "
+                            "supports", r, BD_MAX_RANK - 1);
+    if (r > 1 && (!bd_value_const_ints(av, &a, 1, &na) || na != 1))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (axis) is not a compile-time "
+                            "constant (a graph input can be frozen with --const NAME=FILE)");
+    if (r > 1 && !bd_norm_axis(a, r, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axis) = %lld is out of range for "
+                            "rank %d", (long long)a, r);
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    bool exclusive = bd_attr_int(n, "exclusive", 0) != 0;
+    bool reverse = bd_attr_int(n, "reverse", 0) != 0;
+    int64_t L = x->dims[axis], mdims[2] = {L, L}, wide[BD_MAX_RANK];
+    bd_tensor *mask = bd_tensor_new(&g->model->arena, BD_DT_BOOL, 2, mdims);
+    if (!mask) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the mask");
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t j = 0; j < L; j++)
+            ((uint8_t *)mask->data)[i * L + j] = reverse ? (exclusive ? j > i : j >= i)
+                                                         : (exclusive ? j < i : j <= i);
+    for (int k = 0, o = 0; k < r; k++) {
+        wide[o++] = x->dims[k];
+        if (k == axis) wide[o++] = L; /* j, right after i */
+    }
+    int mv = scratch_value(g, BD_DT_BOOL, 2, mdims);
+    bd_graph_value(g, mv)->constant = mask;
+    int terms = scratch_value(g, dt, r + 1, wide);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
+    bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+    for (int k = 0; k < r; k++) /* x[.., j, ..]: iteration dim k, or j for the axis */
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1, 1, 0, 0};
+    bd_operand *mo = bd_nest_operand(nest, mv, false, 2);
+    mo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    mo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, axis + 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, terms, true, r + 1), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    bd_expr_compact(e, bd_expr_select(e, dt, bd_expr_load(e, 1, BD_DT_BOOL),
+                                      bd_expr_load(e, 0, dt), bd_expr_const(e, 0, dt)));
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis + 1] = true;
+    reduce_nest(p, node, terms, yv, BD_REDUCE_SUM, reduced);
+    return BD_OK;
+}
+
 /* Hardmax: 1 where the element is the first maximum along the axis, else 0 (a comparison of the
  * index with ArgMax's, kept as a dim of 1). Before opset 13 the input is coerced to 2-D at the
  * axis; that is the same computation only when the axis is the last dim. */
@@ -242,6 +299,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     if (is_empty(y)) return BD_OK; /* nothing to compute */
     if (n->op == BD_OP_ARG_MAX || n->op == BD_OP_ARG_MIN) return lower_arg_reduce(p, node, d);
     if (n->op == BD_OP_HARDMAX) return lower_hardmax(p, node, d);
+    if (n->op == BD_OP_CUM_SUM) return lower_cumsum(p, node, d);
     int dt = x->dtype;
     bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
     /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
