@@ -6,7 +6,8 @@
 #   1. the malformed-model corpus (tests/malformed/, the loader's cases) through `bdc compile`;
 #   2. resource caps: weights, nodes and activation memory over a --max-* limit, a 64 GiB Expand
 #      and a 4 TiB ConstantOfShape (exit 4 before anything is allocated: the compiler runs in
-#      2 GiB of address space, so it cannot have tried, and the executable is never built);
+#      2 GiB of address space, so it cannot have tried, and the executable is never built), and a
+#      CumSum whose compile-time mask would be over the lowering table limit (exit 3);
 #   3. the native toolchain missing, failing (its stderr shown) and interrupted by SIGINT/SIGTERM
 #      (bdc exits by the signal), with an earlier output at -o left untouched;
 #   4. bad -o paths (missing folder, a folder);
@@ -105,6 +106,14 @@ def save(name, nodes, inits, out_shape):
 save("expand_huge", [helper.make_node("Expand", ["x", "shape"], ["big"], name="blow_up"),
                      helper.make_node("Add", ["big", "x"], ["y"], name="use")],
      [numpy_helper.from_array(np.array([1 << 17, 1 << 17], np.int64), "shape")], [1 << 17, 1 << 17])
+# CumSum over 8192 elements would need a 2^26-element mask at compile time: refused (exit 3).
+g = helper.make_graph([helper.make_node("CumSum", ["x", "axis"], ["y"], name="running_sum")],
+                      "cumsum_long", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8192])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8192])],
+                      initializer=[numpy_helper.from_array(np.array(0, np.int64), "axis")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+m.ir_version = 8
+onnx.save(m, "cumsum_long.onnx")
 # 2^20 x 2^20 float32 = 4 TiB, from a constant shape (folding must not try it either).
 save("constant_of_shape_huge",
      [helper.make_node("ConstantOfShape", ["shape"], ["big"], name="fill",
@@ -119,6 +128,10 @@ vm_cap=""
 VM_CAP_KB=$vm_cap compile_fails cap-expand-64GiB 4 \
     "needs 68719476736 bytes of activation memory.*largest tensor '(big|y)': float32\[131072,131072\]" \
     expand_huge.onnx
+VM_CAP_KB=$vm_cap compile_fails cap-lowering-table 3 "the model uses ops" cumsum_long.onnx
+grep -q "node 'running_sum' (CumSum): the mask of the axis would be a table of 67108864 elements" \
+    stderr.txt && ok "cap-lowering-table-names-the-node" ||
+    bad "cap-lowering-table-names-the-node: $(cat stderr.txt)"
 VM_CAP_KB=$vm_cap compile_fails cap-constant-of-shape-4TiB 4 \
     "needs 4398046511104 bytes of activation memory.*float32\[1048576,1048576\]" \
     constant_of_shape_huge.onnx

@@ -343,10 +343,14 @@ static int element_of(bd_program *p, int node, int v, int64_t index) {
 bd_status bd_lower_one_hot(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
-    bd_value *ind = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_value *ind = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0), *vals = bd_node_in(g, n, 2);
     bd_status s;
-    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, ind, "input 0")))
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, ind, "input 0")) ||
+        (s = bd_need_static(d, n, vals, "input 2 (values)")))
         return s;
+    if (numel_of(vals) != 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (values) must hold 2 elements (off, "
+                            "on)");
     if (numel_of(y) == 0) return BD_OK;
     int it = ind->dtype;
     if (!(bd_dtype_is_int(it) || it == BD_DT_FLOAT || it == BD_DT_DOUBLE))
@@ -355,6 +359,7 @@ bd_status bd_lower_one_hot(bd_program *p, int node, bd_diag *d) {
     int64_t a = bd_attr_int(n, "axis", -1); /* inference checked it */
     int axis = (int)(a < 0 ? a + y->rank : a);
     int64_t depth = y->dims[axis];
+    if ((s = bd_need_table(d, n, depth, "the index range"))) return s;
     bd_tensor *range = bd_tensor_new(&g->model->arena, it, 1, &depth);
     if (!range) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
     for (int64_t i = 0; i < depth; i++) bd_tensor_set_f64(range, i, (double)i);
@@ -670,6 +675,7 @@ bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
     bd_dims_strides(r, x->dims, xs);
     bd_dims_strides(r, idx->dims, is);
     for (int k = 0; k < r; k++) idims[k] = idx->dims[k];
+    if ((s = bd_need_table(d, n, numel_of(idx), "the index offsets"))) return s;
     bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, r, idims);
     if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index offsets");
     for (int64_t i = 0; i < base->numel; i++) {

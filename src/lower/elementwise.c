@@ -196,6 +196,8 @@ static bd_status lower_trilu(bd_program *p, int node, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);
     bool upper = bd_attr_int(n, "upper", 1) != 0;
     int64_t dims[2] = {x->dims[x->rank - 2], x->dims[x->rank - 1]};
+    bd_status s = bd_need_table(d, n, dims[0] * dims[1], "the diagonal index");
+    if (s) return s;
     bd_tensor *t = bd_tensor_new(&g->model->arena, BD_DT_INT64, 2, dims);
     if (!t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the diagonal index");
     for (int64_t i = 0; i < dims[0]; i++)

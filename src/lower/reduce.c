@@ -206,6 +206,9 @@ static bd_status lower_cumsum(bd_program *p, int node, bd_diag *d) {
     bool exclusive = bd_attr_int(n, "exclusive", 0) != 0;
     bool reverse = bd_attr_int(n, "reverse", 0) != 0;
     int64_t L = x->dims[axis], mdims[2] = {L, L}, wide[BD_MAX_RANK];
+    bd_status s = L > BD_LOWER_MAX_TABLE_ELEMS ? bd_need_table(d, n, L, "the mask of the axis")
+                                               : bd_need_table(d, n, L * L, "the mask of the axis");
+    if (s) return s;
     bd_tensor *mask = bd_tensor_new(&g->model->arena, BD_DT_BOOL, 2, mdims);
     if (!mask) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the mask");
     for (int64_t i = 0; i < L; i++)
@@ -254,6 +257,8 @@ static bd_status lower_hardmax(bd_program *p, int node, bd_diag *d) {
                             bd_dtype_name(dt));
     int64_t kept[BD_MAX_RANK], L = x->dims[axis];
     for (int i = 0; i < r; i++) kept[i] = i == axis ? 1 : x->dims[i];
+    bd_status s = bd_need_table(d, n, L, "the index range");
+    if (s) return s;
     int idx = scratch_value(g, BD_DT_INT64, r, kept);
     bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
     if (!iota || !arg_nests(p, node, xv, axis, false, false, idx))
@@ -284,6 +289,8 @@ static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
                             bd_dtype_name(dt));
     BD_ASSERT(bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis)); /* inference checked it */
     bool last = n->opset >= 12 && bd_attr_int(n, "select_last_index", 0) != 0;
+    bd_status s = bd_need_table(d, n, x->dims[axis], "the index range");
+    if (s) return s;
     if (!arg_nests(p, node, n->inputs[0], axis, n->op == BD_OP_ARG_MIN, last, n->outputs[0]))
         return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
     return BD_OK;
