@@ -1,5 +1,5 @@
 /* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin,
- * Hardmax, CumSum) and of Softmax / LogSoftmax.
+ * Hardmax, CumSum, MeanVarianceNormalization) and of Softmax / LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
@@ -239,6 +239,55 @@ static bd_status lower_cumsum(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* MeanVarianceNormalization, as its ONNX function defines it: with means over `axes` (default
+ * 0, 2, 3) kept as dims of 1, y = (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9): two REDUCE MEAN
+ * nests (of x, of x*x through a map) and one elementwise nest broadcasting them back. */
+static bd_status lower_mvn(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0];
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    bool reduced[BD_MAX_RANK] = {false};
+    const bd_attr *a = bd_node_attr(n, "axes");
+    int64_t dflt[3] = {0, 2, 3};
+    const int64_t *axes = a ? a->ints : dflt;
+    int naxes = a ? a->n : 3;
+    if (a && (a->type != BD_ATTR_INTS || a->n > BD_MAX_RANK))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' must be a list of at most %d "
+                            "ints", BD_MAX_RANK);
+    for (int i = 0; i < naxes; i++) {
+        int k;
+        if (!bd_norm_axis(axes[i], r, &k))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %lld is out of range for rank %d",
+                                (long long)axes[i], r);
+        reduced[k] = true;
+    }
+    int64_t dims[BD_MAX_RANK], kept[BD_MAX_RANK];
+    for (int i = 0; i < r; i++) dims[i] = x->dims[i], kept[i] = reduced[i] ? 1 : x->dims[i];
+    int mean = scratch_value(g, dt, r, kept), sq = scratch_value(g, dt, r, dims);
+    int mean_sq = scratch_value(g, dt, r, kept);
+    reduce_nest(p, node, xv, mean, BD_REDUCE_MEAN, reduced);
+    map_nest(p, node, xv, sq, BD_EXPR_MUL);
+    reduce_nest(p, node, sq, mean_sq, BD_REDUCE_MEAN, reduced);
+    const bd_value *y = bd_graph_value(g, yv);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    bd_access_broadcast(bd_nest_operand(nest, mean, false, r), bd_graph_value(g, mean), y);
+    bd_access_broadcast(bd_nest_operand(nest, mean_sq, false, r), bd_graph_value(g, mean_sq), y);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int xe = bd_expr_load(e, 0, dt), m = bd_expr_load(e, 1, dt), m2 = bd_expr_load(e, 2, dt);
+    int var = bd_expr_binary(e, BD_EXPR_SUB, dt, m2, bd_expr_binary(e, BD_EXPR_MUL, dt, m, m));
+    int den = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_unary(e, BD_EXPR_SQRT, dt, var),
+                             bd_expr_const(e, 1e-9, dt));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_DIV, dt,
+                                      bd_expr_binary(e, BD_EXPR_SUB, dt, xe, m), den));
+    return BD_OK;
+}
+
 /* Hardmax: 1 where the element is the first maximum along the axis, else 0 (a comparison of the
  * index with ArgMax's, kept as a dim of 1). Before opset 13 the input is coerced to 2-D at the
  * axis; that is the same computation only when the axis is the last dim. */
@@ -307,6 +356,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     if (n->op == BD_OP_ARG_MAX || n->op == BD_OP_ARG_MIN) return lower_arg_reduce(p, node, d);
     if (n->op == BD_OP_HARDMAX) return lower_hardmax(p, node, d);
     if (n->op == BD_OP_CUM_SUM) return lower_cumsum(p, node, d);
+    if (n->op == BD_OP_MEAN_VARIANCE_NORMALIZATION) return lower_mvn(p, node, d);
     int dt = x->dtype;
     bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
     /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
