@@ -1,5 +1,5 @@
 /* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin,
- * Hardmax, CumSum, MeanVarianceNormalization) and of Softmax / LogSoftmax.
+ * Hardmax, CumSum, MeanVarianceNormalization, LRN) and of Softmax / LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
@@ -288,6 +288,72 @@ static bd_status lower_mvn(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* LRN: y = x / (bias + alpha / size * s)^beta, where s sums x^2 over the channels within the
+ * window [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]. The window sum is CumSum's
+ * construction: a band mask over (c, c') selecting x*x into a value with a second channel dim,
+ * summed over it. */
+static bd_status lower_lrn(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0];
+    int64_t size = bd_attr_int(n, "size", 0);
+    if (size < 1) return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'size' (>= 1) is required");
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (r < 2 || r + 1 > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is not supported", r);
+    int64_t C = x->dims[1], mdims[2] = {C, C}, dims[BD_MAX_RANK], wide[BD_MAX_RANK];
+    bd_status s = bd_need_table(d, n, C > BD_LOWER_MAX_TABLE_ELEMS ? C : C * C, "the window mask");
+    if (s) return s;
+    bd_tensor *mask = bd_tensor_new(&g->model->arena, BD_DT_BOOL, 2, mdims);
+    if (!mask) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the mask");
+    int64_t before = (size - 1) / 2, after = size / 2; /* floor and ceil of (size - 1) / 2 */
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t j = 0; j < C; j++)
+            ((uint8_t *)mask->data)[c * C + j] = j >= c - before && j <= c + after;
+    for (int k = 0, o = 0; k < r; k++) {
+        dims[k] = x->dims[k];
+        wide[o++] = x->dims[k];
+        if (k == 1) wide[o++] = C; /* c', right after c */
+    }
+    int mv = scratch_value(g, BD_DT_BOOL, 2, mdims), terms = scratch_value(g, dt, r + 1, wide);
+    int sum = scratch_value(g, dt, r, dims);
+    bd_graph_value(g, mv)->constant = mask;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
+    bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+    for (int k = 0; k < r; k++) /* x[n, c', ...] */
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < 1 ? k : k + 1, 1, 0, 0};
+    bd_operand *mo = bd_nest_operand(nest, mv, false, 2);
+    mo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+    mo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 2, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, terms, true, r + 1), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int xe = bd_expr_load(e, 0, dt);
+    bd_expr_compact(e, bd_expr_select(e, dt, bd_expr_load(e, 1, BD_DT_BOOL),
+                                      bd_expr_binary(e, BD_EXPR_MUL, dt, xe, xe),
+                                      bd_expr_const(e, 0, dt)));
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[2] = true;
+    reduce_nest(p, node, terms, sum, BD_REDUCE_SUM, reduced);
+
+    const bd_value *y = bd_graph_value(g, yv);
+    nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, sum, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    e = BD_NEST_PARAMS(nest, expr);
+    double alpha = bd_attr_float(n, "alpha", 1e-4f), beta = bd_attr_float(n, "beta", 0.75f);
+    double bias = bd_attr_float(n, "bias", 1.0f);
+    int scaled = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, 1, dt),
+                                bd_expr_const(e, alpha / (double)size, dt));
+    int base = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_const(e, bias, dt), scaled);
+    int den = bd_expr_binary(e, BD_EXPR_POW, dt, base, bd_expr_const(e, beta, dt));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_DIV, dt, bd_expr_load(e, 0, dt), den));
+    return BD_OK;
+}
+
 /* Hardmax: 1 where the element is the first maximum along the axis, else 0 (a comparison of the
  * index with ArgMax's, kept as a dim of 1). Before opset 13 the input is coerced to 2-D at the
  * axis; that is the same computation only when the axis is the last dim. */
@@ -357,6 +423,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     if (n->op == BD_OP_HARDMAX) return lower_hardmax(p, node, d);
     if (n->op == BD_OP_CUM_SUM) return lower_cumsum(p, node, d);
     if (n->op == BD_OP_MEAN_VARIANCE_NORMALIZATION) return lower_mvn(p, node, d);
+    if (n->op == BD_OP_LRN) return lower_lrn(p, node, d);
     int dt = x->dtype;
     bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
     /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
