@@ -29,6 +29,7 @@ bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bd
 # Real models in the default modes (fusion op, block schedule), also in two random block orders of
 # the runtime's schedule test mode each (NaN-poisoned intermediates: the analysis' verifier).
 bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py --check-seeds 2 LABELS "sanitize")
+bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(bad_input COMMAND bash tests/test_bad_input.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LABELS "sanitize")
 # The other fusion x schedule modes (none/op and block/op are covered by random_graphs).

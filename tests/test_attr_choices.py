@@ -11,7 +11,8 @@ Usage: test_attr_choices.py [--bdc PATH] [--fusion op|none] [-j N] [-k GLOB] [-v
 For every string-valued attribute that bdc reads of an op in its op table (ops.def): Gelu
 approximate; Pad mode; Resize mode, coordinate_transformation_mode, nearest_mode and
 keep_aspect_ratio_policy; the auto_pad of Conv, ConvTranspose, MaxPool and AveragePool; LSTM
-direction and activations (with the activation_alpha/activation_beta those functions consume),
+direction and activations (with the activation_alpha/activation_beta those functions consume);
+BitShift direction; DepthToSpace mode (and SpaceToDepth beside it),
 and for every value of it that bdc accepts at some opset it supports, this builds tiny models
 with onnx.helper (one node, weights as initializers, inputs drawn from a numpy generator seeded
 by the case name, so a case is the same on every run whatever runs beside it), then:
@@ -113,7 +114,9 @@ REFERENCE_NOT_ORT = [
 NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
               np.dtype(np.float16): TensorProto.FLOAT16,
               np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64,
-              np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
+              np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
+              np.dtype(np.uint16): TensorProto.UINT16, np.dtype(np.uint32): TensorProto.UINT32,
+              np.dtype(np.uint64): TensorProto.UINT64}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,6 +183,39 @@ def gelu_cases():
                 x = np.concatenate([np.linspace(-3, 3, 97), r.uniform(-3, 3, 31)])
                 cases.append(Case(name, "Gelu", {"approximate": approx}, opset,
                                   [("x", x.astype(dtype).reshape(4, 32))]))
+    return cases
+
+
+def bitshift_cases():
+    """BitShift direction, every unsigned type, shifts up to the width and past it (0 then)."""
+    cases = []
+    for direction in ("LEFT", "RIGHT"):
+        for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+            name = "bitshift/opset11/direction=%s/%s" % (direction, np.dtype(dtype).name)
+            r = rng_for(name)
+            bits = 8 * np.dtype(dtype).itemsize
+            x = r.integers(0, np.iinfo(dtype).max, (3, 8), dtype=dtype, endpoint=True)
+            # onnxruntime masks nothing: keep the shifts inside the width, where C is defined too
+            y = r.integers(0, bits, (3, 8)).astype(dtype)
+            cases.append(Case(name, "BitShift", {"direction": direction}, 11,
+                              [("x", x), ("y", y)]))
+    return cases
+
+
+def depth_space_cases():
+    """DepthToSpace mode (DCR, CRD; absent before opset 11) and SpaceToDepth, block sizes 2, 3."""
+    cases = []
+    for opset, modes in ((11, (None, "DCR", "CRD")), (13, (None, "DCR", "CRD"))):
+        for mode in modes:
+            for b in (2, 3):
+                name = "depthtospace/opset%d/mode=%s/blocksize=%d" % (opset, mode or "absent", b)
+                x = f32(rng_for(name).standard_normal((2, 2 * b * b, 3, 4)))
+                cases.append(Case(name, "DepthToSpace", {"mode": mode, "blocksize": b}, opset,
+                                  [("x", x)]))
+    for b in (2, 3):
+        name = "spacetodepth/opset13/blocksize=%d" % b
+        x = f32(rng_for(name).standard_normal((2, 3, 2 * b, 3 * b)))
+        cases.append(Case(name, "SpaceToDepth", {"blocksize": b}, 13, [("x", x)]))
     return cases
 
 
@@ -539,7 +575,8 @@ def lstm_cases():
 
 
 def all_cases():
-    return gelu_cases() + pad_cases() + resize_cases() + window_cases() + lstm_cases()
+    return (gelu_cases() + pad_cases() + resize_cases() + window_cases() + lstm_cases() +
+            bitshift_cases() + depth_space_cases())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,11 +6,16 @@
 #   1. the malformed-model corpus (tests/malformed/, the loader's cases) through `bdc compile`;
 #   2. resource caps: weights, nodes and activation memory over a --max-* limit, a 64 GiB Expand
 #      and a 4 TiB ConstantOfShape (exit 4 before anything is allocated: the compiler runs in
-#      2 GiB of address space, so it cannot have tried, and the executable is never built);
+#      2 GiB of address space, so it cannot have tried, and the executable is never built), and a
+#      CumSum whose compile-time mask would be over the lowering table limit (exit 3);
 #   3. the native toolchain missing, failing (its stderr shown) and interrupted by SIGINT/SIGTERM
 #      (bdc exits by the signal), with an earlier output at -o left untouched;
 #   4. bad -o paths (missing folder, a folder);
-#   5. the generated executable of the bundled sample model fed wrong byte size, dtype, shape, a
+#   5. input bindings: an input dim left symbolic or missing (exit 3, naming the input and the
+#      symbol, suggesting --dim and --shape), a run-time Reshape target (exit 3, suggesting
+#      --const), and --shape/--dim/--const values the model contradicts, that name no input or
+#      symbol, or that are malformed (exit 1, naming the input or symbol);
+#   6. the generated executable of the bundled sample model fed wrong byte size, dtype, shape, a
 #      missing file, a folder, a FIFO, a truncated .npy, garbage, NaN/Inf (runs: exit 0) and an
 #      unwritable output folder. (tests/runtime/test_runtime.sh covers the runtime's readers in
 #      depth on a hand-written model; this runs them in a compiled one.)
@@ -101,6 +106,14 @@ def save(name, nodes, inits, out_shape):
 save("expand_huge", [helper.make_node("Expand", ["x", "shape"], ["big"], name="blow_up"),
                      helper.make_node("Add", ["big", "x"], ["y"], name="use")],
      [numpy_helper.from_array(np.array([1 << 17, 1 << 17], np.int64), "shape")], [1 << 17, 1 << 17])
+# CumSum over 8192 elements would need a 2^26-element mask at compile time: refused (exit 3).
+g = helper.make_graph([helper.make_node("CumSum", ["x", "axis"], ["y"], name="running_sum")],
+                      "cumsum_long", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8192])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8192])],
+                      initializer=[numpy_helper.from_array(np.array(0, np.int64), "axis")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+m.ir_version = 8
+onnx.save(m, "cumsum_long.onnx")
 # 2^20 x 2^20 float32 = 4 TiB, from a constant shape (folding must not try it either).
 save("constant_of_shape_huge",
      [helper.make_node("ConstantOfShape", ["shape"], ["big"], name="fill",
@@ -115,6 +128,10 @@ vm_cap=""
 VM_CAP_KB=$vm_cap compile_fails cap-expand-64GiB 4 \
     "needs 68719476736 bytes of activation memory.*largest tensor '(big|y)': float32\[131072,131072\]" \
     expand_huge.onnx
+VM_CAP_KB=$vm_cap compile_fails cap-lowering-table 3 "the model uses ops" cumsum_long.onnx
+grep -q "node 'running_sum' (CumSum): the mask of the axis would be a table of 67108864 elements" \
+    stderr.txt && ok "cap-lowering-table-names-the-node" ||
+    bad "cap-lowering-table-names-the-node: $(cat stderr.txt)"
 VM_CAP_KB=$vm_cap compile_fails cap-constant-of-shape-4TiB 4 \
     "needs 4398046511104 bytes of activation memory.*float32\[1048576,1048576\]" \
     constant_of_shape_huge.onnx
@@ -162,7 +179,67 @@ rc=$?
     ok "output-is-a-folder" || bad "output-is-a-folder: exit $rc: $(cat stderr.txt)"
 rm -rf out/*
 
-# ---- 5. the generated executable
+# ---- 5. input bindings
+"$py" - <<'EOF'
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+def save(name, nodes, inputs, inits=()):
+    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, name + ".onnx")
+w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+conv = [helper.make_node("Conv", ["x", "w"], ["y"], name="/conv1/Conv", pads=[1, 1, 1, 1])]
+save("symbolic", conv, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8, 8])], [w])
+save("missing_dim", conv, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, None, 8])], [w])
+save("runtime_target", [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+                        helper.make_node("Relu", ["r"], ["y"], name="relu")],
+     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+      helper.make_tensor_value_info("shape", TensorProto.INT64, [2])])
+np.save("target_f32.npy", np.array([3, 4], np.float32))
+np.save("target_3.npy", np.array([3, 2, 2], np.int64))
+open("garbage.bin", "wb").write(bytes([0xff]) * 64)
+EOF
+compile_fails bind-unbound-symbol 3 \
+    "input 'x' dim 0 is symbolic \('batch'\): pin it with --dim batch=N or --shape x=Nx3x8x8" symbolic.onnx
+compile_fails bind-missing-dim 3 "input 'x' dim 2 has no extent in the model: pin it with --shape x=1x3xNx8" \
+    missing_dim.onnx
+compile_fails bind-runtime-shape-tensor 3 "the model uses" runtime_target.onnx
+# (compile_fails leaves stderr.txt of the last case behind)
+grep -q "node 'reshape' (Reshape): .*graph input 'shape'.*--const shape=FILE" stderr.txt &&
+    ok "bind-runtime-shape-tensor-suggests-const" || bad "bind-runtime-shape-tensor-suggests-const: $(cat stderr.txt)"
+compile_fails bind-shape-wrong-rank 1 "--shape 'x=2x3x8': input 'x' has rank 4 in the model \(\[batch,3,8,8\]\), not 3" \
+    symbolic.onnx --shape x=2x3x8
+compile_fails bind-shape-wrong-dim 1 "--shape 'x=2x4x8x8': input 'x' dim 1 is 3 in the model .*, not 4" \
+    symbolic.onnx --shape x=2x4x8x8
+compile_fails bind-shape-no-such-input 1 "--shape 'z=2x3x8x8': the model has no input 'z' \(inputs: x\)" \
+    symbolic.onnx --shape z=2x3x8x8
+compile_fails bind-shape-malformed 1 "--shape 'x=2x-3x8x8': expected NAME=D1xD2x" symbolic.onnx --shape x=2x-3x8x8
+compile_fails bind-shape-twice 1 "input 'x' is already given" symbolic.onnx --shape x=2x3x8x8 --shape x=2x3x8x8
+compile_fails bind-dim-no-such-symbol 1 "--dim 'seq=4': no input has a symbolic dimension 'seq' \(symbols: batch\)" \
+    symbolic.onnx --dim seq=4
+compile_fails bind-dim-malformed 1 "--dim 'batch=0': expected SYMBOL=N" symbolic.onnx --dim batch=0
+compile_fails bind-dim-contradicts-shape 1 \
+    "--dim 'batch=2' and --shape 'x=3x3x8x8' give symbol 'batch' different extents \(2, 3\)" \
+    symbolic.onnx --dim batch=2 --shape x=3x3x8x8
+compile_fails bind-const-wrong-dtype 1 \
+    "--const 'shape=target_f32.npy': input 'shape' is int64 in the model, the file holds float32" \
+    runtime_target.onnx --const shape=target_f32.npy
+compile_fails bind-const-wrong-shape 1 "--const 'shape=target_3.npy': input 'shape' dim 0 is 2 in the model \(\[2\]\), not 3" \
+    runtime_target.onnx --const shape=target_3.npy
+compile_fails bind-const-no-such-input 1 "--const 'target=target_3.npy': the model has no input 'target'" \
+    runtime_target.onnx --const target=target_3.npy
+compile_fails bind-const-missing-file 4 "cannot open 'nofile.npy'" runtime_target.onnx --const shape=nofile.npy
+compile_fails bind-const-not-a-tensor 1 "'garbage.bin' is neither a .npy file nor an ONNX TensorProto" \
+    runtime_target.onnx --const shape=garbage.bin
+"$bdc" inspect symbolic.onnx --shape x=2x4x8x8 >stdout.txt 2>stderr.txt
+rc=$?
+[ "$rc" = 1 ] && grep -q "input 'x' dim 1 is 3 in the model" stderr.txt && ok "bind-inspect-contradiction (exit 1)" ||
+    bad "bind-inspect-contradiction: exit $rc: $(cat stderr.txt)"
+
+# ---- 6. the generated executable
 if ! "$bdc" compile "$sample" -o model -q 2>stderr.txt; then
     bad "compile-sample: $(cat stderr.txt)"
 else

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The bdc command line: help and version, usage errors (exit 1), `inspect` on the bundled sample
-# model in both output forms, `analyze` in its three, and an executable's --profile trace.
+# model in both output forms, inspect's listing of symbolic input dims (unbound, then bound by
+# --dim and by --shape), `analyze` in its three forms, and an executable's --profile trace.
 set -u
 bdc="${1:-${BDC:-build/bdc}}"
 cd "$(dirname "$0")/.."
@@ -24,6 +25,11 @@ check() { # name expected_exit regex command...
 
 check help 0 "inspect MODEL.onnx" "$bdc" --help
 check help-limits 0 "--max-activations SIZE" "$bdc" --help
+check help-shape 0 "--shape NAME=DxDx" "$bdc" --help
+check help-dim 0 "--dim SYMBOL=N" "$bdc" --help
+check help-const 0 "--const NAME=FILE" "$bdc" --help
+check inspect-dim-no-value 1 "inspect: --dim needs a value" "$bdc" inspect models/sample.onnx --dim
+check compile-const-no-value 1 "compile: --const needs a value" "$bdc" compile models/sample.onnx --const
 check version 0 "^bdc [0-9]+\.[0-9]+\.[0-9]+" "$bdc" --version
 check no-args 1 "usage: bdc" "$bdc"
 check unknown-command 1 "unknown command 'frobnicate'" "$bdc" frobnicate
@@ -41,6 +47,28 @@ else
   echo "FAIL  inspect-json-parses"
   fail=$((fail + 1))
 fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 - "$tmp/sym.onnx" <<'EOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])
+m = helper.make_tensor_value_info("m", TensorProto.FLOAT, ["batch", 1, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+g = helper.make_graph([helper.make_node("Add", ["x", "m"], ["y"], name="add")], "sym", [x, m], [y])
+model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.save(model, sys.argv[1])
+EOF
+check inspect-symbols-unbound 3 "batch +unbound \(x dim 0, m dim 0\)" "$bdc" inspect "$tmp/sym.onnx"
+check inspect-symbols-hint 3 \
+  "input 'x' dim 0 is symbolic \('batch'\): pin it with --dim batch=N or --shape x=NxNx4" \
+  "$bdc" inspect "$tmp/sym.onnx"
+check inspect-symbols-bound 0 "batch += 2 \(x dim 0, m dim 0\)" \
+  "$bdc" inspect "$tmp/sym.onnx" --dim batch=2 --dim seq=7
+check inspect-shape-binds-others 0 "m +float32 +\[3,1,4\]" \
+  "$bdc" inspect "$tmp/sym.onnx" --shape x=3x5x4
 
 # analyze: the block-dependency report in its three forms, and its usage errors
 check analyze-no-model 1 "no model given" "$bdc" analyze
@@ -49,8 +77,6 @@ check analyze-both-stdout 1 "cannot both go to stdout" "$bdc" analyze models/sam
 check analyze-text 0 "critical path [0-9]+ blocks" "$bdc" analyze models/sample.onnx
 check analyze-schedules 0 "block  arena [0-9]+ bytes" "$bdc" analyze models/sample.onnx
 check compile-bad-schedule 1 "expected op or block" "$bdc" compile models/sample.onnx -o /dev/null --schedule x
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 if "$bdc" analyze models/sample.onnx --fusion block --json "$tmp/a.json" --dot "$tmp/a.dot" >/dev/null &&
     /usr/bin/python3 -c '
 import json, sys

@@ -228,7 +228,7 @@ static void list_unsupported(void *ctx, const bd_node *n, const bd_value *v, con
 
 bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     bd_model *m = NULL;
-    bd_status s = bd_compile_front(o->model, NULL, &m, d);
+    bd_status s = bd_compile_front(o->model, NULL, o->binds, &m, d);
     if (!s && bd_support_check(m->graph, list_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");

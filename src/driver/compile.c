@@ -97,6 +97,17 @@ static void print_unsupported(void *ctx, const bd_node *n, const bd_value *v, co
     else fprintf(stderr, "bdc: value '%s': %s\n", bd_quote(v->name), reason);
 }
 
+/* Code is generated for one shape per input: the first input left with a symbolic or missing
+ * extent fails, saying which --dim or --shape would pin it. */
+static bd_status require_static_inputs(bd_graph *g, bd_diag *d) {
+    for (size_t i = 0; i < g->inputs.len; i++) {
+        char why[800];
+        if (bd_input_unbound(bd_graph_value(g, BD_VEC_AT(&g->inputs, int, i)), why, sizeof why))
+            return bd_fail(d, BD_ERR_UNSUPPORTED, "%s", why);
+    }
+    return BD_OK;
+}
+
 static bd_status write_sources(bd_workdir *w, const bd_c_program *c, const char *wsym, bd_diag *d) {
     char path[BD_PATH_MAX];
     bd_status s = bd_workdir_path(w, "model.c", path, sizeof path, d);
@@ -234,7 +245,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     char rt[BD_PATH_MAX];
     bd_status s = bd_output_check(o->output, d);
     if (!s) s = find_runtime(rt, sizeof rt, d);
-    if (!s) s = bd_compile_front(o->model, &o->limits, &m, d);
+    if (!s) s = bd_compile_front(o->model, &o->limits, &o->binds, &m, d);
+    if (!s) s = require_static_inputs(m->graph, d);
     if (!s) progress_step(&pr, "load, verify, infer, fold");
     if (!s && bd_support_check(m->graph, print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "

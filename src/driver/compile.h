@@ -20,6 +20,7 @@ typedef struct bd_compile_opts {
     bool werror;       /* --werror: build the generated C with -Werror */
     bd_dumps dumps;    /* --dump=... */
     bd_limits limits;  /* --max-weights, --max-activations, --max-nodes (else the defaults) */
+    bd_input_binds binds; /* --shape, --dim, --const */
 } bd_compile_opts;
 
 bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);

@@ -1,8 +1,9 @@
 /* inspect.c — `bdc inspect`: what a model is, as bdc sees it after inference and folding.
  *
- * Prints producer, IR version, opsets, inputs/outputs with dtypes and shapes, an op histogram,
- * parameter count and bytes, an estimate of FLOPs, and every node bdc cannot compile (exit 3 when
- * there is any, after listing them all). The same facts go out as JSON with --json, for tests and
+ * Prints producer, IR version, opsets, inputs/outputs with dtypes and shapes, the inputs' symbolic
+ * dimensions (bound by --dim/--shape or not), an op histogram, parameter count and bytes, an
+ * estimate of FLOPs, and every node or input bdc cannot compile (exit 3 when there is any, after
+ * listing them all). The same facts go out as JSON with --json, for tests and
  * tooling. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 
@@ -130,7 +131,63 @@ static void summary_free(summary *s) {
     bd_vec_free(&s->unsupported);
 }
 
+/* Calls fn for every symbolic dim of the graph inputs (as the file declares them) whose symbol
+ * has not appeared at an earlier input dim; *bound is its extent after the command line's
+ * bindings, -1 while unbound. */
+typedef void (*symbol_fn)(void *ctx, bd_graph *g, const char *symbol, int64_t bound);
+
+static void for_each_symbol(bd_graph *g, symbol_fn fn, void *ctx) {
+    for (size_t k = 0; k < g->inputs.len; k++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, k));
+        for (int i = 0; i < v->decl_rank; i++) {
+            if (v->decl_dims[i] >= 0 || !v->dim_param[i]) continue;
+            bool seen = false;
+            for (size_t k2 = 0; k2 <= k && !seen; k2++) {
+                const bd_value *w = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, k2));
+                for (int i2 = 0; i2 < (k2 == k ? i : w->decl_rank) && !seen; i2++)
+                    seen = w->decl_dims[i2] < 0 && w->dim_param[i2] &&
+                           strcmp(w->dim_param[i2], v->dim_param[i]) == 0;
+            }
+            if (!seen) fn(ctx, g, v->dim_param[i], v->dims[i]);
+        }
+    }
+}
+
+/* Where a symbol occurs: "x dim 0, mask dim 1". */
+static const char *symbol_uses(bd_graph *g, const char *symbol, char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (size_t k = 0; k < g->inputs.len; k++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, k));
+        for (int i = 0; i < v->decl_rank && o + 1 < len; i++)
+            if (v->decl_dims[i] < 0 && v->dim_param[i] && strcmp(v->dim_param[i], symbol) == 0)
+                o += (size_t)snprintf(buf + o, len - o, "%s%s dim %d", o ? ", " : "",
+                                      bd_quote(v->name), i);
+    }
+    return buf;
+}
+
 /* ---------------------------------------------------------------- JSON */
+
+static void json_symbol(void *ctx, bd_graph *g, const char *symbol, int64_t bound) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", symbol);
+    if (bound >= 0) cJSON_AddNumberToObject(o, "value", (double)bound);
+    else cJSON_AddNullToObject(o, "value");
+    cJSON *uses = cJSON_AddArrayToObject(o, "inputs");
+    for (size_t k = 0; k < g->inputs.len; k++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, k));
+        for (int i = 0; i < v->decl_rank; i++) {
+            if (v->decl_dims[i] >= 0 || !v->dim_param[i] || strcmp(v->dim_param[i], symbol) != 0)
+                continue;
+            cJSON *u = cJSON_CreateObject();
+            cJSON_AddStringToObject(u, "input", v->name);
+            cJSON_AddNumberToObject(u, "dim", i);
+            cJSON_AddItemToArray(uses, u);
+        }
+    }
+    cJSON_AddItemToArray(ctx, o);
+}
 
 static cJSON *json_value(const bd_value *v) {
     cJSON *o = cJSON_CreateObject();
@@ -174,6 +231,7 @@ static char *inspect_json(bd_model *m, const summary *s) {
     }
     cJSON_AddItemToObject(root, "inputs", json_values(g, &g->inputs));
     cJSON_AddItemToObject(root, "outputs", json_values(g, &g->outputs));
+    for_each_symbol(g, json_symbol, cJSON_AddArrayToObject(root, "symbols"));
     cJSON *values = cJSON_AddArrayToObject(root, "values");
     for (size_t i = 0; i < g->values.len; i++) cJSON_AddItemToArray(values, json_value(bd_graph_value(g, (int)i)));
     cJSON *hist = cJSON_AddObjectToObject(root, "op_histogram");
@@ -225,6 +283,15 @@ static void print_human(double x, const char *unit) {
     printf(p ? "%.2f %s%s\n" : "%.0f %s%s\n", x, prefix[p], unit);
 }
 
+static void text_symbol(void *ctx, bd_graph *g, const char *symbol, int64_t bound) {
+    char uses[512];
+    int *count = ctx;
+    if (!(*count)++) printf("symbols\n");
+    symbol_uses(g, symbol, uses, sizeof uses);
+    if (bound >= 0) printf("  %-24s = %lld (%s)\n", bd_quote(symbol), (long long)bound, uses);
+    else printf("  %-24s unbound (%s): pin it with --dim or --shape\n", bd_quote(symbol), uses);
+}
+
 static void inspect_text(bd_model *m, const summary *s) {
     bd_graph *g = m->graph;
     printf("model        %s\n", bd_quote(m->path));
@@ -238,6 +305,8 @@ static void inspect_text(bd_model *m, const summary *s) {
     printf("\n");
     print_values(g, "inputs", &g->inputs);
     print_values(g, "outputs", &g->outputs);
+    int symbols = 0;
+    for_each_symbol(g, text_symbol, &symbols);
     printf("nodes        %d (%d in the file; the rest folded or removed)\n", s->nodes_live,
            s->nodes_in_file);
     printf("ops         ");
@@ -264,9 +333,9 @@ static void inspect_text(bd_model *m, const summary *s) {
     }
 }
 
-bd_status bd_inspect(const char *path, bool json, bd_diag *d) {
+bd_status bd_inspect(const char *path, bool json, const bd_input_binds *binds, bd_diag *d) {
     bd_model *m;
-    bd_status st = bd_compile_front(path, NULL, &m, d);
+    bd_status st = bd_compile_front(path, NULL, binds, &m, d);
     if (st) return st;
     summary s;
     summarise(m, &s);

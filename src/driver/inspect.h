@@ -4,10 +4,10 @@
 
 #include <stdbool.h>
 
-#include "base/util.h"
+#include "front/passes.h"
 
-/* Prints the model summary (text or JSON) to stdout; BD_ERR_UNSUPPORTED after printing when some
- * node cannot be compiled. */
-bd_status bd_inspect(const char *path, bool json, bd_diag *d);
+/* Prints the model summary (text or JSON) to stdout, with the inputs bound as binds says (may be
+ * NULL); BD_ERR_UNSUPPORTED after printing when some node or input cannot be compiled. */
+bd_status bd_inspect(const char *path, bool json, const bd_input_binds *binds, bd_diag *d);
 
 #endif

@@ -44,9 +44,16 @@ static const char usage_text[] =
     "      --max-activations SIZE    refuse models whose intermediate tensors need more memory\n"
     "                                at run time (default 32G); SIZE takes a K, M or G suffix\n"
     "      --max-nodes N             refuse models with more nodes (default 1000000)\n"
+    "      --shape NAME=DxDx...      pin input NAME's shape, e.g. --shape x=1x3x224x224\n"
+    "                                (repeatable; must agree with the dims the model fixes)\n"
+    "      --dim SYMBOL=N            give the symbolic dimension SYMBOL (a dim_param) the\n"
+    "                                extent N at every input where it occurs (repeatable)\n"
+    "      --const NAME=FILE         freeze input NAME to the tensor in FILE (.npy or TensorProto\n"
+    "                                .pb): for inputs that decide shapes (a Reshape target)\n"
     "      -v                        print every native command and stage times\n"
     "      -q                        no progress output\n"
     "  analyze MODEL.onnx [--json FILE|-] [--dot FILE|-] [--fusion none|op|block] [--target T]\n"
+    "          [--shape ...] [--dim ...] [--const ...]   (as for compile)\n"
     "                                the block-dependency analysis: every producer -> consumer\n"
     "                                edge with its class (IDENTITY, LOCAL, PANEL, ALL) and counts,\n"
     "                                totals at element, block and operator granularity, each\n"
@@ -54,11 +61,13 @@ static const char usage_text[] =
     "                                path in blocks, the arena under each schedule; as text, JSON\n"
     "                                (--json - prints only JSON) and a Graphviz graph (--dot)\n"
     "  inspect MODEL.onnx [--json]   load, verify and shape-infer MODEL; print its inputs, outputs,\n"
-    "                                op histogram, parameters, FLOPs and unsupported nodes\n"
+    "                                symbolic dimensions, op histogram, parameters, FLOPs and\n"
+    "                                unsupported nodes; takes --shape, --dim and --const too\n"
     "  --version                     print the version\n"
     "  --help                        print this help\n"
     "\n"
-    "exit codes: 0 ok, 1 usage, 2 invalid model, 3 unsupported op/opset/dtype,\n"
+    "exit codes: 0 ok, 1 usage (also a --shape/--dim/--const the model contradicts),\n"
+    "            2 invalid model, 3 unsupported op/opset/dtype or an input dim left symbolic,\n"
     "            4 I/O or resource limit, 5 native toolchain failed\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -68,10 +77,46 @@ static int usage_error(const char *fmt, const char *arg) {
     return BD_ERR_USAGE;
 }
 
-static int cmd_inspect(int argc, char **argv) {
+/* Room for every --shape/--dim/--const an argument list can hold. */
+static void binds_init(bd_input_binds *b, int argc) {
+    size_t n = (size_t)argc + 1;
+    b->shapes = calloc(n, sizeof *b->shapes);
+    b->dims = calloc(n, sizeof *b->dims);
+    b->consts = calloc(n, sizeof *b->consts);
+    if (!b->shapes || !b->dims || !b->consts) {
+        fprintf(stderr, "bdc: error: out of memory\n");
+        exit(BD_ERR_IO);
+    }
+}
+
+static void binds_free(bd_input_binds *b) {
+    free(b->shapes);
+    free(b->dims);
+    free(b->consts);
+}
+
+/* Takes argv[*i] (and its value) into b when it is --shape, --dim or --const: 1 when taken, 0
+ * when it is another argument, -1 when the value is missing. The values are parsed by the bind
+ * pass, against the model. */
+static int take_bind(int argc, char **argv, int *i, bd_input_binds *b) {
+    const char *a = argv[*i];
+    const char ***list = strcmp(a, "--shape") == 0 ? &b->shapes
+                         : strcmp(a, "--dim") == 0 ? &b->dims
+                         : strcmp(a, "--const") == 0 ? &b->consts : NULL;
+    if (!list) return 0;
+    if (*i + 1 >= argc) return -1;
+    int *count = list == &b->shapes ? &b->n_shapes : list == &b->dims ? &b->n_dims : &b->n_consts;
+    (*list)[(*count)++] = argv[++*i];
+    return 1;
+}
+
+static int cmd_inspect(int argc, char **argv, bd_input_binds *binds) {
     const char *model = NULL;
     bool json = false;
     for (int i = 0; i < argc; i++) {
+        int taken = take_bind(argc, argv, &i, binds);
+        if (taken < 0) return usage_error("inspect: %s needs a value", argv[i]);
+        if (taken) continue;
         if (strcmp(argv[i], "--json") == 0) json = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage_text, stdout);
@@ -82,15 +127,18 @@ static int cmd_inspect(int argc, char **argv) {
     }
     if (!model) return usage_error("inspect: %s", "no model given");
     bd_diag d = {0};
-    bd_status s = bd_inspect(model, json, &d);
+    bd_status s = bd_inspect(model, json, binds, &d);
     fflush(stdout);
     if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
     return s;
 }
 
-static int cmd_analyze(int argc, char **argv) {
-    bd_analyze_opts o = {.fusion = BD_FUSION_OP};
+static int cmd_analyze(int argc, char **argv, bd_input_binds *binds) {
+    bd_analyze_opts o = {.fusion = BD_FUSION_OP, .binds = binds};
     for (int i = 0; i < argc; i++) {
+        int taken = take_bind(argc, argv, &i, binds);
+        if (taken < 0) return usage_error("analyze: %s needs a value", argv[i]);
+        if (taken) continue;
         const char *a = argv[i];
         if (!strcmp(a, "--json") || !strcmp(a, "--dot") || !strcmp(a, "--fusion") ||
             !strcmp(a, "--target")) {
@@ -140,11 +188,14 @@ static bool parse_size(const char *s, int64_t *out) {
     return true;
 }
 
-static int cmd_compile(int argc, char **argv) {
+static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
     bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits,
                          .fusion = BD_FUSION_OP, .schedule = BD_SCHEDULE_BLOCK};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        int taken = take_bind(argc, argv, &i, binds);
+        if (taken < 0) return usage_error("compile: %s needs a value", a);
+        if (taken) continue;
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
             strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0 ||
             strcmp(a, "--schedule") == 0) {
@@ -209,6 +260,7 @@ static int cmd_compile(int argc, char **argv) {
     }
     if (!o.model) return usage_error("compile: %s", "no model given");
     if (!o.output) return usage_error("compile: %s", "no output given (-o OUT)");
+    o.binds = *binds;
     bd_diag d = {0};
     bd_status s = bd_compile(&o, &d);
     if (s) fprintf(stderr, "bdc: error: %s\n", d.msg);
@@ -229,8 +281,13 @@ int main(int argc, char **argv) {
         printf("bdc %s\n", BDC_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
-    if (strcmp(cmd, "analyze") == 0) return cmd_analyze(argc - 2, argv + 2);
-    if (strcmp(cmd, "compile") == 0) return cmd_compile(argc - 2, argv + 2);
-    return usage_error("unknown command '%s'", cmd);
+    if (strcmp(cmd, "inspect") != 0 && strcmp(cmd, "compile") != 0 && strcmp(cmd, "analyze") != 0)
+        return usage_error("unknown command '%s'", cmd);
+    bd_input_binds binds = {0};
+    binds_init(&binds, argc);
+    int rc = strcmp(cmd, "inspect") == 0   ? cmd_inspect(argc - 2, argv + 2, &binds)
+             : strcmp(cmd, "analyze") == 0 ? cmd_analyze(argc - 2, argv + 2, &binds)
+                                           : cmd_compile(argc - 2, argv + 2, &binds);
+    binds_free(&binds);
+    return rc;
 }

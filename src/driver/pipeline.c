@@ -1,7 +1,8 @@
-/* pipeline.c — the compiler as plain lists of calls. The front half: load, verify, infer and
- * fold, simplify. The back half, over the nest program: lower, tile (the target's choice), fuse,
- * schedule, plan memory, each followed by its verifier and, when asked, its dump. What follows (the
- * target's printer and the native build) reads only the planned program (driver/compile.c). */
+/* pipeline.c — the compiler as plain lists of calls. The front half: load, bind the inputs the
+ * command line pins, verify, infer and fold, simplify. The back half, over the nest program:
+ * lower, tile (the target's choice), fuse, schedule, plan memory, each followed by its verifier
+ * and, when asked, its dump. What follows (the target's printer and the native build) reads only
+ * the planned program (driver/compile.c). */
 #include <string.h>
 
 #include "driver/pipeline.h"
@@ -17,9 +18,11 @@ bd_status bd_front_passes(bd_model *m, bd_diag *d) {
     return BD_OK;
 }
 
-bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d) {
+bd_status bd_compile_front(const char *path, const bd_limits *lim, const bd_input_binds *binds,
+                           bd_model **out, bd_diag *d) {
     bd_model *m;
     bd_status s = bd_onnx_load(path, lim, &m, d);
+    if (!s) s = bd_bind_inputs(m, binds, d);
     if (!s) s = bd_front_passes(m, d);
     if (s) {
         if (m) bd_model_free(m);

@@ -870,3 +870,103 @@ bd_status bd_onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, 
     *out = m;
     return BD_OK;
 }
+
+/* ---------------------------------------------------------------- tensor files (--const) */
+
+/* A .npy header's value for key ("'descr':" ...) as the text after the colon, or NULL. */
+static const char *npy_field(const char *header, const char *key) {
+    const char *p = strstr(header, key);
+    if (!p) return NULL;
+    p += strlen(key);
+    while (*p == ' ') p++;
+    return *p == ':' ? p + 1 + strspn(p + 1, " ") : NULL;
+}
+
+/* .npy versions 1-3, little-endian or byte-order-free dtypes, C order. */
+static bd_status load_npy(bd_model *m, const uint8_t *buf, size_t len, const char *path,
+                          bd_tensor **out, bd_diag *d) {
+    const char *what = bd_quote(path);
+    if (len < 10 || buf[6] < 1 || buf[6] > 3)
+        return bd_fail(d, BD_ERR_USAGE, "'%s': not a .npy file of version 1 to 3", what);
+    size_t hlen = buf[6] == 1 ? (size_t)(buf[8] | buf[9] << 8) : 0, start = 10;
+    if (buf[6] > 1) {
+        if (len < 12) return bd_fail(d, BD_ERR_USAGE, "'%s': truncated .npy header", what);
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+        start = 12;
+    }
+    if (hlen > len - start) return bd_fail(d, BD_ERR_USAGE, "'%s': truncated .npy header", what);
+    char *header = bd_arena_strndup(&m->arena, (const char *)buf + start, hlen);
+    static const struct { const char *descr; int dtype; } types[] = {
+        {"f4", BD_DT_FLOAT},  {"f8", BD_DT_DOUBLE}, {"f2", BD_DT_FLOAT16}, {"i1", BD_DT_INT8},
+        {"i2", BD_DT_INT16},  {"i4", BD_DT_INT32},  {"i8", BD_DT_INT64},   {"u1", BD_DT_UINT8},
+        {"u2", BD_DT_UINT16}, {"u4", BD_DT_UINT32}, {"u8", BD_DT_UINT64},  {"b1", BD_DT_BOOL},
+    };
+    const char *descr = npy_field(header, "'descr'"), *order = npy_field(header, "'fortran_order'");
+    const char *shape = npy_field(header, "'shape'");
+    int dt = 0;
+    for (size_t i = 0; descr && i < BD_COUNT(types); i++) {
+        size_t n = strlen(types[i].descr);
+        if (descr[0] == '\'' && descr[1] && strchr("<|", descr[1]) &&
+            strncmp(descr + 2, types[i].descr, n) == 0 && descr[2 + n] == '\'')
+            dt = types[i].dtype;
+    }
+    if (!dt) return bd_fail(d, BD_ERR_USAGE, "'%s': .npy dtype is not one bdc reads (little-endian "
+                            "numbers or bool)", what);
+    if (!order || strncmp(order, "False", 5) != 0)
+        return bd_fail(d, BD_ERR_USAGE, "'%s': .npy in Fortran order is not supported", what);
+    if (!shape || *shape != '(')
+        return bd_fail(d, BD_ERR_USAGE, "'%s': .npy header has no shape", what);
+    int rank = 0;
+    int64_t dims[BD_MAX_RANK], numel = 1, nbytes;
+    for (const char *p = shape + 1;;) {
+        p += strspn(p, " ");
+        if (*p == ')') break;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0 || rank == BD_MAX_RANK || !bd_mul_i64(numel, v, &numel))
+            return bd_fail(d, BD_ERR_USAGE, "'%s': .npy shape is malformed or too large", what);
+        dims[rank++] = v;
+        p = end + strspn(end, " ");
+        if (*p == ',') p++;
+    }
+    if (!bd_dtype_nbytes(dt, numel, &nbytes) || (uint64_t)nbytes != len - start - hlen)
+        return bd_fail(d, BD_ERR_USAGE, "'%s': .npy holds %zu data bytes, its header says %lld",
+                       what, len - start - hlen, (long long)nbytes);
+    bd_tensor *t = bd_tensor_new(&m->arena, dt, rank, dims);
+    if (!t) return bd_fail(d, BD_ERR_IO, "out of memory");
+    if (nbytes) memcpy(t->data, buf + start + hlen, (size_t)nbytes);
+    if (dt == BD_DT_BOOL)
+        for (int64_t i = 0; i < numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
+    *out = t;
+    return BD_OK;
+}
+
+bd_status bd_tensor_read_file(bd_model *m, const char *path, bd_tensor **out, bd_diag *d) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    bd_status s = read_file(path, bd_default_limits.max_weight_bytes, &buf, &len, d);
+    if (s) return s;
+    if (len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0) {
+        s = load_npy(m, buf, len, path, out, d);
+        free(buf);
+        return s;
+    }
+    Onnx__TensorProto *tp = wire_scan(buf, buf + len, &onnx__tensor_proto__descriptor, 0) ? NULL
+                            : onnx__tensor_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!tp)
+        return bd_fail(d, BD_ERR_USAGE, "'%s' is neither a .npy file nor an ONNX TensorProto",
+                       bd_quote(path));
+    loader L = {.m = m, .lim = &bd_default_limits, .d = d};
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        s = bd_fail(d, BD_ERR_USAGE, "'%s': a TensorProto with external data is not supported here",
+                    bd_quote(path));
+    else if ((s = load_tensor(&L, tp, out))) {
+        char why[sizeof d->msg];
+        snprintf(why, sizeof why, "%s", d->msg);
+        snprintf(d->msg, sizeof d->msg, "'%s': %.800s", bd_quote(path), why);
+    }
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    return s;
+}

@@ -1,4 +1,4 @@
-/* passes.h — the front half's passes (load, verify, infer + fold, simplify), in the order
+/* passes.h — the front half's passes (load, bind inputs, verify, infer + fold, simplify), in the order
  * bd_compile_front() calls them, and the per-op inference/folding functions named by the op
  * table. The passes over the nest program are declared by their folders (nest/, fuse/, ...). */
 #ifndef BD_PASSES_H
@@ -23,6 +23,20 @@ extern const bd_limits bd_default_limits;
 bd_status bd_onnx_load(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d);
 bd_status bd_onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, const char *dir,
                               const bd_limits *lim, bd_model **out, bd_diag *d);
+/* Graph-input bindings from the command line, each as the user wrote it: --shape "NAME=1x3x8x8",
+ * --dim "SYMBOL=N", --const "NAME=FILE". */
+typedef struct bd_input_binds {
+    const char **shapes, **dims, **consts;
+    int n_shapes, n_dims, n_consts;
+} bd_input_binds;
+/* bind.c: pins input shapes, binds symbolic dims and freezes inputs to constants, before
+ * inference; a binding the model contradicts or that names nothing is BD_ERR_USAGE. */
+bd_status bd_bind_inputs(bd_model *m, const bd_input_binds *b, bd_diag *d);
+/* Why graph input v is not static, with the options that would pin it, into buf; NULL when it
+ * is static (or not a tensor). */
+const char *bd_input_unbound(const bd_value *v, char *buf, size_t len);
+/* onnx_load.c: a tensor from a .npy (v1-3) or ONNX TensorProto .pb file, in m's arena. */
+bd_status bd_tensor_read_file(bd_model *m, const char *path, bd_tensor **out, bd_diag *d);
 bd_status bd_verify(bd_model *m, bd_diag *d);        /* verify.c: names, order, arity, types */
 bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + folding, topological */
 void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass,
@@ -31,8 +45,10 @@ void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-cha
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
 
-/* Load, verify, infer + fold, simplify: everything that precedes lowering. */
-bd_status bd_compile_front(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d);
+/* Load, bind inputs (binds may be NULL), verify, infer + fold, simplify: everything that
+ * precedes lowering. */
+bd_status bd_compile_front(const char *path, const bd_limits *lim, const bd_input_binds *binds,
+                           bd_model **out, bd_diag *d);
 /* The same stages after loading, on a model already in memory (pipeline.c; used by the fuzzer). */
 bd_status bd_front_passes(bd_model *m, bd_diag *d);
 

@@ -774,6 +774,175 @@ bd_status bd_infer_shape(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set_constant(d, n, out, t);
 }
 
+/* Size: the element count, a constant as soon as the input's shape is static. */
+bd_status bd_infer_size(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int64_t numel, none[1] = {0};
+    if (!bd_value_shape_known(x) || !bd_dims_numel(x->rank, x->dims, &numel))
+        return bd_value_set(d, n, out, BD_DT_INT64, 0, none);
+    bd_tensor *t = bd_tensor_new(&g->model->arena, BD_DT_INT64, 0, none);
+    if (!t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the folded size");
+    ((int64_t *)t->data)[0] = numel;
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* DepthToSpace and SpaceToDepth: a 4-D input whose channels (or rows and columns) divide by the
+ * block size (squared); DepthToSpace's mode is DCR or CRD from opset 11. */
+bd_status bd_infer_depth_space(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_rank(d, n, x, 0, "input", 4)))
+        return s;
+    const bd_attr *bs = bd_node_attr(n, "blocksize");
+    if (!bs || bs->type != BD_ATTR_INT || bs->i < 1 || bs->i > (1 << 20))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'blocksize' (a positive int) is "
+                            "required");
+    int64_t b = bs->i, dims[4];
+    const char *mode = bd_attr_string(g, n, "mode", "DCR");
+    if (n->op == BD_OP_DEPTH_TO_SPACE && n->opset >= 11 && strcmp(mode, "DCR") != 0 &&
+        strcmp(mode, "CRD") != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute mode = '%s', expected 'DCR' or 'CRD'",
+                            bd_quote(mode));
+    if (x->rank < 0) return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, 4, x->dims);
+    memcpy(dims, x->dims, sizeof dims);
+    bool to_space = n->op == BD_OP_DEPTH_TO_SPACE;
+    for (int i = 1; i < 4; i++) {
+        int64_t div = to_space ? (i == 1 ? b * b : 1) : (i == 1 ? 1 : b);
+        if (dims[i] >= 0 && dims[i] % div)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input dim %d (%lld) is not a multiple of "
+                                "%lld", i, (long long)dims[i], (long long)div);
+        if (dims[i] < 0) continue;
+        int64_t grow = to_space ? (i == 1 ? 1 : b) : (i == 1 ? b * b : 1);
+        if (!bd_mul_i64(dims[i] / div, grow, &dims[i]))
+            return bd_fail_overflow(d, n, "the output shape");
+    }
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, 4, dims);
+}
+
+/* Tile: each dim times its repeat count (input 1, one per dim). */
+bd_status bd_infer_tile(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    int_list reps;
+    bd_status s = list_from_input(g, n, d, 1, "repeats", 0, BD_MAX_RANK, BD_ERR_INVALID, &reps);
+    if (s) return s;
+    if (!reps.given) return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (repeats) is required");
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (reps.len >= 0 && reps.len != x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (repeats) has %lld values for input 0 "
+                            "of rank %d", (long long)reps.len, x->rank);
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        if (reps.known && reps.v[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (repeats) has negative count %lld",
+                                (long long)reps.v[i]);
+        dims[i] = -1;
+        if (reps.known && x->dims[i] >= 0 && !bd_mul_i64(x->dims[i], reps.v[i], &dims[i]))
+            return bd_fail_overflow(d, n, "the output shape");
+    }
+    return bd_value_set(d, n, out, x->dtype, x->rank, dims);
+}
+
+/* OneHot: indices with a dim of extent depth (input 1, a scalar) inserted at axis; the values'
+ * dtype (input 2: off and on). */
+bd_status bd_infer_one_hot(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *ind = bd_node_in(g, n, 0), *depth = bd_node_in(g, n, 1);
+    const bd_value *values = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, ind, 0, "indices")) ||
+        (s = bd_need_present(d, n, depth, 1, "depth")) ||
+        (s = bd_need_present(d, n, values, 2, "values")))
+        return s;
+    if (values->rank >= 0 && bd_value_shape_known(values) &&
+        (values->rank != 1 || values->dims[0] != 2))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (values) must hold 2 elements (off, "
+                            "on)");
+    if (depth->rank > 1 || (depth->rank == 1 && depth->dims[0] != 1))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (depth) must be a scalar");
+    bd_value *out = bd_node_out(g, n, 0);
+    if (ind->rank < 0) return set_unknown_rank(d, n, out, values->dtype);
+    if (ind->rank + 1 > BD_MAX_RANK) return fail_rank_limit(d, n, ind->rank + 1);
+    int axis;
+    if ((s = norm_axis(d, n, "attribute axis", bd_attr_int(n, "axis", -1), ind->rank + 1, 1,
+                         &axis)))
+        return s;
+    int64_t dims[BD_MAX_RANK], k = -1;
+    if (depth->constant && depth->constant->numel == 1) {
+        double v = bd_tensor_get_f64(depth->constant, 0);
+        if (!(v >= 1 && v < 9e18))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (depth) is %g, expected at least 1",
+                                v);
+        k = (int64_t)v;
+    }
+    for (int i = 0, j = 0; i <= ind->rank; i++) dims[i] = i == axis ? k : ind->dims[j++];
+    return bd_value_set(d, n, out, values->dtype, ind->rank + 1, dims);
+}
+
+/* GatherElements: indices of the data's rank; the output has the indices' shape. */
+bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_need_present(d, n, idx, 1, "indices")) ||
+        (s = bd_need_int_indices(d, n, idx, 1, "indices")))
+        return s;
+    if (x->rank >= 0 && idx->rank >= 0 && x->rank != idx->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) has rank %d, input 0 rank %d",
+                            idx->rank, x->rank);
+    int axis;
+    if (x->rank >= 0 && (x->rank < 1 || !bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis)))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
+}
+
+/* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
+bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_rank(d, n, x, 0, "input", 2)))
+        return s;
+    const bd_attr *dt_attr = bd_node_attr(n, "dtype");
+    int dt = x->dtype;
+    if (dt_attr && dt_attr->type == BD_ATTR_INT) {
+        if (dt_attr->i < INT32_MIN || dt_attr->i > INT32_MAX || !bd_dtype_known((int)dt_attr->i))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute dtype = %lld is not a known dtype",
+                                (long long)dt_attr->i);
+        dt = (int)dt_attr->i;
+    }
+    if (x->rank < 0 || !bd_value_shape_known(x)) return bd_value_set(d, n, out, dt, 2, x->dims);
+    bd_tensor *t = bd_tensor_new(&g->model->arena, dt, 2, x->dims);
+    if (!t || dt == BD_DT_STRING)
+        return bd_value_set(d, n, out, dt, 2, x->dims); /* too big to fold: refused at lowering */
+    int64_t k = bd_attr_int(n, "k", 0);
+    for (int64_t i = 0; i < x->dims[0]; i++) {
+        int64_t j = i + k;
+        if (j < 0 || j >= x->dims[1]) continue;
+        if (dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16) /* 1.0 as a bit pattern */
+            ((uint16_t *)t->data)[i * x->dims[1] + j] = dt == BD_DT_FLOAT16 ? 0x3c00 : 0x3f80;
+        else
+            bd_tensor_set_f64(t, i * x->dims[1] + j, 1.0);
+    }
+    return bd_value_set_constant(d, n, out, t);
+}
+
+/* Trilu: the input's shape; k (input 1) must be a scalar. */
+bd_status bd_infer_trilu(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *k = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) ||
+        (s = bd_need_dtype(d, n, k, 1, "k", BD_DT_INT64)))
+        return s;
+    if (x->rank >= 0 && x->rank < 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected at least 2",
+                            x->rank);
+    if (k && k->rank > 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (k) has rank %d, expected a scalar",
+                            k->rank);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
 /* ---- Slice ---- */
 
 /* Clamps start/end on one axis of extent dim per the spec and returns the output extent. */

@@ -31,6 +31,12 @@ static bool dt_numeric(int dt) {
 static bool dt_signed_or_float(int dt) {
     return bd_dtype_is_signed(dt) || bd_dtype_is_float(dt);
 }
+static bool dt_int(int dt) {
+    return bd_dtype_is_int(dt);
+}
+static bool dt_unsigned(int dt) {
+    return bd_dtype_is_int(dt) && !bd_dtype_is_signed(dt);
+}
 static bool dt_bool(int dt) {
     return dt == BD_DT_BOOL;
 }
@@ -190,11 +196,14 @@ bd_status bd_infer_unary(bd_graph *g, bd_node *n, bd_diag *d) {
     if (s) return s;
     switch (n->op) {
     case BD_OP_ABS:
-    case BD_OP_ERF: s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type"); break;
+    case BD_OP_ERF:
+    case BD_OP_SIGN:
+    case BD_OP_SHRINK: s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type"); break;
     case BD_OP_CLIP:
         s = check_dtype(d, n, 0, x, dt_numeric, "a numeric type");
         if (!s) s = check_clip_bounds(g, n, d, x);
         break;
+    case BD_OP_BITWISE_NOT: s = check_dtype(d, n, 0, x, dt_int, "an integer type"); break;
     case BD_OP_NEG:
     case BD_OP_RELU:
         s = check_dtype(d, n, 0, x, dt_signed_or_float, "a signed integer or float type");
@@ -217,6 +226,24 @@ bd_status bd_infer_unary(bd_graph *g, bd_node *n, bd_diag *d) {
     }
     if (s) return s;
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
+/* IsNaN, IsInf: a bool per element of a float input. */
+bd_status bd_infer_float_test(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x;
+    bd_status s = need_input(g, n, d, 0, &x);
+    if (!s) s = check_dtype(d, n, 0, x, dt_float, "a float type");
+    if (s) return s;
+    return bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_BOOL, x->rank, x->dims);
+}
+
+/* CastLike: input 0 converted to input 1's dtype (input 1's values and shape do not matter). */
+bd_status bd_infer_cast_like(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x, *like;
+    bd_status s = need_input(g, n, d, 0, &x);
+    if (!s) s = need_input(g, n, d, 1, &like);
+    if (s) return s;
+    return bd_value_set(d, n, bd_node_out(g, n, 0), like->dtype, x->rank, x->dims);
 }
 
 bd_status bd_infer_not(bd_graph *g, bd_node *n, bd_diag *d) {
@@ -286,6 +313,34 @@ bd_status bd_infer_compare(bd_graph *g, bd_node *n, bd_diag *d) {
                                           BD_DT_BOOL);
     }
     return infer_same_dtype_broadcast(g, n, d, 2, dt_numeric, "a numeric type", BD_DT_BOOL);
+}
+
+/* PRelu: slope broadcasts to X's shape (unidirectionally: the output is X's shape). */
+bd_status bd_infer_prelu(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_status s = infer_same_dtype_broadcast(g, n, d, 2, dt_numeric, "a numeric type", 0);
+    if (s) return s;
+    const bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (!bd_value_shape_known(x) || !bd_value_shape_known(y)) return BD_OK;
+    bool same = x->rank == y->rank;
+    for (int i = 0; same && i < x->rank; i++) same = x->dims[i] == y->dims[i];
+    if (same) return BD_OK;
+    char a[256], b[256];
+    return bd_node_fail(d, BD_ERR_INVALID, n, "slope %s does not broadcast to X %s",
+                        bd_shape_str(bd_node_in(g, n, 1), a, sizeof a),
+                        bd_shape_str(x, b, sizeof b));
+}
+
+bd_status bd_infer_bitwise(bd_graph *g, bd_node *n, bd_diag *d) {
+    return infer_same_dtype_broadcast(g, n, d, 2, dt_int, "an integer type", 0);
+}
+
+/* BitShift: unsigned integers of one dtype, direction LEFT or RIGHT. */
+bd_status bd_infer_bit_shift(bd_graph *g, bd_node *n, bd_diag *d) {
+    const char *dir = bd_attr_string(g, n, "direction", "");
+    if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute direction = '%s', expected 'LEFT' or "
+                            "'RIGHT'", bd_quote(dir));
+    return infer_same_dtype_broadcast(g, n, d, 2, dt_unsigned, "an unsigned integer type", 0);
 }
 
 bd_status bd_infer_pow(bd_graph *g, bd_node *n, bd_diag *d) {
@@ -514,6 +569,31 @@ bd_status bd_infer_layernorm(bd_graph *g, bd_node *n, bd_diag *d) {
     for (int k = 1; k <= 2 && !s; k++)
         s = bd_value_set(d, n, bd_node_out(g, n, k), (int)stash, x->rank, stat_dims);
     return s;
+}
+
+/* InstanceNormalization: X of rank >= 3, scale and B one value per channel (dim 1). */
+bd_status bd_infer_instancenorm(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x;
+    bd_status s = need_input(g, n, d, 0, &x);
+    if (!s) s = check_dtype(d, n, 0, x, dt_float, "a float type");
+    for (int i = 1; i <= 2 && !s; i++) {
+        bd_value *p;
+        s = need_input(g, n, d, i, &p);
+        if (!s) s = check_same_dtype(d, n, i, p, 0, x->dtype);
+        if (s) return s;
+        int64_t c = x->rank >= 2 ? x->dims[1] : -1;
+        if (p->rank >= 0 && (p->rank != 1 || (c >= 0 && p->dims[0] >= 0 && p->dims[0] != c))) {
+            char a[256];
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) has shape %s, expected [C] "
+                                "(%lld channels)", i, i == 1 ? "scale" : "B",
+                                bd_shape_str(p, a, sizeof a), (long long)c);
+        }
+    }
+    if (s) return s;
+    if (x->rank >= 0 && x->rank < 3)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected at least 3",
+                            x->rank);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
 }
 
 /* ---- folding ---- */
@@ -782,6 +862,22 @@ static bool eval_unary(bd_op op, const bd_tensor *x, int64_t i, bd_tensor *out) 
         case BD_OP_SIGMOID: r = sigmoid(v); break;
         case BD_OP_TANH: r = tanh(v); break;
         case BD_OP_ERF: r = erf(v); break;
+        case BD_OP_SIN: r = sin(v); break;
+        case BD_OP_COS: r = cos(v); break;
+        case BD_OP_TAN: r = tan(v); break;
+        case BD_OP_ASIN: r = asin(v); break;
+        case BD_OP_ACOS: r = acos(v); break;
+        case BD_OP_ATAN: r = atan(v); break;
+        case BD_OP_SINH: r = sinh(v); break;
+        case BD_OP_COSH: r = cosh(v); break;
+        case BD_OP_ASINH: r = asinh(v); break;
+        case BD_OP_ACOSH: r = acosh(v); break;
+        case BD_OP_ATANH: r = atanh(v); break;
+        case BD_OP_CEIL: r = ceil(v); break;
+        case BD_OP_FLOOR: r = floor(v); break;
+        case BD_OP_ROUND: r = nearbyint(v); break;
+        case BD_OP_SOFTPLUS: r = v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)); break;
+        case BD_OP_SOFTSIGN: r = v / (1 + fabs(v)); break;
         default: return false;
         }
         bd_tensor_set_f64(out, i, r);

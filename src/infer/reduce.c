@@ -1,6 +1,6 @@
 /* reduce.c — shape and dtype inference for the Reduce* family, whose axes moved from an
  * attribute to an input (ReduceSum at opset 13, the others at 18), with keepdims and
- * noop_with_empty_axes. */
+ * noop_with_empty_axes, for ArgMax/ArgMin (one axis, an int64 result) and CumSum. */
 #include <string.h>
 
 #include "infer/checks.h"
@@ -99,4 +99,38 @@ bd_status bd_infer_reduce(bd_graph *g, bd_node *n, bd_diag *d) {
             dims[out_rank++] = 1;
     }
     return bd_value_set(d, n, y, x->dtype, out_rank, dims);
+}
+
+bd_status bd_infer_arg_reduce(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_status s;
+    bool keepdims = true, last = false;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_read_flag(d, n, "keepdims", 1, &keepdims)))
+        return s;
+    if (n->opset >= 12 && (s = bd_read_flag(d, n, "select_last_index", 0, &last))) return s;
+    if (x->rank < 0) return bd_value_set(d, n, y, BD_DT_INT64, -1, NULL);
+    int64_t axis = bd_attr_int(n, "axis", 0);
+    if ((s = bd_norm_axes(d, n, "attribute 'axis'", &axis, 1, x->rank))) return s;
+    int64_t dims[BD_MAX_RANK];
+    int rank = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (i != axis) dims[rank++] = x->dims[i];
+        else if (keepdims) dims[rank++] = 1;
+    }
+    return bd_value_set(d, n, y, BD_DT_INT64, rank, dims);
+}
+
+/* CumSum: the input's shape; axis (input 1) is an int32 or int64 scalar. */
+bd_status bd_infer_cumsum(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *axis = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "x")) ||
+        (s = bd_need_present(d, n, axis, 1, "axis")) ||
+        (s = bd_need_int_indices(d, n, axis, 1, "axis")))
+        return s;
+    if (axis->rank > 1 || (axis->rank == 1 && axis->dims[0] != 1))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axis) must be a scalar");
+    if (x->rank == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (x) must have rank >= 1");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
 }

@@ -1,6 +1,6 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
- * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Expand, Concat, Split, Pad,
- * Gather and Resize.
+ * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
+ * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements and Resize.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
@@ -152,6 +152,21 @@ bd_status bd_lower_reshape(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- Transpose */
 
+/* y = x transposed by perm (output dim i is input dim perm[i]): one COPY nest. */
+static void transpose_copy(bd_program *p, int node, int xv, int yv, const int *perm) {
+    bd_nest *nest = copy_nest(p, node, xv, yv);
+    const bd_value *x = bd_graph_value(p->graph, xv), *y = bd_graph_value(p->graph, yv);
+    int r = x->rank;
+    bd_operand *xo = &nest->operands[0];
+    for (int i = 0; i < r; i++) xo->dims[perm[i]] = (bd_access_dim){BD_ACCESS_AFFINE, i, 1, 0, 0};
+    copy_finish(nest, yv, r);
+    bd_copy_params *cp = copy_params(nest);
+    int64_t xs[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    for (int i = 0; i < r; i++) cp->in_stride[i] = y->dims[i] > 1 ? xs[perm[i]] : 0;
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+}
+
 bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
     bd_node *n;
     bd_value *x, *y;
@@ -161,16 +176,54 @@ bd_status bd_lower_transpose(bd_program *p, int node, bd_diag *d) {
     const bd_attr *a = bd_node_attr(n, "perm");
     for (int i = 0; i < r; i++) perm[i] = a ? (int)a->ints[i] : r - 1 - i;
     if (numel_of(y) == 0) return BD_OK;
-    bd_nest *nest = copy_nest(p, node, n->inputs[0], n->outputs[0]);
-    bd_operand *xo = &nest->operands[0];
-    for (int i = 0; i < r; i++) xo->dims[perm[i]] = (bd_access_dim){BD_ACCESS_AFFINE, i, 1, 0, 0};
-    copy_finish(nest, n->outputs[0], r);
-    bd_copy_params *cp = copy_params(nest);
-    int64_t xs[BD_MAX_RANK];
-    bd_dims_strides(x->rank, x->dims, xs);
-    for (int i = 0; i < r; i++) cp->in_stride[i] = y->dims[i] > 1 ? xs[perm[i]] : 0;
-    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+    transpose_copy(p, node, n->inputs[0], n->outputs[0], perm);
     return BD_OK;
+}
+
+/* ---------------------------------------------------------------- DepthToSpace, SpaceToDepth */
+
+/* Both are a reshape to 6 dims, a transpose and a reshape back, as the spec defines them: three
+ * COPY nests through two unnamed values. With b the block size,
+ *   DepthToSpace DCR: [N, b, b, C/b^2, H, W] -> perm 0 3 4 1 5 2 -> [N, C/b^2, H, b, W, b]
+ *   DepthToSpace CRD: [N, C/b^2, b, b, H, W] -> perm 0 1 4 2 5 3 -> [N, C/b^2, H, b, W, b]
+ *   SpaceToDepth:     [N, C, H/b, b, W/b, b] -> perm 0 3 5 1 2 4 -> [N, b, b, C, H/b, W/b] */
+bd_status bd_lower_depth_space(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input", "output", &n, &x, &y, &s)) return s;
+    if (numel_of(y) == 0) return BD_OK;
+    int64_t b = bd_attr_int(n, "blocksize", 0);
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t view[6], moved[6];
+    int perm[6];
+    if (n->op == BD_OP_DEPTH_TO_SPACE) {
+        bool crd = n->opset >= 11 && strcmp(bd_attr_string(g, n, "mode", "DCR"), "CRD") == 0;
+        int64_t c = C / (b * b);
+        int64_t dcr[6] = {N, b, b, c, H, W}, crd_view[6] = {N, c, b, b, H, W};
+        int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(view, crd ? crd_view : dcr, sizeof view);
+        memcpy(perm, crd ? pc : pd, sizeof perm);
+    } else {
+        int64_t v[6] = {N, C, H / b, b, W / b, b};
+        int ps[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(view, v, sizeof view);
+        memcpy(perm, ps, sizeof perm);
+    }
+    for (int i = 0; i < 6; i++) moved[i] = view[perm[i]];
+    int dt = x->dtype, in = n->inputs[0], out = n->outputs[0];
+    int t1 = bd_graph_add_value(g, ""), t2 = bd_graph_add_value(g, ""); /* unnamed: never I/O */
+    int64_t *shapes[2] = {view, moved};
+    for (int k = 0; k < 2; k++) {
+        bd_value *t = bd_graph_value(g, k ? t2 : t1);
+        t->dtype = dt;
+        t->rank = 6;
+        memcpy(t->dims, shapes[k], 6 * sizeof(int64_t));
+    }
+    if ((s = lower_reshape_copy(p, node, in, t1))) return s;
+    transpose_copy(p, node, t1, t2, perm);
+    return lower_reshape_copy(p, node, t2, out);
 }
 
 /* ---------------------------------------------------------------- Slice */
@@ -229,6 +282,113 @@ bd_status bd_lower_expand(bd_program *p, int node, bd_diag *d) {
         cp->in_stride[i] = xi >= 0 && x->dims[xi] != 1 ? xs[xi] : 0;
     }
     bd_dims_strides(y->rank, y->dims, cp->out_stride);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- Tile and OneHot */
+
+/* Tile: y viewed as [r0, d0, r1, d1, ...] (r repeats of each input extent d) is x broadcast along
+ * the r dims, one COPY nest into an unnamed value of that shape; a reshape copy makes it y. */
+bd_status bd_lower_tile(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    if (numel_of(y) == 0) return BD_OK;
+    int r = x->rank;
+    if (2 * r > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d, the most Tile "
+                            "supports", r, BD_MAX_RANK / 2);
+    int64_t view[BD_MAX_RANK], xs[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) view[2 * k] = y->dims[k] / x->dims[k], view[2 * k + 1] = x->dims[k];
+    bd_dims_strides(r, x->dims, xs);
+    int dt = x->dtype, in = n->inputs[0], out = n->outputs[0];
+    int t = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = dt;
+    tv->rank = 2 * r;
+    memcpy(tv->dims, view, (size_t)(2 * r) * sizeof *view);
+    bd_nest *nest = copy_nest(p, node, in, t);
+    bd_operand *xo = &nest->operands[0];
+    for (int k = 0; k < r; k++) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, 2 * k + 1, 1, 0, 0};
+    copy_finish(nest, t, 2 * r);
+    bd_copy_params *cp = copy_params(nest);
+    for (int k = 0; k < r; k++) cp->in_stride[2 * k + 1] = view[2 * k + 1] > 1 ? xs[k] : 0;
+    bd_dims_strides(2 * r, view, cp->out_stride);
+    return lower_reshape_copy(p, node, t, out);
+}
+
+/* A one-element unnamed value holding element `index` of the 1-D value v (a COPY nest). */
+static int element_of(bd_program *p, int node, int v, int64_t index) {
+    bd_graph *g = p->graph;
+    int t = bd_graph_add_value(g, "");
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = bd_graph_value(g, v)->dtype;
+    tv->rank = 1;
+    tv->dims[0] = 1;
+    bd_nest *nest = copy_nest(p, node, v, t);
+    nest->operands[0].dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, index, 0};
+    copy_finish(nest, t, 1);
+    bd_copy_params *cp = copy_params(nest);
+    cp->in_base = index;
+    cp->out_stride[0] = 1;
+    return t;
+}
+
+/* OneHot, as the reference computes it: element (.., i, ..) along axis is `on` where
+ * mod(index, depth) == i, else `off`. One elementwise nest over y reads the index (its dims are
+ * y's without axis), the constant range 0..depth-1 along axis, and off and on, each a one-element
+ * copy of the values input so that they may be run-time data. */
+bd_status bd_lower_one_hot(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *ind = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0), *vals = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, ind, "input 0")) ||
+        (s = bd_need_static(d, n, vals, "input 2 (values)")))
+        return s;
+    if (numel_of(vals) != 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (values) must hold 2 elements (off, "
+                            "on)");
+    if (numel_of(y) == 0) return BD_OK;
+    int it = ind->dtype;
+    if (!(bd_dtype_is_int(it) || it == BD_DT_FLOAT || it == BD_DT_DOUBLE))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "indices of dtype %s are not supported",
+                            bd_dtype_name(it));
+    int64_t a = bd_attr_int(n, "axis", -1); /* inference checked it */
+    int axis = (int)(a < 0 ? a + y->rank : a);
+    int64_t depth = y->dims[axis];
+    if ((s = bd_need_table(d, n, depth, "the index range"))) return s;
+    bd_tensor *range = bd_tensor_new(&g->model->arena, it, 1, &depth);
+    if (!range) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    for (int64_t i = 0; i < depth; i++) bd_tensor_set_f64(range, i, (double)i);
+    int values = n->inputs[2], iv = n->inputs[0], yv = n->outputs[0];
+    int rv = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *r = bd_graph_value(g, rv);
+    r->dtype = it;
+    r->rank = 1;
+    r->dims[0] = depth;
+    r->constant = range;
+    int off = element_of(p, node, values, 0), on = element_of(p, node, values, 1);
+    y = bd_graph_value(g, yv);
+    ind = bd_graph_value(g, iv);
+    int vdt = y->dtype, irank = ind->rank, yrank = y->rank;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_operand *io = bd_nest_operand(nest, iv, false, irank);
+    for (int k = 0; k < irank; k++)
+        io->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1, 1, 0, 0};
+    bd_nest_operand(nest, rv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_nest_operand(nest, off, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    bd_nest_operand(nest, on, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, yrank), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int idx = bd_expr_binary(e, BD_EXPR_MOD, it, bd_expr_load(e, 0, it),
+                             bd_expr_const(e, (double)depth, it));
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, idx, bd_expr_load(e, 1, it));
+    int v = bd_expr_select(e, vdt, hit, bd_expr_load(e, 3, vdt), bd_expr_load(e, 2, vdt));
+    if (e->overflow) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the expression is too large");
+    bd_expr_compact(e, v);
     return BD_OK;
 }
 
@@ -487,6 +647,78 @@ bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
     bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
     gp->axis = axis;
     gp->idx_rank = q;
+    return BD_OK;
+}
+
+/* GatherElements: y[p] = x[p with its axis coordinate replaced by idx[p]]. With x flattened,
+ * that is element base(p) + idx[p] * stride(axis), where base(p) is p's offset in x without the
+ * axis coordinate (a constant computed here): a reshape copy of x to 1-D, an elementwise nest of
+ * the flat indices (negative indices count from the back), and a GATHER nest along axis 0 of the
+ * flat data, which clamps them as it does for Gather. */
+bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")) ||
+        (s = bd_need_static(d, n, idx, "input 1 (indices)")))
+        return s;
+    int axis, r = x->rank, it = idx->dtype;
+    if (!bd_norm_axis(bd_attr_int(n, "axis", 0), r, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    if (numel_of(y) == 0) return BD_OK;
+    if (x->dims[axis] == 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "gathers from an empty axis %d", axis);
+    int64_t xs[BD_MAX_RANK], is[BD_MAX_RANK], idims[BD_MAX_RANK], total = numel_of(x);
+    int64_t extent = x->dims[axis];
+    bd_dims_strides(r, x->dims, xs);
+    bd_dims_strides(r, idx->dims, is);
+    for (int k = 0; k < r; k++) idims[k] = idx->dims[k];
+    if ((s = bd_need_table(d, n, numel_of(idx), "the index offsets"))) return s;
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, r, idims);
+    if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index offsets");
+    for (int64_t i = 0; i < base->numel; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < r; k++)
+            if (k != axis) off += (i / is[k] % idims[k]) * xs[k];
+        ((int64_t *)base->data)[i] = off;
+    }
+    int xv = n->inputs[0], iv = n->inputs[1], yv = n->outputs[0];
+    int flat_x = bd_graph_add_value(g, ""), bv = bd_graph_add_value(g, ""); /* unnamed */
+    int flat_i = bd_graph_add_value(g, "");
+    bd_value *fx = bd_graph_value(g, flat_x), *b = bd_graph_value(g, bv);
+    bd_value *fi = bd_graph_value(g, flat_i);
+    fx->dtype = bd_graph_value(g, xv)->dtype, fx->rank = 1, fx->dims[0] = total;
+    b->dtype = BD_DT_INT64, b->rank = r, b->constant = base;
+    fi->dtype = BD_DT_INT64, fi->rank = r;
+    memcpy(b->dims, idims, (size_t)r * sizeof *idims);
+    memcpy(fi->dims, idims, (size_t)r * sizeof *idims);
+    if ((s = lower_reshape_copy(p, node, xv, flat_x))) return s;
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, flat_i));
+    bd_access_identity(bd_nest_operand(nest, iv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, bv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, flat_i, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int i = bd_expr_cast(e, BD_DT_INT64, bd_expr_load(e, 0, it));
+    int neg = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, i, bd_expr_const(e, 0, BD_DT_INT64));
+    i = bd_expr_select(e, BD_DT_INT64, neg,
+                       bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, i,
+                                      bd_expr_const(e, (double)extent, BD_DT_INT64)), i);
+    i = bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, i,
+                       bd_expr_const(e, (double)xs[axis], BD_DT_INT64));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, bd_expr_load(e, 1, BD_DT_INT64),
+                                      i));
+
+    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_nest_operand(nest, flat_x, false, 1)->dims[0] =
+        (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, flat_i, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = r;
     return BD_OK;
 }
 

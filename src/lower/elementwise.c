@@ -1,5 +1,6 @@
-/* elementwise.c — lowering of elementwise ops (unary, broadcasting binary, variadic Min/Max,
- * Where, Cast, Clip, comparisons) and of the constant-producing ops.
+/* elementwise.c — lowering of elementwise ops (unary math and activations, broadcasting binary,
+ * variadic Min/Max/Sum/Mean, Where, Cast/CastLike, Clip, comparisons and logic) and of the
+ * constant-producing ops.
  *
  * An elementwise nest iterates over the output; each input reads the same index, or index 0 along
  * a broadcast dim: exactly the IDENTITY / broadcast access maps. Its body is an expression
@@ -7,6 +8,7 @@
  * expression nodes, so that nothing after lowering reads the ONNX node. float16 and bfloat16
  * inputs are converted to float when loaded, the op computes in float, and the result is rounded
  * back when stored; Where, and Cast to the same type, move bit patterns unchanged. */
+#include <math.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -38,6 +40,34 @@ static bd_expr_op direct_op(bd_op op) {
     case BD_OP_LESS: return BD_EXPR_LESS;
     case BD_OP_GREATER: return BD_EXPR_GREATER;
     case BD_OP_AND: return BD_EXPR_AND;
+    case BD_OP_OR: return BD_EXPR_OR;
+    case BD_OP_BITWISE_NOT: return BD_EXPR_BIT_NOT;
+    case BD_OP_BITWISE_AND: return BD_EXPR_BIT_AND;
+    case BD_OP_BITWISE_OR: return BD_EXPR_BIT_OR;
+    case BD_OP_BITWISE_XOR: return BD_EXPR_BIT_XOR;
+    case BD_OP_XOR: return BD_EXPR_XOR;
+    case BD_OP_GREATER_OR_EQUAL: return BD_EXPR_GREATER_EQUAL;
+    case BD_OP_LESS_OR_EQUAL: return BD_EXPR_LESS_EQUAL;
+    case BD_OP_IS_NAN: return BD_EXPR_ISNAN;
+    case BD_OP_PRELU: return BD_EXPR_PRELU;
+    case BD_OP_SIN: return BD_EXPR_SIN;
+    case BD_OP_COS: return BD_EXPR_COS;
+    case BD_OP_TAN: return BD_EXPR_TAN;
+    case BD_OP_ASIN: return BD_EXPR_ASIN;
+    case BD_OP_ACOS: return BD_EXPR_ACOS;
+    case BD_OP_ATAN: return BD_EXPR_ATAN;
+    case BD_OP_SINH: return BD_EXPR_SINH;
+    case BD_OP_COSH: return BD_EXPR_COSH;
+    case BD_OP_ASINH: return BD_EXPR_ASINH;
+    case BD_OP_ACOSH: return BD_EXPR_ACOSH;
+    case BD_OP_ATANH: return BD_EXPR_ATANH;
+    case BD_OP_CEIL: return BD_EXPR_CEIL;
+    case BD_OP_FLOOR: return BD_EXPR_FLOOR;
+    case BD_OP_ROUND: return BD_EXPR_ROUND;
+    case BD_OP_SIGN: return BD_EXPR_SIGN;
+    case BD_OP_SOFTPLUS: return BD_EXPR_SOFTPLUS;
+    case BD_OP_SOFTSIGN: return BD_EXPR_SOFTSIGN;
+    case BD_OP_MISH: return BD_EXPR_MISH;
     default: return BD_EXPR_OP_COUNT;
     }
 }
@@ -64,8 +94,10 @@ static int op_expr(bd_graph *g, const bd_node *n, bd_expr *x, const int *in, int
     bool is_float = cin == BD_DT_FLOAT || cin == BD_DT_DOUBLE;
     bd_expr_op direct = direct_op(n->op);
     if (direct == BD_EXPR_EQUAL || direct == BD_EXPR_LESS || direct == BD_EXPR_GREATER ||
-        direct == BD_EXPR_AND)
+        direct == BD_EXPR_GREATER_EQUAL || direct == BD_EXPR_LESS_EQUAL ||
+        direct == BD_EXPR_AND || direct == BD_EXPR_OR || direct == BD_EXPR_XOR)
         return bd_expr_binary(x, direct, BD_DT_BOOL, in[0], in[1]);
+    if (direct == BD_EXPR_ISNAN) return bd_expr_unary(x, direct, BD_DT_BOOL, in[0]);
     if (direct != BD_EXPR_OP_COUNT && bd_expr_arity(direct) == 2)
         return bd_expr_binary(x, direct, cin, in[0], in[1]);
     if (direct != BD_EXPR_OP_COUNT) return bd_expr_unary(x, direct, cin, in[0]);
@@ -111,8 +143,85 @@ static int op_expr(bd_graph *g, const bd_node *n, bd_expr *x, const int *in, int
         bool tanh_form = strcmp(bd_attr_string(g, n, "approximate", "none"), "tanh") == 0;
         return bd_expr_unary(x, tanh_form ? BD_EXPR_GELU_TANH : BD_EXPR_GELU, cin, in[0]);
     }
+    case BD_OP_ELU:
+        return bd_expr_unary_k(x, BD_EXPR_ELU, cin, in[0], bd_attr_float(n, "alpha", 1.0f), 0);
+    case BD_OP_SELU:
+        return bd_expr_unary_k(x, BD_EXPR_SELU, cin, in[0],
+                               bd_attr_float(n, "alpha", 1.67326319217681884765625f),
+                               bd_attr_float(n, "gamma", 1.05070102214813232421875f));
+    case BD_OP_CELU:
+        return bd_expr_unary_k(x, BD_EXPR_CELU, cin, in[0], bd_attr_float(n, "alpha", 1.0f), 0);
+    case BD_OP_THRESHOLDED_RELU:
+        return bd_expr_unary_k(x, BD_EXPR_THRESHOLDED_RELU, cin, in[0],
+                               bd_attr_float(n, "alpha", 1.0f), 0);
+    case BD_OP_SHRINK: /* the spec allows integers, whose bounds would need their own rounding */
+        if (!is_float) return -1;
+        return bd_expr_unary_k(x, BD_EXPR_SHRINK, cin, in[0], bd_attr_float(n, "lambd", 0.5f),
+                               bd_attr_float(n, "bias", 0.0f));
+    case BD_OP_IS_INF: {
+        bool neg = bd_attr_int(n, "detect_negative", 1), pos = bd_attr_int(n, "detect_positive", 1);
+        if (!neg && !pos) return bd_expr_const(x, 0, BD_DT_BOOL);
+        int v = neg && pos ? bd_expr_unary(x, BD_EXPR_ABS, cin, in[0]) : in[0];
+        return bd_expr_binary(x, BD_EXPR_EQUAL, BD_DT_BOOL, v,
+                              bd_expr_const(x, neg && !pos ? -INFINITY : INFINITY, cin));
+    }
+    case BD_OP_MOD:
+        return bd_expr_binary(x, bd_attr_int(n, "fmod", 0) ? BD_EXPR_FMOD : BD_EXPR_MOD, cin, in[0],
+                              in[1]);
+    case BD_OP_BIT_SHIFT: {
+        bool left = strcmp(bd_attr_string(g, n, "direction", ""), "LEFT") == 0;
+        if (!bd_dtype_is_int(cin) || bd_dtype_is_signed(cin)) return -1;
+        return bd_expr_binary(x, left ? BD_EXPR_SHIFT_LEFT : BD_EXPR_SHIFT_RIGHT, cin, in[0],
+                              in[1]);
+    }
+    case BD_OP_SUM:
+    case BD_OP_MEAN: { /* summed left to right, then divided, as the reference does */
+        int v = in[0];
+        for (int i = 1; i < n_in; i++) v = bd_expr_binary(x, BD_EXPR_ADD, cin, v, in[i]);
+        if (n->op == BD_OP_MEAN && n_in > 1)
+            v = bd_expr_binary(x, BD_EXPR_DIV, cin, v, bd_expr_const(x, n_in, cin));
+        return v;
+    }
+    case BD_OP_CAST_LIKE: return bd_expr_cast(x, out_dt, in[0]);
     default: return -1;
     }
+}
+
+/* Trilu is a select between the input and 0: element (i, j) of the last two dims is kept when
+ * j - i >= k (upper) or <= k (lower). The diagonal index j - i is a constant computed here, which
+ * the nest broadcasts over the leading dims, so k may be a run-time input. */
+static bd_status lower_trilu(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    bool upper = bd_attr_int(n, "upper", 1) != 0;
+    int64_t dims[2] = {x->dims[x->rank - 2], x->dims[x->rank - 1]};
+    bd_status s = bd_need_table(d, n, dims[0] * dims[1], "the diagonal index");
+    if (s) return s;
+    bd_tensor *t = bd_tensor_new(&g->model->arena, BD_DT_INT64, 2, dims);
+    if (!t) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the diagonal index");
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++) ((int64_t *)t->data)[i * dims[1] + j] = j - i;
+    int diag = bd_graph_add_value(g, ""); /* unnamed: never looked up, never an I/O */
+    bd_value *dv = bd_graph_value(g, diag), *y = bd_node_out(g, n, 0), *kv = bd_node_in(g, n, 1);
+    x = bd_node_in(g, n, 0);
+    dv->dtype = BD_DT_INT64;
+    dv->rank = 2;
+    dv->dims[0] = dims[0], dv->dims[1] = dims[1];
+    dv->constant = t;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, x->rank), 0);
+    bd_access_broadcast(bd_nest_operand(nest, diag, false, 2), dv, y);
+    if (kv) bd_access_broadcast(bd_nest_operand(nest, n->inputs[1], false, kv->rank), kv, y);
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int k = kv ? bd_expr_load(e, 2, BD_DT_INT64) : bd_expr_const(e, 0, BD_DT_INT64);
+    int keep = bd_expr_binary(e, upper ? BD_EXPR_GREATER_EQUAL : BD_EXPR_LESS_EQUAL, BD_DT_BOOL,
+                              bd_expr_load(e, 1, BD_DT_INT64), k);
+    int v = bd_expr_select(e, y->dtype, keep, bd_expr_load(e, 0, y->dtype),
+                           bd_expr_const(e, 0, y->dtype));
+    bd_expr_compact(e, v);
+    return BD_OK;
 }
 
 bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
@@ -122,6 +231,14 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     if (out->constant) return BD_OK; /* folded: stored with the weights */
     if (!bd_value_shape_known(out))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output shape is not static");
+    if (n->op == BD_OP_TRILU) {
+        if (!bd_dtype_supported(out->dtype))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                                bd_dtype_name(out->dtype));
+        int64_t count = 1;
+        for (int i = 0; i < out->rank; i++) count *= out->dims[i];
+        return count ? lower_trilu(p, node, d) : BD_OK;
+    }
     /* An expression node has a dtype: refuse a value the memory plan would refuse too */
     for (int k = -1; k < n->n_inputs; k++) {
         const bd_value *v = k < 0 ? out : bd_node_in(g, n, k);
@@ -133,7 +250,7 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
     int dts[BD_NEST_MAX_OPERANDS];
     for (int k = 0; k < n->n_inputs; k++) {
         bd_value *in = bd_node_in(g, n, k);
-        if (!in) continue;
+        if (!in || (n->op == BD_OP_CAST_LIKE && k == 1)) continue; /* only its dtype matters */
         if (n->n_inputs + 1 > BD_NEST_MAX_OPERANDS)
             return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "more than %d inputs",
                                 BD_NEST_MAX_OPERANDS - 1);
@@ -145,7 +262,8 @@ bd_status bd_lower_elementwise(bd_program *p, int node, bd_diag *d) {
 
     bd_expr *x = BD_NEST_PARAMS(nest, expr);
     int in_dt = n_in ? dts[n->op == BD_OP_WHERE ? 1 : 0] : out->dtype;
-    bool raw = n->op == BD_OP_WHERE || (n->op == BD_OP_CAST && in_dt == out->dtype);
+    bool is_cast = n->op == BD_OP_CAST || n->op == BD_OP_CAST_LIKE;
+    bool raw = n->op == BD_OP_WHERE || (is_cast && in_dt == out->dtype);
     int cin = raw || !is_half(in_dt) ? in_dt : BD_DT_FLOAT;
     int loads[BD_NEST_MAX_OPERANDS];
     for (int k = 0; k < n_in; k++) {

@@ -49,6 +49,13 @@ bd_status bd_need_static(bd_diag *d, const bd_node *n, const bd_value *v, const 
     return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s has no static shape", what);
 }
 
+bd_status bd_need_table(bd_diag *d, const bd_node *n, int64_t count, const char *what) {
+    if (count <= BD_LOWER_MAX_TABLE_ELEMS) return BD_OK;
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s would be a table of %lld elements, above "
+                        "bdc's limit of %lld", what, (long long)count,
+                        (long long)BD_LOWER_MAX_TABLE_ELEMS);
+}
+
 bool bd_lower_begin(bd_program *p, int node, bd_diag *d, const char *x_what, const char *y_what,
                     bd_node **n, bd_value **x, bd_value **y, bd_status *s) {
     bd_graph *g = p->graph;

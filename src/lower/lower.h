@@ -15,4 +15,11 @@ bd_status bd_need_static(bd_diag *d, const bd_node *n, const bd_value *v, const 
 bool bd_lower_begin(bd_program *p, int node, bd_diag *d, const char *x_what, const char *y_what,
                     bd_node **n, bd_value **x, bd_value **y, bd_status *s);
 
+/* Lowerings that compute a table at compile time (a mask, index offsets, a range) refuse one of
+ * more than this many elements (exit 3), so that the compiler's memory stays proportional to the
+ * model file, as constant folding's BD_FOLD_MAX_ELEMS keeps it. */
+#define BD_LOWER_MAX_TABLE_ELEMS ((int64_t)1 << 24)
+/* Fails (exit 3) naming `what` when a table of count elements is above that limit. */
+bd_status bd_need_table(bd_diag *d, const bd_node *n, int64_t count, const char *what);
+
 #endif

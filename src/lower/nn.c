@@ -1,5 +1,6 @@
 /* nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool/AveragePool,
- * GlobalAveragePool, MatMul/Gemm, BatchNormalization/LayerNormalization and LSTM.
+ * GlobalAveragePool, MatMul/Gemm, BatchNormalization/LayerNormalization/InstanceNormalization
+ * and LSTM.
  *
  * Each op becomes one nest over its output. The access maps follow the window arithmetic: an
  * output tile [lo, hi) along a spatial axis of a convolution or pooling reads the input rows
@@ -497,8 +498,63 @@ static bd_status lower_layernorm(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* InstanceNormalization is LayerNormalization over the spatial dims (axis 2) with a scale of 1
+ * into an unnamed value, then an elementwise nest applying the per-channel scale and B. */
+static bd_status lower_instancenorm(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0 (input)")) ||
+        (s = bd_need_static(d, n, y, "output")) ||
+        (s = need_dtype_float(d, n, x, "input 0 (input)")))
+        return s;
+    int dt = x->dtype, r = x->rank, xv = n->inputs[0], yv = n->outputs[0];
+    int64_t one_dim = 1, dims[BD_MAX_RANK], rows = x->dims[0] * x->dims[1], cols = 1;
+    for (int i = 0; i < r; i++) dims[i] = x->dims[i];
+    for (int i = 2; i < r; i++) cols *= dims[i];
+    if (rows * cols == 0) return BD_OK;
+    bd_tensor *ones = bd_tensor_new(&g->model->arena, dt, 1, &one_dim);
+    if (!ones) return bd_node_fail(d, BD_ERR_IO, n, "out of memory");
+    bd_tensor_set_f64(ones, 0, 1.0);
+    int unit = bd_graph_add_value(g, ""), normed = bd_graph_add_value(g, ""); /* unnamed */
+    bd_value *uv = bd_graph_value(g, unit), *tv = bd_graph_value(g, normed);
+    uv->dtype = dt, uv->rank = 1, uv->dims[0] = 1, uv->constant = ones;
+    tv->dtype = dt, tv->rank = r;
+    memcpy(tv->dims, dims, (size_t)r * sizeof *dims);
+
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_NORM, tv);
+    bd_norm_params *np = BD_NEST_PARAMS(nest, norm);
+    memset(np, 0, sizeof *np);
+    np->kind = BD_NORM_LAYER;
+    np->epsilon = bd_attr_float(n, "epsilon", 1e-5f);
+    np->axis = 2;
+    np->rows = rows;
+    np->cols = cols;
+    np->bias = np->mean = np->var = np->mean_out = np->inv_out = -1;
+    for (int i = 2; i < r; i++) nest->whole[i] = true; /* normalised axes */
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    np->x = 0;
+    np->scale = 1;
+    bd_access_broadcast(bd_nest_operand(nest, unit, false, 1), uv, tv);
+    np->y = 2;
+    bd_access_identity(bd_nest_operand(nest, normed, true, r), 0);
+
+    nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_identity(bd_nest_operand(nest, normed, false, r), 0);
+    for (int k = 1; k <= 2; k++) /* scale and B along the channel dim */
+        bd_nest_operand(nest, n->inputs[k], false, 1)->dims[0] = affine(1, 1, 0, 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int v = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, 0, dt), bd_expr_load(e, 1, dt));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, dt, v, bd_expr_load(e, 2, dt)));
+    return BD_OK;
+}
+
 bd_status bd_lower_norm(bd_program *p, int node, bd_diag *d) {
     bd_node *n = bd_graph_node(p->graph, node);
+    if (n->op == BD_OP_INSTANCE_NORMALIZATION) return lower_instancenorm(p, node, d);
     return n->op == BD_OP_BATCH_NORMALIZATION ? lower_batchnorm(p, node, d)
                                               : lower_layernorm(p, node, d);
 }

@@ -1,12 +1,19 @@
-/* reduce.c — lowering of the reductions (ReduceSum, ReduceMean, ReduceMax) and of Softmax /
- * LogSoftmax.
+/* reduce.c — lowering of the reductions (the Reduce* family, GlobalMaxPool, ArgMax/ArgMin,
+ * Hardmax, CumSum, MeanVarianceNormalization, LRN) and of Softmax / LogSoftmax.
  *
  * Both iterate over their output. A reduction's block is a tile of output elements; the input dims
  * it reduces are FULL in the input's access map (a block reads them whole) and the kept dims map
  * one to one onto output dims. Softmax writes the same shape it reads; the dims it normalises over
  * (one axis from opset 13, every dim from `axis` on before, where the input is coerced to 2-D) are
  * whole inside a block (marked `whole` for the tilers) and FULL in the input's map; the other dims
- * are the target's to tile. */
+ * are the target's to tile.
+ *
+ * The REDUCE body sums, averages or takes the maximum. The other reductions are one of those
+ * between elementwise maps, each map a nest of its own through an unnamed value:
+ * ReduceL1 = sum |x|, ReduceSumSquare = sum x*x, ReduceL2 = sqrt(sum x*x), ReduceLogSum =
+ * log(sum x), ReduceLogSumExp = log(sum exp x) (as the reference computes it, without a shift),
+ * and ReduceMin = -max(-x), or ~max(~x) for integers, whose minimum has no negation. An empty
+ * reduction then gives what the reference gives: 0, -inf for the logarithms, +inf for Min. */
 #include "lower/lower.h"
 
 static bool is_empty(const bd_value *v) {
@@ -26,6 +33,10 @@ static bd_status reduced_dims(bd_graph *g, const bd_node *n, const bd_value *x, 
     bool from_input = n->opset >= axes_input_since;
     int64_t axes[BD_MAX_RANK];
     int naxes = 0;
+    if (n->op == BD_OP_GLOBAL_MAX_POOL) { /* every spatial dim */
+        for (int k = 0; k < x->rank; k++) reduced[k] = k >= 2;
+        return BD_OK;
+    }
     if (!from_input) {
         const bd_attr *a = bd_node_attr(n, "axes");
         if (a && a->type == BD_ATTR_INTS && a->n <= BD_MAX_RANK) {
@@ -53,28 +64,13 @@ static bd_status reduced_dims(bd_graph *g, const bd_node *n, const bd_value *x, 
     return BD_OK;
 }
 
-bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
+/* A REDUCE nest of `kind` from value `in` (node n's input, or a map of it) into value `out`, over
+ * the input dims marked in reduced[]. */
+static void reduce_nest(bd_program *p, int node, int in, int out, bd_reduce_kind kind,
+                        const bool *reduced) {
     bd_graph *g = p->graph;
-    bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK; /* folded: stored with the weights */
-    if (!bd_value_shape_known(x) || !bd_value_shape_known(y))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "shapes are not static");
-    if (is_empty(y)) return BD_OK; /* nothing to compute */
-    bd_reduce_kind kind = n->op == BD_OP_REDUCE_SUM    ? BD_REDUCE_SUM
-                          : n->op == BD_OP_REDUCE_MEAN ? BD_REDUCE_MEAN
-                                                       : BD_REDUCE_MAX;
-    int dt = x->dtype;
-    bool numeric = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE || bd_dtype_is_int(dt);
-    if (!(numeric || (dt == BD_DT_BOOL && kind == BD_REDUCE_MAX)))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
-                            bd_dtype_name(dt));
-
-    bool reduced[BD_MAX_RANK];
-    bd_status s = reduced_dims(g, n, x, reduced, d);
-    if (s) return s;
-    bool keepdims = bd_attr_int(n, "keepdims", 1) != 0;
-
+    const bd_value *x = bd_graph_value(g, in), *y = bd_graph_value(g, out);
+    bool keepdims = y->rank == x->rank;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_REDUCE, y);
     bd_reduce_params *prm = BD_NEST_PARAMS(nest, reduce);
     prm->kind = kind;
@@ -98,12 +94,391 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     }
     BD_ASSERT(out_dim == y->rank);
 
-    bd_operand *in = bd_nest_operand(nest, n->inputs[0], false, x->rank);
+    bd_operand *op_in = bd_nest_operand(nest, in, false, x->rank);
     for (int k = 0; k < x->rank; k++)
-        in->dims[k] = reduced[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}
-                                 : (bd_access_dim){BD_ACCESS_AFFINE, prm->iter_of[k], 1, 0, 0};
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+        op_in->dims[k] = reduced[k] ? (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}
+                                    : (bd_access_dim){BD_ACCESS_AFFINE, prm->iter_of[k], 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, out, true, y->rank), 0);
+}
 
+/* An elementwise nest out = op(in) (MUL: in * in) over values of one shape and dtype. */
+static void map_nest(bd_program *p, int node, int in, int out, bd_expr_op op) {
+    const bd_value *y = bd_graph_value(p->graph, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, in, false, y->rank), 0);
+    bd_access_identity(bd_nest_operand(nest, out, true, y->rank), 0);
+    bd_expr *x = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_load(x, 0, y->dtype);
+    bd_expr_compact(x, op == BD_EXPR_MUL ? bd_expr_binary(x, op, y->dtype, a, a)
+                                         : bd_expr_unary(x, op, y->dtype, a));
+}
+
+/* A new unnamed value of that dtype and shape, for a map's result or a reduction feeding one. */
+static int scratch_value(bd_graph *g, int dtype, int rank, const int64_t *dims) {
+    int t = bd_graph_add_value(g, "");
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = dtype;
+    tv->rank = rank;
+    for (int k = 0; k < rank; k++) tv->dims[k] = dims[k];
+    return t;
+}
+
+/* ArgMax/ArgMin along one axis of extent L into value out (keeping the axis or not), from the
+ * reductions the body has: m = max x (or min, as above), then for every element the candidate
+ * index -i (i for select_last_index) where x is m, else -L (-1), whose maximum along the axis is
+ * minus the first index (the last index) of m. A NaN counts as the extreme, as numpy's argmax and
+ * argmin (the reference) have it: where m is NaN, the NaN elements are its positions. */
+static bool arg_nests(bd_program *p, int node, int xv, int axis, bool is_min, bool last, int out) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, xv);
+    int dt = x->dtype, r = x->rank;
+    bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE;
+    int64_t dims[BD_MAX_RANK], kept[BD_MAX_RANK], L = x->dims[axis];
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis] = true;
+    for (int i = 0; i < r; i++) dims[i] = x->dims[i], kept[i] = i == axis ? 1 : x->dims[i];
+
+    /* m: the extreme along the axis, keeping it as a dim of 1 to broadcast back */
+    int src = xv;
+    if (is_min) {
+        src = scratch_value(g, dt, r, dims);
+        map_nest(p, node, xv, src, is_float ? BD_EXPR_NEG : BD_EXPR_BIT_NOT);
+    }
+    int m = scratch_value(g, dt, r, kept);
+    reduce_nest(p, node, src, m, BD_REDUCE_MAX, reduced);
+
+    bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
+    if (!iota) return false;
+    for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = last ? i : -i;
+    int iv = scratch_value(g, BD_DT_INT64, 1, &L);
+    bd_graph_value(g, iv)->constant = iota;
+    int cand = scratch_value(g, BD_DT_INT64, r, dims);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, cand));
+    bd_access_identity(bd_nest_operand(nest, src, false, r), 0);
+    bd_access_broadcast(bd_nest_operand(nest, m, false, r), bd_graph_value(g, m),
+                        bd_graph_value(g, cand));
+    bd_nest_operand(nest, iv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, cand, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_load(e, 0, dt);
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, a, bd_expr_load(e, 1, dt));
+    if (is_float)
+        hit = bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL, hit,
+                             bd_expr_unary(e, BD_EXPR_ISNAN, BD_DT_BOOL, a));
+    int none = bd_expr_const(e, last ? -1.0 : (double)-L, BD_DT_INT64);
+    bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, hit, bd_expr_load(e, 2, BD_DT_INT64), none));
+
+    /* the index: the candidates' maximum, negated back for the first index */
+    const bd_value *o = bd_graph_value(g, out);
+    int64_t out_dims[BD_MAX_RANK];
+    int out_rank = o->rank;
+    for (int i = 0; i < out_rank; i++) out_dims[i] = o->dims[i];
+    int best = last ? out : scratch_value(g, BD_DT_INT64, out_rank, out_dims);
+    reduce_nest(p, node, cand, best, BD_REDUCE_MAX, reduced);
+    if (!last) map_nest(p, node, best, out, BD_EXPR_NEG);
+    return true;
+}
+
+/* CumSum along an axis of extent L: y[.., i, ..] is the sum over j of x[.., j, ..] where j is
+ * before i (or up to i, after i, from i, by exclusive and reverse). That is an elementwise nest
+ * selecting x or 0 by a constant [L, L] mask into a value with a second axis dim j after the
+ * axis, then a REDUCE SUM over j: L times the work of a running sum, which the REDUCE body does
+ * not have, but exact for integers (they wrap as the reference's do) and one pass for floats. */
+static bd_status lower_cumsum(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0), *av = bd_node_in(g, n, 1);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0], axis = 0;
+    int64_t a = 0;
+    int na = 0;
+    if (r + 1 > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d, the most CumSum "
+                            "supports", r, BD_MAX_RANK - 1);
+    if (r > 1 && (!bd_value_const_ints(av, &a, 1, &na) || na != 1))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (axis) is not a compile-time "
+                            "constant (a graph input can be frozen with --const NAME=FILE)");
+    if (r > 1 && !bd_norm_axis(a, r, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axis) = %lld is out of range for "
+                            "rank %d", (long long)a, r);
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    bool exclusive = bd_attr_int(n, "exclusive", 0) != 0;
+    bool reverse = bd_attr_int(n, "reverse", 0) != 0;
+    int64_t L = x->dims[axis], mdims[2] = {L, L}, wide[BD_MAX_RANK];
+    bd_status s = L > BD_LOWER_MAX_TABLE_ELEMS ? bd_need_table(d, n, L, "the mask of the axis")
+                                               : bd_need_table(d, n, L * L, "the mask of the axis");
+    if (s) return s;
+    bd_tensor *mask = bd_tensor_new(&g->model->arena, BD_DT_BOOL, 2, mdims);
+    if (!mask) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the mask");
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t j = 0; j < L; j++)
+            ((uint8_t *)mask->data)[i * L + j] = reverse ? (exclusive ? j > i : j >= i)
+                                                         : (exclusive ? j < i : j <= i);
+    for (int k = 0, o = 0; k < r; k++) {
+        wide[o++] = x->dims[k];
+        if (k == axis) wide[o++] = L; /* j, right after i */
+    }
+    int mv = scratch_value(g, BD_DT_BOOL, 2, mdims);
+    bd_graph_value(g, mv)->constant = mask;
+    int terms = scratch_value(g, dt, r + 1, wide);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
+    bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+    for (int k = 0; k < r; k++) /* x[.., j, ..]: iteration dim k, or j for the axis */
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1, 1, 0, 0};
+    bd_operand *mo = bd_nest_operand(nest, mv, false, 2);
+    mo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    mo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, axis + 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, terms, true, r + 1), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    bd_expr_compact(e, bd_expr_select(e, dt, bd_expr_load(e, 1, BD_DT_BOOL),
+                                      bd_expr_load(e, 0, dt), bd_expr_const(e, 0, dt)));
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis + 1] = true;
+    reduce_nest(p, node, terms, yv, BD_REDUCE_SUM, reduced);
+    return BD_OK;
+}
+
+/* MeanVarianceNormalization, as its ONNX function defines it: with means over `axes` (default
+ * 0, 2, 3) kept as dims of 1, y = (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9): two REDUCE MEAN
+ * nests (of x, of x*x through a map) and one elementwise nest broadcasting them back. */
+static bd_status lower_mvn(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0];
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    bool reduced[BD_MAX_RANK] = {false};
+    const bd_attr *a = bd_node_attr(n, "axes");
+    int64_t dflt[3] = {0, 2, 3};
+    const int64_t *axes = a ? a->ints : dflt;
+    int naxes = a ? a->n : 3;
+    if (a && (a->type != BD_ATTR_INTS || a->n > BD_MAX_RANK))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' must be a list of at most %d "
+                            "ints", BD_MAX_RANK);
+    for (int i = 0; i < naxes; i++) {
+        int k;
+        if (!bd_norm_axis(axes[i], r, &k))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "axis %lld is out of range for rank %d",
+                                (long long)axes[i], r);
+        reduced[k] = true;
+    }
+    int64_t dims[BD_MAX_RANK], kept[BD_MAX_RANK];
+    for (int i = 0; i < r; i++) dims[i] = x->dims[i], kept[i] = reduced[i] ? 1 : x->dims[i];
+    int mean = scratch_value(g, dt, r, kept), sq = scratch_value(g, dt, r, dims);
+    int mean_sq = scratch_value(g, dt, r, kept);
+    reduce_nest(p, node, xv, mean, BD_REDUCE_MEAN, reduced);
+    map_nest(p, node, xv, sq, BD_EXPR_MUL);
+    reduce_nest(p, node, sq, mean_sq, BD_REDUCE_MEAN, reduced);
+    const bd_value *y = bd_graph_value(g, yv);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    bd_access_broadcast(bd_nest_operand(nest, mean, false, r), bd_graph_value(g, mean), y);
+    bd_access_broadcast(bd_nest_operand(nest, mean_sq, false, r), bd_graph_value(g, mean_sq), y);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int xe = bd_expr_load(e, 0, dt), m = bd_expr_load(e, 1, dt), m2 = bd_expr_load(e, 2, dt);
+    int var = bd_expr_binary(e, BD_EXPR_SUB, dt, m2, bd_expr_binary(e, BD_EXPR_MUL, dt, m, m));
+    int den = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_unary(e, BD_EXPR_SQRT, dt, var),
+                             bd_expr_const(e, 1e-9, dt));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_DIV, dt,
+                                      bd_expr_binary(e, BD_EXPR_SUB, dt, xe, m), den));
+    return BD_OK;
+}
+
+/* LRN: y = x / (bias + alpha / size * s)^beta, where s sums x^2 over the channels within the
+ * window [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]. The window sum is CumSum's
+ * construction: a band mask over (c, c') selecting x*x into a value with a second channel dim,
+ * summed over it. */
+static bd_status lower_lrn(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0];
+    int64_t size = bd_attr_int(n, "size", 0);
+    if (size < 1) return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'size' (>= 1) is required");
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (r < 2 || r + 1 > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is not supported", r);
+    int64_t C = x->dims[1], mdims[2] = {C, C}, dims[BD_MAX_RANK], wide[BD_MAX_RANK];
+    bd_status s = bd_need_table(d, n, C > BD_LOWER_MAX_TABLE_ELEMS ? C : C * C, "the window mask");
+    if (s) return s;
+    bd_tensor *mask = bd_tensor_new(&g->model->arena, BD_DT_BOOL, 2, mdims);
+    if (!mask) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the mask");
+    int64_t before = (size - 1) / 2, after = size / 2; /* floor and ceil of (size - 1) / 2 */
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t j = 0; j < C; j++)
+            ((uint8_t *)mask->data)[c * C + j] = j >= c - before && j <= c + after;
+    for (int k = 0, o = 0; k < r; k++) {
+        dims[k] = x->dims[k];
+        wide[o++] = x->dims[k];
+        if (k == 1) wide[o++] = C; /* c', right after c */
+    }
+    int mv = scratch_value(g, BD_DT_BOOL, 2, mdims), terms = scratch_value(g, dt, r + 1, wide);
+    int sum = scratch_value(g, dt, r, dims);
+    bd_graph_value(g, mv)->constant = mask;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
+    bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+    for (int k = 0; k < r; k++) /* x[n, c', ...] */
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < 1 ? k : k + 1, 1, 0, 0};
+    bd_operand *mo = bd_nest_operand(nest, mv, false, 2);
+    mo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+    mo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 2, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, terms, true, r + 1), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int xe = bd_expr_load(e, 0, dt);
+    bd_expr_compact(e, bd_expr_select(e, dt, bd_expr_load(e, 1, BD_DT_BOOL),
+                                      bd_expr_binary(e, BD_EXPR_MUL, dt, xe, xe),
+                                      bd_expr_const(e, 0, dt)));
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[2] = true;
+    reduce_nest(p, node, terms, sum, BD_REDUCE_SUM, reduced);
+
+    const bd_value *y = bd_graph_value(g, yv);
+    nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, sum, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    e = BD_NEST_PARAMS(nest, expr);
+    double alpha = bd_attr_float(n, "alpha", 1e-4f), beta = bd_attr_float(n, "beta", 0.75f);
+    double bias = bd_attr_float(n, "bias", 1.0f);
+    int scaled = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, 1, dt),
+                                bd_expr_const(e, alpha / (double)size, dt));
+    int base = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_const(e, bias, dt), scaled);
+    int den = bd_expr_binary(e, BD_EXPR_POW, dt, base, bd_expr_const(e, beta, dt));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_DIV, dt, bd_expr_load(e, 0, dt), den));
+    return BD_OK;
+}
+
+/* Hardmax: 1 where the element is the first maximum along the axis, else 0 (a comparison of the
+ * index with ArgMax's, kept as a dim of 1). Before opset 13 the input is coerced to 2-D at the
+ * axis; that is the same computation only when the axis is the last dim. */
+static bd_status lower_hardmax(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int r = x->rank, axis, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0];
+    if (r < 1 || !bd_norm_axis(bd_attr_int(n, "axis", n->opset < 13 ? 1 : -1), r, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    if (n->opset < 13 && axis != r - 1)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "before opset 13, only axis = %d (the last "
+                            "dim) is supported", r - 1);
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    int64_t kept[BD_MAX_RANK], L = x->dims[axis];
+    for (int i = 0; i < r; i++) kept[i] = i == axis ? 1 : x->dims[i];
+    bd_status s = bd_need_table(d, n, L, "the index range");
+    if (s) return s;
+    int idx = scratch_value(g, BD_DT_INT64, r, kept);
+    bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
+    if (!iota || !arg_nests(p, node, xv, axis, false, false, idx))
+        return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = i;
+    int iv = scratch_value(g, BD_DT_INT64, 1, &L);
+    bd_graph_value(g, iv)->constant = iota;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_broadcast(bd_nest_operand(nest, idx, false, r), bd_graph_value(g, idx),
+                        bd_graph_value(g, yv));
+    bd_nest_operand(nest, iv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, bd_expr_load(e, 0, BD_DT_INT64),
+                             bd_expr_load(e, 1, BD_DT_INT64));
+    bd_expr_compact(e, bd_expr_select(e, dt, hit, bd_expr_const(e, 1, dt),
+                                      bd_expr_const(e, 0, dt)));
+    return BD_OK;
+}
+
+static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0);
+    int dt = x->dtype, axis;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    BD_ASSERT(bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis)); /* inference checked it */
+    bool last = n->opset >= 12 && bd_attr_int(n, "select_last_index", 0) != 0;
+    bd_status s = bd_need_table(d, n, x->dims[axis], "the index range");
+    if (s) return s;
+    if (!arg_nests(p, node, n->inputs[0], axis, n->op == BD_OP_ARG_MIN, last, n->outputs[0]))
+        return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    return BD_OK;
+}
+
+bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK; /* folded: stored with the weights */
+    if (!bd_value_shape_known(x) || !bd_value_shape_known(y))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "shapes are not static");
+    if (is_empty(y)) return BD_OK; /* nothing to compute */
+    if (n->op == BD_OP_ARG_MAX || n->op == BD_OP_ARG_MIN) return lower_arg_reduce(p, node, d);
+    if (n->op == BD_OP_HARDMAX) return lower_hardmax(p, node, d);
+    if (n->op == BD_OP_CUM_SUM) return lower_cumsum(p, node, d);
+    if (n->op == BD_OP_MEAN_VARIANCE_NORMALIZATION) return lower_mvn(p, node, d);
+    if (n->op == BD_OP_LRN) return lower_lrn(p, node, d);
+    int dt = x->dtype;
+    bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE, is_int = bd_dtype_is_int(dt);
+    /* The reduction and the maps around it (BD_EXPR_OP_COUNT: none). */
+    bd_reduce_kind kind = BD_REDUCE_SUM;
+    bd_expr_op pre = BD_EXPR_OP_COUNT, post = BD_EXPR_OP_COUNT;
+    bool ok = is_float || is_int;
+    switch (n->op) {
+    case BD_OP_REDUCE_SUM: break;
+    case BD_OP_REDUCE_MEAN: kind = BD_REDUCE_MEAN; break;
+    case BD_OP_GLOBAL_MAX_POOL:
+    case BD_OP_REDUCE_MAX:
+        kind = BD_REDUCE_MAX;
+        ok = ok || dt == BD_DT_BOOL;
+        break;
+    case BD_OP_REDUCE_MIN:
+        kind = BD_REDUCE_MAX;
+        pre = post = is_float ? BD_EXPR_NEG : is_int ? BD_EXPR_BIT_NOT : BD_EXPR_NOT;
+        ok = ok || dt == BD_DT_BOOL;
+        break;
+    case BD_OP_REDUCE_L1: pre = BD_EXPR_ABS; break;
+    case BD_OP_REDUCE_SUM_SQUARE: pre = BD_EXPR_MUL; break;
+    case BD_OP_REDUCE_L2:
+        pre = BD_EXPR_MUL, post = BD_EXPR_SQRT;
+        ok = is_float;
+        break;
+    case BD_OP_REDUCE_LOG_SUM:
+        post = BD_EXPR_LOG;
+        ok = is_float;
+        break;
+    case BD_OP_REDUCE_LOG_SUM_EXP:
+        pre = BD_EXPR_EXP, post = BD_EXPR_LOG;
+        ok = is_float;
+        break;
+    default: BD_ASSERT(!"a reduction the op table does not lower here");
+    }
+    if (!ok)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+
+    bool reduced[BD_MAX_RANK];
+    bd_status s = reduced_dims(g, n, x, reduced, d);
+    if (s) return s;
+    int in = n->inputs[0], out = n->outputs[0];
+    int64_t x_dims[BD_MAX_RANK], y_dims[BD_MAX_RANK];
+    int x_rank = x->rank, y_rank = y->rank;
+    for (int k = 0; k < x_rank; k++) x_dims[k] = x->dims[k];
+    for (int k = 0; k < y_rank; k++) y_dims[k] = y->dims[k];
+    if (pre != BD_EXPR_OP_COUNT) { /* (adding values moves x and y: only indices from here) */
+        int mapped = scratch_value(g, dt, x_rank, x_dims);
+        map_nest(p, node, in, mapped, pre);
+        in = mapped;
+    }
+    int reduced_out = post != BD_EXPR_OP_COUNT ? scratch_value(g, dt, y_rank, y_dims) : out;
+    reduce_nest(p, node, in, reduced_out, kind, reduced);
+    if (post != BD_EXPR_OP_COUNT) map_nest(p, node, reduced_out, out, post);
     return BD_OK;
 }
 

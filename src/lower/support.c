@@ -2,8 +2,9 @@
  * code generator handles, tensor-typed values, and then whatever the node's own lowering refuses
  * (an attribute value, a dtype one of its bodies does not compute, a shape that is not static):
  * every node that passes the first checks is lowered into a scratch program and its refusal, if
- * any, is listed with the others. It reports every offender rather than stopping at the first, so
- * that `bdc inspect` lists them all and `compile` refuses with exit 3 before any work.
+ * any, is listed with the others. A graph input whose shape is still not static after the command
+ * line's bindings is listed too, with the --dim or --shape that would pin it. It reports every
+ * offender rather than stopping at the first, so that `bdc inspect` lists them all and `compile` refuses with exit 3 before any work.
  *
  * float16 and bfloat16 are stored as their 16-bit patterns. Only two kinds of lowering can take
  * them: the elementwise ops (converted to float on load, computed in float, rounded to nearest
@@ -134,31 +135,79 @@ static const char *lowering_problem(bd_graph *g, int i, char *buf, size_t len) {
     return buf;
 }
 
+/* The first integer graph input that value v is computed from (backwards through the nodes that
+ * compute it, not through constants), or -1; seen marks the values visited. */
+static int integer_input_behind(bd_graph *g, int v, bool *seen) {
+    const bd_value *val = bd_graph_value(g, v);
+    if (v < 0 || seen[v] || val->constant) return -1;
+    seen[v] = true;
+    if (val->flags & BD_VALUE_INPUT)
+        return val->dtype == BD_DT_INT64 || val->dtype == BD_DT_INT32 ? v : -1;
+    if (val->producer < 0) return -1;
+    const bd_node *p = bd_graph_node(g, val->producer);
+    for (int k = 0; k < p->n_inputs; k++) {
+        int found = integer_input_behind(g, p->inputs[k], seen);
+        if (found >= 0) return found;
+    }
+    return -1;
+}
+
+/* A node whose inputs have static shapes but whose output does not: its shape is decided by a
+ * value known only at run time. When that value comes from an integer graph input (a Reshape
+ * target fed by the caller), --const can freeze it. */
+static const char *runtime_shape_problem(bd_graph *g, const bd_node *n, char *buf, size_t len) {
+    bool *seen = calloc(g->values.len + 1, sizeof *seen);
+    BD_ASSERT(seen);
+    int from = -1;
+    for (int k = 0; k < n->n_inputs && from < 0; k++)
+        from = integer_input_behind(g, n->inputs[k], seen);
+    free(seen);
+    if (from < 0) {
+        snprintf(buf, len, "output shape depends on values computed at run time (bdc compiles "
+                 "static shapes only)");
+    } else {
+        char name[160];
+        snprintf(name, sizeof name, "%s", bd_quote(bd_graph_value(g, from)->name));
+        snprintf(buf, len, "output shape depends on the value of graph input '%s', known only at "
+                 "run time: freeze it with --const %s=FILE (.npy or .pb)", name, name);
+    }
+    return buf;
+}
+
 int bd_support_check(bd_graph *g, bd_unsupported_fn report, void *ctx) {
     char buf[512];
     int count = 0;
     for (size_t i = 0; i < g->inputs.len; i++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, i));
-        if (value_problem(v, buf, sizeof buf) || io_problem(v, "input", buf, sizeof buf))
+        if (value_problem(v, buf, sizeof buf) || io_problem(v, "input", buf, sizeof buf) ||
+            bd_input_unbound(v, buf, sizeof buf))
             report(ctx, NULL, v, buf), count++;
     }
     for (size_t i = 0; i < g->outputs.len; i++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
         if (io_problem(v, "output", buf, sizeof buf)) report(ctx, NULL, v, buf), count++;
     }
-    /* A node downstream of a refused one, or with a shape that is not static (which lowering
-     * refuses on its own, at the first such node), is not lowered here: its refusal would only
-     * echo the first. */
+    /* A node downstream of a refused one, or with a shape that is not static, is not lowered
+     * here: its refusal would only echo the first. The first node whose output shape is not
+     * static although its inputs' are is the cause, and is reported as such. */
     bool *skip = calloc(g->nodes.len + 1, sizeof *skip);
     BD_ASSERT(skip);
     for (size_t i = 0; i < g->nodes.len; i++) {
         const bd_node *n = bd_graph_node(g, (int)i);
         if (n->dead) continue;
-        for (int k = 0; k < n->n_inputs + n->n_outputs && !skip[i]; k++) {
-            const bd_value *v = k < n->n_inputs ? bd_node_in(g, n, k) : bd_node_out(g, n, k - n->n_inputs);
-            skip[i] = v && (!bd_value_shape_known(v) || (v->producer >= 0 && skip[v->producer]));
+        bool inputs_static = true, outputs_static = true;
+        for (int k = 0; k < n->n_inputs; k++) {
+            const bd_value *v = bd_node_in(g, n, k);
+            if (v && (!bd_value_shape_known(v) || (v->producer >= 0 && skip[v->producer])))
+                inputs_static = false;
         }
+        for (int k = 0; k < n->n_outputs; k++) {
+            const bd_value *v = bd_node_out(g, n, k);
+            if (v && !bd_value_shape_known(v)) outputs_static = false;
+        }
+        skip[i] = !inputs_static || !outputs_static;
         if (node_problem(g, n, buf, sizeof buf) ||
+            (inputs_static && !outputs_static && runtime_shape_problem(g, n, buf, sizeof buf)) ||
             (!skip[i] && lowering_problem(g, (int)i, buf, sizeof buf))) {
             report(ctx, n, NULL, buf), count++;
             skip[i] = true;

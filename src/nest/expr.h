@@ -25,6 +25,7 @@
     X(NEG, 1, 0)                                                                                   \
     X(ABS, 1, 0)                                                                                   \
     X(NOT, 1, 0)                                                                                   \
+    X(BIT_NOT, 1, 0)   /* integers: ~a */                                                          \
     X(RELU, 1, 0)                                                                                  \
     X(SQRT, 1, 0)                                                                                  \
     X(EXP, 1, 0)                                                                                   \
@@ -39,6 +40,30 @@
     X(GELU, 1, 0)         /* a/2 (1 + erf(a / sqrt 2)) */                                          \
     X(GELU_TANH, 1, 0)    /* a/2 (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) */                      \
     X(SILU, 1, 0)         /* a * sigmoid(a): fusion's name for Mul(x, Sigmoid(x)) */                \
+    X(SIN, 1, 0)                                                                                   \
+    X(COS, 1, 0)                                                                                   \
+    X(TAN, 1, 0)                                                                                   \
+    X(ASIN, 1, 0)                                                                                  \
+    X(ACOS, 1, 0)                                                                                  \
+    X(ATAN, 1, 0)                                                                                  \
+    X(SINH, 1, 0)                                                                                  \
+    X(COSH, 1, 0)                                                                                  \
+    X(ASINH, 1, 0)                                                                                 \
+    X(ACOSH, 1, 0)                                                                                 \
+    X(ATANH, 1, 0)                                                                                 \
+    X(CEIL, 1, 0)                                                                                  \
+    X(FLOOR, 1, 0)                                                                                 \
+    X(ROUND, 1, 0)     /* to nearest, halves to even */                                            \
+    X(SIGN, 1, 0)      /* -1, 0 or 1; NaN stays NaN */                                             \
+    X(ISNAN, 1, 0)     /* bool result */                                                           \
+    X(SOFTPLUS, 1, 0)  /* log(1 + exp(a)), without overflow for large a */                         \
+    X(SOFTSIGN, 1, 0)  /* a / (1 + |a|) */                                                         \
+    X(MISH, 1, 0)      /* a * tanh(softplus(a)) */                                                 \
+    X(ELU, 1, 1)       /* a < 0 ? k0 (exp(a) - 1) : a */                                           \
+    X(SELU, 1, 2)      /* k1 (a <= 0 ? k0 (exp(a) - 1) : a) */                                     \
+    X(CELU, 1, 1)      /* max(0, a) + min(0, k0 (exp(a / k0) - 1)) */                              \
+    X(THRESHOLDED_RELU, 1, 1) /* a > k0 ? a : 0 */                                                 \
+    X(SHRINK, 1, 2)    /* a < -k0 ? a + k1 : a > k0 ? a - k1 : 0 */                                \
     X(ADD, 2, 0)                                                                                   \
     X(SUB, 2, 0)                                                                                   \
     X(MUL, 2, 0)                                                                                   \
@@ -48,6 +73,18 @@
     X(LESS, 2, 0)                                                                                  \
     X(GREATER, 2, 0)                                                                               \
     X(AND, 2, 0)                                                                                   \
+    X(OR, 2, 0)                                                                                    \
+    X(BIT_AND, 2, 0)   /* integers */                                                              \
+    X(BIT_OR, 2, 0)                                                                                \
+    X(BIT_XOR, 2, 0)                                                                               \
+    X(XOR, 2, 0)                                                                                   \
+    X(GREATER_EQUAL, 2, 0) /* bool result */                                                       \
+    X(LESS_EQUAL, 2, 0)                                                                            \
+    X(PRELU, 2, 0)     /* a < 0 ? b * a : a */                                                     \
+    X(FMOD, 2, 0)      /* remainder with a's sign (C's fmod and %); integers: 0 when b is 0 */     \
+    X(MOD, 2, 0)       /* remainder with b's sign (Python's %); integers: 0 when b is 0 */         \
+    X(SHIFT_LEFT, 2, 0)  /* unsigned: a << b, 0 once b reaches the width */                        \
+    X(SHIFT_RIGHT, 2, 0) /* unsigned: a >> b, 0 once b reaches the width */                        \
     X(MIN, 2, 0) /* NaN wins, as numpy's minimum */                                                \
     X(MAX, 2, 0)                                                                                   \
     X(CLAMP_MIN, 2, 0) /* a < b ? b : a (Clip's lower bound; NaN a stays) */                       \

@@ -15,7 +15,8 @@ norm parameter gets a fixed-seed random value, and BatchNorm running statistics 
 a random batch (so activations stay well scaled through deep nets) and then perturbed (so the
 BN fold is not an identity). Everything is deterministic: torch.manual_seed per model.
 
-Shapes are static (batch 1, no dynamic_axes); exporter constant folding is left at its default,
+Shapes are static (batch 1, no dynamic_axes), except in DYNAMIC_MODELS, which are exported
+with symbolic dimensions and only when named; exporter constant folding is left at its default,
 so the Shape->Gather->Concat->Reshape chains tracing records remain for bdc to fold.
 
 Uses only torch/torchvision (Debian's) and numpy. Torch is never handed numpy arrays: Debian's
@@ -245,6 +246,13 @@ def _lstm(rng):
         ["output", "h_n", "c_n"]
 
 
+def _bert_tiny(rng):
+    model = BertEncoder(vocab=512, hidden=64, layers=2, heads=2, ffn=128, max_pos=64)
+    ids = rng.integers(0, model.word.num_embeddings, size=(1, 16), dtype=np.int64)
+    return model, [("input_ids", ids), ("attention_mask", np.ones((1, 16), dtype=np.int64))], \
+        ["last_hidden_state", "pooler_output"]
+
+
 MODELS = {
     "resnet18": _tv(torchvision.models.resnet18),
     "mobilenet_v2": _tv(torchvision.models.mobilenet_v2),
@@ -259,6 +267,19 @@ MODELS = {
     "bert": _bert,
     "gpt2": _gpt2,
     "lstm": _lstm,
+}
+
+# Models exported with symbolic dimensions (dynamic_axes), for the --dim/--shape tests
+# (tests/test_dynamic_shapes.py): name -> (builder, input names, dynamic_axes). They are not in
+# --list, since the real-model tests compile every listed model as it is.
+DYNAMIC_MODELS = {
+    "resnet18_dynamic": (_tv(torchvision.models.resnet18), ["x"],
+                         {"x": {0: "batch"}, "output": {0: "batch"}}),
+    "bert_tiny_dynamic": (_bert_tiny, ["input_ids", "attention_mask"],
+                          {"input_ids": {0: "batch", 1: "seq"},
+                           "attention_mask": {0: "batch", 1: "seq"},
+                           "last_hidden_state": {0: "batch", 1: "seq"},
+                           "pooler_output": {0: "batch"}}),
 }
 
 
@@ -347,7 +368,9 @@ def export(name, outdir):
     seed = zlib.crc32(name.encode())
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model, inputs, output_names = MODELS[name](rng)
+    dynamic = DYNAMIC_MODELS.get(name)
+    model, inputs, output_names = (dynamic[0] if dynamic else MODELS[name])(rng)
+    input_names = dynamic[1] if dynamic else [n for n, _ in inputs]
     args = tuple(to_torch(a) for _, a in inputs)
     if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
         calib = tuple(to_torch(rng.standard_normal((2,) + a.shape[1:], dtype=np.float32))
@@ -365,8 +388,8 @@ def export(name, outdir):
     for path, (_, a) in zip(input_paths(outdir, name, len(inputs)), inputs):
         _atomic_write(path, lambda tmp, a=a: _save_npy(tmp, a))
     _atomic_write(os.path.join(outdir, name + ".onnx"), lambda tmp: torch.onnx.export(
-        model, args, tmp, opset_version=OPSET,
-        input_names=[n for n, _ in inputs], output_names=output_names))
+        model, args, tmp, opset_version=OPSET, input_names=input_names,
+        output_names=output_names, dynamic_axes=dynamic[2] if dynamic else None))
     return float(first.std())
 
 
@@ -383,7 +406,7 @@ def main(argv):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\nmodels: " + " ".join(MODELS) + "\n")
         return 1
     outdir, names = argv[0], argv[1:] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in MODELS and n not in DYNAMIC_MODELS]
     if unknown:
         sys.stderr.write("export_models: unknown model(s): %s (known: %s)\n"
                          % (" ".join(unknown), " ".join(MODELS)))

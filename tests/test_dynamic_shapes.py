@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Models with symbolic dimensions, compiled with --dim / --shape, and inputs frozen by --const:
+bdc's executables against onnxruntime at the bound shapes.
+
+Usage: test_dynamic_shapes.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
+
+Models (tests/tools/export_models.py DYNAMIC_MODELS, exported with fixed seeds on first use):
+  resnet18_dynamic   torchvision ResNet-18, input x [batch,3,224,224]
+  bert_tiny_dynamic  a 2-layer BERT-shaped encoder, input_ids and attention_mask [batch,seq]:
+                     the position-id slice and the attention reshapes all depend on seq
+Checks:
+  * `bdc inspect --json` lists each symbol with the inputs and dims where it occurs, unbound
+    (value null, the input listed as unsupported with the --dim/--shape hint, exit 3), and
+    bound by --dim (value set, every shape static, exit 0);
+  * each model compiled with --dim and with --shape (a --shape of one input binds its symbols at
+    the other inputs too) runs and matches onnxruntime at that shape: dtype and shape exactly,
+    values with np.allclose(rtol=1e-3, atol=1e-4) as in test_real_run.py;
+  * a Reshape whose target is a graph input, compiled with --const (.npy and TensorProto .pb),
+    matches onnxruntime fed the same target;
+  * CumSum over a 3-D tensor whose axis is a graph input (bdc needs it at compile time), frozen
+    with --const, for every axis and exclusive/reverse combination, matches onnxruntime.
+Compiled executables are cached like test_real_run.py's (the flags are part of the key). Prints
+one line per check and `N passed, M failed`; exits 1 if any failed.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import test_real_models as real  # noqa: E402
+import test_real_run as run  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+
+
+class Checks:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def report(self, name, problem, detail=""):
+        if problem:
+            self.failed += 1
+            print("FAIL %s: %s" % (name, problem), flush=True)
+        else:
+            self.passed += 1
+            print("PASS %s%s" % (name, " (%s)" % detail if detail else ""), flush=True)
+
+
+def inspect_json(bdc, model, flags):
+    r = subprocess.run([bdc, "inspect", model, "--json"] + flags, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=300)
+    return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else None), r.stderr
+
+
+def run_and_compare(bdc, cache, name, model, flags, feeds):
+    """'' when the executable compiled with flags matches onnxruntime on feeds, else why not;
+    and a detail line with the largest error."""
+    entry, problem = run.compile_cached(bdc, cache, name, model, flags)
+    if problem:
+        return problem, ""
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    want = dict(zip(names, sess.run(names, feeds)))
+    with open(os.path.join(entry, "info.json")) as f:
+        files = {o["name"]: o["file"] for o in json.load(f)["outputs"]}
+    with tempfile.TemporaryDirectory(prefix="bdc-dynamic-") as tmp:
+        args = []
+        for k, (n, a) in enumerate(feeds.items()):
+            p = os.path.join(tmp, "in%d.npy" % k)
+            np.save(p, a)
+            args += ["--input", "%s=%s" % (n, p)]
+        out = os.path.join(tmp, "out")
+        r = subprocess.run([os.path.join(entry, "model")] + args + ["--output-dir", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=run.RUN_TIMEOUT_S)
+        if r.returncode != 0:
+            return "run exit %d: %s" % (r.returncode, run.first_line(r.stderr)), ""
+        worst = 0.0
+        for n in names:
+            got = np.load(os.path.join(out, files[n]))
+            if got.dtype != want[n].dtype or got.shape != want[n].shape:
+                return "output %s: bdc %s%s, onnxruntime %s%s" % (
+                    n, got.dtype, list(got.shape), want[n].dtype, list(want[n].shape)), ""
+            if not np.allclose(got, want[n], rtol=run.RTOL, atol=run.ATOL):
+                return "output %s: max abs err %.3g" % (n, run.errors(got, want[n])[0]), ""
+            worst = max(worst, run.errors(got, want[n])[0])
+    return "", "outputs %s, max abs err %.3g" % (
+        ", ".join("%s%s" % (n, list(want[n].shape)) for n in names), worst)
+
+
+def check_symbols(c, bdc, name, model, symbols, bind):
+    """inspect lists `symbols` ({name: [(input, dim)]}) unbound, then bound by `bind`."""
+    rc, j, err = inspect_json(bdc, model, [])
+    got = {s["name"]: [(u["input"], u["dim"]) for u in s["inputs"]] for s in (j or {}).get("symbols", [])}
+    unbound = [u for u in (j or {}).get("unsupported", []) if "symbolic" in u.get("reason", "")]
+    problem = ""
+    if rc != 3 or not j:
+        problem = "inspect exit %d (want 3): %s" % (rc, run.first_line(err))
+    elif got != symbols or any(s["value"] is not None for s in j["symbols"]):
+        problem = "symbols %s, expected %s unbound" % (j["symbols"], symbols)
+    elif not unbound or "--dim" not in unbound[0]["reason"] or "--shape" not in unbound[0]["reason"]:
+        problem = "no unsupported entry suggesting --dim and --shape: %s" % j["unsupported"]
+    c.report("%s-inspect-unbound" % name, problem, unbound[0]["reason"] if unbound else "")
+    flags = sum((["--dim", "%s=%d" % kv] for kv in bind.items()), [])
+    rc, j, err = inspect_json(bdc, model, flags)
+    problem = ""
+    if rc != 0 or not j:
+        problem = "inspect %s exit %d: %s" % (" ".join(flags), rc, run.first_line(err))
+    elif {s["name"]: s["value"] for s in j["symbols"]} != bind or not j["all_shapes_static"]:
+        problem = "symbols %s, all_shapes_static %s" % (j["symbols"], j["all_shapes_static"])
+    c.report("%s-inspect-bound" % name, problem, " ".join(flags))
+
+
+def const_model(folder):
+    """x [2,6] float -> Reshape(x, shape) -> Relu, with shape a graph input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
+    shape = helper.make_tensor_value_info("shape", TensorProto.INT64, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+                           helper.make_node("Relu", ["r"], ["y"], name="relu")],
+                          "reshape_by_input", [x, shape], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(folder, "reshape_by_input.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def cumsum_model(folder, exclusive, reverse):
+    """x [3,4,5] float -> CumSum(x, axis) with axis a graph input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])
+    axis = helper.make_tensor_value_info("axis", TensorProto.INT64, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum",
+                                            exclusive=exclusive, reverse=reverse)],
+                          "cumsum_by_input", [x, axis], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    path = os.path.join(folder, "cumsum_%d%d.onnx" % (exclusive, reverse))
+    onnx.save(m, path)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
+    ap.add_argument("--cache", default=os.environ.get("BDC_CACHE")
+                    or os.path.join("build", "cache"))
+    ap.add_argument("--models-cache", default=os.environ.get("BDC_MODEL_CACHE")
+                    or os.path.join("build", "cache", "models"))
+    args = ap.parse_args()
+    os.makedirs(args.models_cache, exist_ok=True)
+    c = Checks()
+    rng = np.random.default_rng(20240917)
+
+    for name in ("resnet18_dynamic", "bert_tiny_dynamic"):
+        err = real.ensure_exported(args.models_cache, name)
+        if err:
+            c.report(name, err)
+    resnet = os.path.join(args.models_cache, "resnet18_dynamic.onnx")
+    if os.path.exists(resnet):
+        check_symbols(c, args.bdc, "resnet18", resnet, {"batch": [("x", 0)]}, {"batch": 3})
+        for flags, batch in ((["--dim", "batch=3"], 3), (["--shape", "x=2x3x224x224"], 2)):
+            x = rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)
+            c.report("resnet18 " + " ".join(flags),
+                     *run_and_compare(args.bdc, args.cache, "resnet18_dynamic", resnet, flags,
+                                      {"x": x}))
+    bert = os.path.join(args.models_cache, "bert_tiny_dynamic.onnx")
+    if os.path.exists(bert):
+        check_symbols(c, args.bdc, "bert_tiny", bert,
+                      {"batch": [("input_ids", 0), ("attention_mask", 0)],
+                       "seq": [("input_ids", 1), ("attention_mask", 1)]},
+                      {"batch": 2, "seq": 16})
+        for flags, (b, t) in ((["--dim", "batch=2", "--dim", "seq=16"], (2, 16)),
+                              (["--shape", "input_ids=1x24"], (1, 24))):
+            ids = rng.integers(0, 512, size=(b, t), dtype=np.int64)
+            mask = np.ones((b, t), dtype=np.int64)
+            mask[:, t - 4:] = 0
+            c.report("bert_tiny " + " ".join(flags),
+                     *run_and_compare(args.bdc, args.cache, "bert_tiny_dynamic", bert, flags,
+                                      {"input_ids": ids, "attention_mask": mask}))
+
+    with tempfile.TemporaryDirectory(prefix="bdc-const-") as tmp:
+        model = const_model(tmp)
+        target = np.array([3, 2, 2], np.int64)
+        npy, pb = os.path.join(tmp, "target.npy"), os.path.join(tmp, "target.pb")
+        np.save(npy, target)
+        with open(pb, "wb") as f:
+            f.write(numpy_helper.from_array(target).SerializeToString())
+        x = rng.standard_normal((2, 6), dtype=np.float32)
+        for path in (npy, pb):
+            entry, problem = run.compile_cached(args.bdc, tmp, "reshape_by_input", model,
+                                                ("--const", "shape=" + path))
+            if problem:
+                c.report("const " + os.path.basename(path), problem)
+                continue
+            want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                None, {"x": x, "shape": target})[0]
+            np.save(os.path.join(tmp, "x.npy"), x)
+            out = os.path.join(tmp, "out-" + os.path.basename(path))
+            r = subprocess.run([os.path.join(entry, "model"), "--input",
+                                "x=" + os.path.join(tmp, "x.npy"), "--output-dir", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            got = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else None
+            problem = "run exit %d: %s" % (r.returncode, r.stderr.strip()) if got is None else \
+                "" if got.shape == want.shape and np.array_equal(got, want) else \
+                "got %s%s, expected %s" % (got.shape, got.ravel()[:4], want.shape)
+            c.report("const " + os.path.basename(path), problem, "y%s" % list(want.shape))
+
+    with tempfile.TemporaryDirectory(prefix="bdc-cumsum-") as tmp:
+        x = rng.standard_normal((3, 4, 5), dtype=np.float32)
+        np.save(os.path.join(tmp, "x.npy"), x)
+        for exclusive in (0, 1):
+            for reverse in (0, 1):
+                model = cumsum_model(tmp, exclusive, reverse)
+                for axis in (0, 1, -1):
+                    name = "const cumsum axis=%d exclusive=%d reverse=%d" % (axis, exclusive,
+                                                                          reverse)
+                    apath = os.path.join(tmp, "axis%d.npy" % axis)
+                    np.save(apath, np.array(axis, np.int64))
+                    entry, problem = run.compile_cached(args.bdc, tmp, "cumsum", model,
+                                                        ("--const", "axis=" + apath))
+                    if problem:
+                        c.report(name, problem)
+                        continue
+                    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+                        None, {"x": x, "axis": np.array(axis, np.int64)})[0]
+                    out = os.path.join(tmp, "out")
+                    r = subprocess.run([os.path.join(entry, "model"), "--input",
+                                        "x=" + os.path.join(tmp, "x.npy"), "--output-dir", out],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    got = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else None
+                    problem = "run exit %d: %s" % (r.returncode, r.stderr.strip()) if got is None \
+                        else "" if got.shape == want.shape and np.allclose(got, want, 1e-5, 1e-5) \
+                        else "max abs err %.3g" % float(np.abs(got - want).max())
+                    c.report(name, problem)
+
+    print("%d passed, %d failed" % (c.passed, c.failed))
+    return 0 if c.failed == 0 and c.passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
