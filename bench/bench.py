@@ -24,7 +24,7 @@ faster) and the geometric mean of the ratios; --json FILE also writes every numb
   --modes F/S,...  time one executable per `--fusion F --schedule S` pair (e.g.
         op/op,block/op,op/block,block/block) instead of bdc's defaults, each next to ORT in the
         same run; the table then has one column per mode (median ms), the ratio of each to the
-        first mode, and each executable's peak resident memory (its own getrusage), with
+        first mode, and each executable's peak resident memory (its own VmHWM), with
         ORT's process-wide peak in the JSON for reference.
   --threads 1,2  one table per thread count, in the same invocation.
   --rounds R  time every side R times, one after the other in turn (each mode, against, ORT,
@@ -102,7 +102,7 @@ def bench_bdc(entry, feeds_args, runs, warmup, threads):
     if code != 0:
         raise RuntimeError("benchmark exit %d: %s" % (code, real_run.first_line(err)))
     d = json.loads(out)
-    # the executable's own getrusage: a forked child's ru_maxrss would count the Python parent
+    # the executable's own peak (VmHWM): a forked child's ru_maxrss would count the Python parent
     return {"median_ms": d["median_ms"], "min_ms": d["min_ms"], "p90_ms": d["p90_ms"],
             "peak_rss_kb": d.get("peak_rss_kb", rss_kb)}
 
