@@ -11,10 +11,10 @@
  * Concat in place: a Concat part (a copy of x into output y at an offset along one dim) whose
  * slice of y is contiguous (every dim of y before the axis is 1, as for a batch-1 channel
  * concat) is dropped, and x is stored inside y at that slice (bd_program.inside_of): x's producer
- * writes straight into the concat output. x must be an intermediate with a writer, not a view
- * and not already inside another concat (DenseNet concatenates each feature many times: it goes
- * in place into the first, and is copied into the rest); y must be an intermediate that is not
- * itself written into another concat. */
+ * writes straight into the concat output. x must be an intermediate with a writer that only
+ * this part reads (another reader would keep all of y alive as long as x: DenseNet reads each
+ * feature again in every later layer's concat, and its arena would grow by 75%), not a view;
+ * y must be an intermediate that is not itself written into another concat. */
 #include <stdlib.h>
 
 #include "fuse/fuse.h"
@@ -111,7 +111,15 @@ void bd_concat_in_place(bd_program *p) {
             /* no view of x (a view would need its own place inside y) */
             bool viewed = false;
             for (size_t v = 0; p->view_of && v < nv && !viewed; v++) viewed = p->view_of[v] == x;
-            if (contiguous && writable && container && written && !viewed) {
+            /* and no other reader: one would keep all of y alive for x (DenseNet reads each
+             * feature again in every later layer's concat) */
+            bool shared = false;
+            for (size_t j = 0; j < p->nests.len && !shared; j++) {
+                const bd_nest *o = &BD_VEC_AT(&p->nests, bd_nest, j);
+                for (int k = 0; k < o->n_operands && j != i; k++)
+                    shared |= !o->operands[k].write && o->operands[k].value == x;
+            }
+            if (contiguous && writable && container && written && !viewed && !shared) {
                 p->inside_of[x] = y;
                 p->inside_axis[x] = axis;
                 p->inside_at[x] = at;
