@@ -25,6 +25,8 @@ struct bdrt_dag_exec {
     int32_t *heap;         /* ready tasks, a min-heap of heap_len */
     int32_t heap_len;
     atomic_flag lock;
+    _Atomic int32_t queued; /* heap_len, readable without the lock: idle threads test it first, so
+                               they do not take the lock from the threads pushing work */
     _Alignas(64) _Atomic int32_t done;
     void *ctx;
     /* test mode */
@@ -53,6 +55,7 @@ static void unlock(bdrt_dag_exec *x) {
 
 static void heap_push(bdrt_dag_exec *x, int32_t t) {
     int32_t i = x->heap_len++;
+    atomic_store_explicit(&x->queued, x->heap_len, memory_order_relaxed);
     while (i > 0 && x->heap[(i - 1) / 2] > t) {
         x->heap[i] = x->heap[(i - 1) / 2];
         i = (i - 1) / 2;
@@ -63,6 +66,7 @@ static void heap_push(bdrt_dag_exec *x, int32_t t) {
 static int32_t heap_pop(bdrt_dag_exec *x) {
     if (!x->heap_len) return -1;
     int32_t top = x->heap[0], last = x->heap[--x->heap_len], i = 0;
+    atomic_store_explicit(&x->queued, x->heap_len, memory_order_relaxed);
     for (;;) {
         int32_t c = 2 * i + 1;
         if (c >= x->heap_len) break;
@@ -152,7 +156,7 @@ static void worker(void *arg, int64_t unused, int thread) {
     for (;;) {
         int32_t t = next;
         next = -1;
-        if (t < 0) {
+        if (t < 0 && atomic_load_explicit(&x->queued, memory_order_relaxed) > 0) {
             lock(x);
             t = heap_pop(x);
             unlock(x);
@@ -256,6 +260,7 @@ void bdrt_dag_run(bdrt_dag_exec *x, bdrt_pool *pool, void *ctx, unsigned char *a
             if (g->task_fn[t] >= 0) bdrt_call_block(g->fns[g->task_fn[t]], ctx, g->task_block[t], 0);
         return;
     }
+    atomic_store_explicit(&x->queued, x->heap_len, memory_order_relaxed);
     /* Every event waits for its nest's blocks, so the initially ready tasks are all blocks. */
     bdrt_pool_run_unrecorded(pool, bdrt_pool_threads(pool), worker, x);
 }
