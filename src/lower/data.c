@@ -665,6 +665,9 @@ bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
         (s = bd_need_static(d, n, idx, "input 1 (indices)")))
         return s;
     int axis, r = x->rank, it = idx->dtype;
+    if (it != BD_DT_INT32 && it != BD_DT_INT64) /* inference lets an undeclared dtype through */
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) has dtype %s, expected int32 "
+                            "or int64", bd_dtype_name(it));
     if (!bd_norm_axis(bd_attr_int(n, "axis", 0), r, &axis))
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
     if (numel_of(y) == 0) return BD_OK;
