@@ -107,8 +107,7 @@ int64_t bd_dep_block_index(const bd_nest *p, const int64_t *point) {
     return b;
 }
 
-/* Advances point through the box in row-major order; false after the last. */
-static bool box_next(int rank, const int64_t *lo, const int64_t *hi, int64_t *point) {
+bool bd_dep_box_next(int rank, const int64_t *lo, const int64_t *hi, int64_t *point) {
     for (int j = rank - 1; j >= 0; j--) {
         if (point[j] < hi[j]) {
             point[j]++;
@@ -260,7 +259,7 @@ static int64_t critical_path(const bd_program *p, const bd_deps *deps) {
                 do {
                     int64_t x = depth[first[e->producer] + bd_dep_block_index(pn, pt)];
                     if (x > d) d = x;
-                } while (box_next(e->rank, lo, hi, pt));
+                } while (bd_dep_box_next(e->rank, lo, hi, pt));
             }
             depth[first[c] + b] = d + 1;
             if (d + 1 > deepest[c]) deepest[c] = d + 1;

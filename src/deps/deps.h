@@ -63,6 +63,8 @@ void bd_deps_free(bd_deps *deps);
 
 /* The box of consumer block b on edge e, as block ranges; false when it is empty. */
 bool bd_dep_box(const bd_dep_edge *e, int64_t b, int64_t *lo, int64_t *hi);
+/* Advances point through the box [lo, hi] in row-major order; false after the last. */
+bool bd_dep_box_next(int rank, const int64_t *lo, const int64_t *hi, int64_t *point);
 /* Producer block index of the box point p (the row-major order bd_nest_block_range decodes). */
 int64_t bd_dep_block_index(const bd_nest *producer, const int64_t *point);
 

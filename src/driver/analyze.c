@@ -220,16 +220,10 @@ static bd_status write_out(const char *path, const char *text, bd_diag *d) {
     return bd_write_file(path, text, strlen(text), d);
 }
 
-static void list_unsupported(void *ctx, const bd_node *n, const bd_value *v, const char *why) {
-    (void)ctx;
-    if (n) fprintf(stderr, "bdc: node '%s' (%s): %s\n", bd_quote(n->name), bd_quote(n->op_type), why);
-    else fprintf(stderr, "bdc: value '%s': %s\n", bd_quote(v->name), why);
-}
-
 bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     bd_model *m = NULL;
     bd_status s = bd_compile_front(o->model, NULL, o->binds, &m, d);
-    if (!s && bd_support_check(m->graph, list_unsupported, NULL))
+    if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");
     const bd_target *t = o->target ? o->target : bd_targets[0];

@@ -91,12 +91,6 @@ static void lib_prefix(const char *out, char *prefix, size_t len) {
     prefix[o] = 0;
 }
 
-static void print_unsupported(void *ctx, const bd_node *n, const bd_value *v, const char *reason) {
-    (void)ctx;
-    if (n) fprintf(stderr, "bdc: node '%s' (%s): %s\n", bd_quote(n->name), bd_quote(n->op_type), reason);
-    else fprintf(stderr, "bdc: value '%s': %s\n", bd_quote(v->name), reason);
-}
-
 /* Code is generated for one shape per input: the first input left with a symbolic or missing
  * extent fails, saying which --dim or --shape would pin it. */
 static bd_status require_static_inputs(bd_graph *g, bd_diag *d) {
@@ -248,7 +242,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s) s = bd_compile_front(o->model, &o->limits, &o->binds, &m, d);
     if (!s) s = require_static_inputs(m->graph, d);
     if (!s) progress_step(&pr, "load, verify, infer, fold");
-    if (!s && bd_support_check(m->graph, print_unsupported, NULL))
+    if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);

@@ -3,6 +3,7 @@
  * lower, tile (the target's choice), fuse, schedule, plan memory, each followed by its verifier
  * and, when asked, its dump. What follows (the target's printer and the native build) reads only
  * the planned program (driver/compile.c). */
+#include <stdio.h>
 #include <string.h>
 
 #include "driver/pipeline.h"
@@ -66,4 +67,10 @@ void bd_planned_free(bd_planned *pl) {
     bd_schedule_free(&pl->sched);
     bd_deps_free(&pl->deps);
     bd_program_free(&pl->prog);
+}
+
+void bd_print_unsupported(void *ctx, const bd_node *n, const bd_value *v, const char *why) {
+    (void)ctx;
+    if (n) fprintf(stderr, "bdc: node '%s' (%s): %s\n", bd_quote(n->name), bd_quote(n->op_type), why);
+    else fprintf(stderr, "bdc: value '%s': %s\n", bd_quote(v->name), why);
 }

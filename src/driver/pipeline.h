@@ -32,4 +32,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
                           const bd_dumps *dumps, bd_planned *out, bd_diag *d);
 void bd_planned_free(bd_planned *pl);
 
+/* The support check's reporter for commands: "bdc: node 'NAME' (OP): REASON" on stderr. */
+void bd_print_unsupported(void *ctx, const bd_node *node, const bd_value *value, const char *why);
+
 #endif

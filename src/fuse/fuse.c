@@ -267,18 +267,6 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
 
 /* ---------------------------------------------------------------- block fusion: IDENTITY chains */
 
-/* Whether operand o reads its value at exactly the element a nest over the value's own shape
- * writes: the IDENTITY block dependency under any common tiling. */
-static bool identity_map(const bd_operand *o, const bd_nest *n) {
-    if (o->rank != n->n_iter) return false;
-    for (int k = 0; k < o->rank; k++) {
-        const bd_access_dim *a = &o->dims[k];
-        if (a->kind != BD_ACCESS_AFFINE || a->iter != k || a->scale != 1 || a->offset || a->window)
-            return false;
-    }
-    return true;
-}
-
 static bool same_domain(const bd_nest *a, const bd_nest *b) {
     if (a->n_iter != b->n_iter) return false;
     for (int k = 0; k < a->n_iter; k++)
@@ -387,7 +375,7 @@ static void fuse_chains(bd_program *p, bool *dead) {
             if (nr) note(p, pn, first, false, "a graph output: it must be stored");
             continue;
         }
-        if (!identity_map(&pn->operands[pn->n_operands - 1], pn)) continue;
+        if (!bd_access_is_identity(&pn->operands[pn->n_operands - 1], pn->n_iter)) continue;
         const char *why = NULL;
         for (int r = 0; r < nr && !why; r++) {
             const bd_nest *c = nest_at(p, ix.reader[ix.reader_start[v] + r]);
@@ -397,7 +385,7 @@ static void fuse_chains(bd_program *p, bool *dead) {
                 why = "a consumer iterates another domain (a broadcast)";
             for (int k = 0; k < c->n_operands && !why; k++)
                 if (!c->operands[k].write && c->operands[k].value == v &&
-                    !identity_map(&c->operands[k], c))
+                    !bd_access_is_identity(&c->operands[k], c->n_iter))
                     why = "a consumer reads it through a non-IDENTITY map";
         }
         const bd_value *val = bd_graph_value(g, v);

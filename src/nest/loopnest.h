@@ -177,6 +177,9 @@ void bd_access_identity(bd_operand *o, int first_iter);        /* dim k <- iter 
 void bd_access_broadcast(bd_operand *o, const bd_value *in, const bd_value *out); /* numpy rules */
 void bd_access_full(bd_operand *o);
 void bd_access_opaque(bd_operand *o);
+/* Whether operand o of a nest with n_iter iteration dims is the identity map (dim k <- iter k,
+ * no offset or window): it touches exactly the element the nest's iteration is at. */
+bool bd_access_is_identity(const bd_operand *o, int n_iter);
 /* Sets the tile (clamped to the extents) and the grid, then the access maps that depend on the
  * tile (a grouped convolution's input channels, a reshape's split dims): the one way tilers and
  * lowering set a tile, so a nest's maps are always those of its tile. */

@@ -66,6 +66,16 @@ void bd_access_broadcast(bd_operand *o, const bd_value *in, const bd_value *out)
     }
 }
 
+bool bd_access_is_identity(const bd_operand *o, int n_iter) {
+    if (o->rank != n_iter) return false;
+    for (int k = 0; k < o->rank; k++) {
+        const bd_access_dim *a = &o->dims[k];
+        if (a->kind != BD_ACCESS_AFFINE || a->iter != k || a->scale != 1 || a->offset || a->window)
+            return false;
+    }
+    return true;
+}
+
 void bd_access_full(bd_operand *o) {
     for (int k = 0; k < o->rank; k++)
         o->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};

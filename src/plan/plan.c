@@ -4,6 +4,14 @@
 
 #include "plan/plan.h"
 
+/* The bytes of v's tensor, INT64_MAX when they overflow. */
+static int64_t value_bytes(const bd_value *v) {
+    int64_t numel, bytes;
+    if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes))
+        return INT64_MAX;
+    return bytes;
+}
+
 static int64_t align64(int64_t x) {
     return (x + 63) & ~(int64_t)63;
 }
@@ -86,13 +94,10 @@ static bd_status place(const bd_program *p, const bd_schedule *s, bd_memory_plan
  * over n's domain) of a value of the output's shape and dtype. */
 static bool reads_in_step(const bd_nest *n, const bd_operand *o, const bd_value *x,
                           const bd_value *y) {
-    if (o->rank != n->n_iter || x->rank != y->rank || x->dtype != y->dtype) return false;
-    for (int k = 0; k < o->rank; k++) {
-        const bd_access_dim *a = &o->dims[k];
-        if (x->dims[k] != y->dims[k] || a->kind != BD_ACCESS_AFFINE || a->iter != k ||
-            a->scale != 1 || a->offset || a->window)
-            return false;
-    }
+    if (!bd_access_is_identity(o, n->n_iter) || x->rank != y->rank || x->dtype != y->dtype)
+        return false;
+    for (int k = 0; k < x->rank; k++)
+        if (x->dims[k] != y->dims[k]) return false;
     return true;
 }
 
@@ -212,21 +217,18 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
     int64_t outputs = 0;
     for (size_t i = 0; i < g->outputs.len && !st; i++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
-        int64_t numel, bytes;
-        if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes) ||
-            !bd_add_i64(outputs, bytes, &outputs))
+        int64_t bytes = value_bytes(v);
+        if (bytes == INT64_MAX || !bd_add_i64(outputs, bytes, &outputs))
             st = bd_fail(d, BD_ERR_IO, "graph output '%s' is too large", bd_quote(v->name));
     }
     int64_t need = m->arena_bytes + m->scratch_bytes;
     if (!st && !bd_add_i64(need, outputs, &need)) need = INT64_MAX;
     if (!st && max_activation_bytes > 0 && need > max_activation_bytes) {
         const bd_value *big = m->largest >= 0 ? bd_graph_value(g, m->largest) : NULL;
-        int64_t big_bytes = 0, numel;
-        if (big && bd_dims_numel(big->rank, big->dims, &numel)) bd_dtype_nbytes(big->dtype, numel, &big_bytes);
+        int64_t big_bytes = big ? value_bytes(big) : 0;
         for (size_t i = 0; i < g->outputs.len; i++) { /* an output may be the largest tensor */
             const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
-            int64_t b = 0;
-            if (bd_dims_numel(v->rank, v->dims, &numel)) bd_dtype_nbytes(v->dtype, numel, &b);
+            int64_t b = value_bytes(v);
             if (b > big_bytes) big = v, big_bytes = b;
         }
         char shape[256] = "-";
@@ -249,20 +251,16 @@ bd_status bd_plan_precheck(const bd_program *p, int64_t max_activation_bytes, bd
     const bd_value *big = NULL;
     for (size_t i = 0; i < g->outputs.len; i++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, i));
-        int64_t numel, bytes;
-        if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes) ||
-            !bd_add_i64(outputs, bytes, &outputs))
-            outputs = INT64_MAX;
+        int64_t bytes = value_bytes(v);
+        if (bytes == INT64_MAX || !bd_add_i64(outputs, bytes, &outputs)) outputs = INT64_MAX;
         if (bytes > largest) largest = bytes, big = v;
     }
     for (size_t i = 0; i < p->nests.len; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         for (int k = 0; k < n->n_operands; k++) {
             const bd_value *v = bd_graph_value(g, n->operands[k].value);
-            int64_t numel, bytes;
             if (v->constant || (v->flags & (BD_VALUE_INPUT | BD_VALUE_OUTPUT))) continue;
-            if (!bd_dims_numel(v->rank, v->dims, &numel) || !bd_dtype_nbytes(v->dtype, numel, &bytes))
-                bytes = INT64_MAX;
+            int64_t bytes = value_bytes(v);
             if (bytes > largest) largest = bytes, big = v;
         }
     }

@@ -88,19 +88,10 @@ static void build_dag(const bd_program *p, const bd_deps *deps, bd_schedule *s) 
                 }
                 if (!bd_dep_box(e, b, lo, hi)) continue;
                 memcpy(pt, lo, sizeof pt);
-                for (;;) {
+                do
                     bd_schedule_add_edge(s, s->first_task[e->producer] +
                                                 (int)bd_dep_block_index(pn, pt), to);
-                    int j = e->rank - 1;
-                    for (; j >= 0; j--) {
-                        if (pt[j] < hi[j]) {
-                            pt[j]++;
-                            break;
-                        }
-                        pt[j] = lo[j];
-                    }
-                    if (j < 0) break;
-                }
+                while (bd_dep_box_next(e->rank, lo, hi, pt));
             }
         }
     }
