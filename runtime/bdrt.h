@@ -75,7 +75,15 @@ typedef struct bdrt_model {
     int n_nests;
     const char *const *nest_names;
     void (*const *nest_fns)(void *ctx, int64_t block, int thread);
+    /* GPU models: the API ("cuda", "hip", "opencl"), the device time of the last run in ms
+     * (device events; --benchmark reports it), and the device's name. NULL on the CPU. */
+    const char *device_api;
+    double (*device_ms)(void *inst);
+    const char *(*device_name)(void *inst);
 } bdrt_model;
+
+/* The device chosen by --device N (GPU models; 0 by default). */
+extern int bdrt_device_index;
 
 /* The whole executable: parses argv, reads and validates the inputs, runs the model, writes or
  * prints the outputs, benchmarks. Returns the process exit code (BDRT_EXIT_*). */

@@ -156,7 +156,8 @@ static int assign_named(const bdrt_model *m, options *o, const char *arg) {
 
 static void print_help(const bdrt_model *m) {
     printf("usage: %s [--input NAME=PATH]... [PATH]... [--output-dir DIR]\n"
-           "          [--benchmark N [--warmup W]] [--json] [--threads N] [--profile FILE] [--info]\n\n",
+           "          [--benchmark N [--warmup W]] [--json] [--threads N] [--device N]\n"
+           "          [--profile FILE] [--info]\n\n",
            prog);
     printf("Runs the model '%s' (compiled by bdc) once on the given inputs.\n\n", q(m->name));
     printf("inputs:\n");
@@ -197,6 +198,12 @@ static void print_help(const bdrt_model *m) {
         "                     BDRT_SCHEDULE_SEED=N (a test mode, block schedule only): run\n"
         "                     single-threaded in a random dependency order drawn from N, with\n"
         "                     intermediates filled with NaN and refilled as each one dies\n"
+        "  --device N         GPU models: run on device N (default 0); --benchmark then times\n"
+        "                     each run with device events around its kernels (the copies of\n"
+        "                     inputs and outputs are left out) and --json adds timer, api,\n"
+        "                     device and device_index; BDRT_GPU_CTAS=N caps the persistent\n"
+        "                     kernel's CTAs and BDRT_GPU_ASSIGN_SEED=N gives every task a random\n"
+        "                     CTA (test modes of --schedule block)\n"
         "  --profile FILE     run once untimed, then once recording every block: FILE gets a\n"
         "                     Chrome/Perfetto trace (JSON: one event per block, one row per\n"
         "                     thread; open it in ui.perfetto.dev or chrome://tracing), and a\n"
@@ -263,6 +270,13 @@ static int parse_args(int argc, char **argv, const bdrt_model *m, options *o) {
                 rc = usage_error("--warmup needs a run count from 0 to %lld", MAX_BENCH_RUNS);
             else
                 o->warmup = v;
+        } else if ((r = match_value(a, "--device", &i, argc, argv, &val)) != 0) {
+            if (r < 0 || parse_count(val, 0, 1024, &v))
+                rc = usage_error("--device needs a device index from 0 to 1024");
+            else if (!m->device_api)
+                rc = usage_error("--device: this model was compiled for the CPU");
+            else
+                bdrt_device_index = (int)v;
         } else if ((r = match_value(a, "--threads", &i, argc, argv, &val)) != 0) {
             if (r < 0 || parse_count(val, 0, BDRT_POOL_MAX_THREADS, &v))
                 rc = usage_error("--threads needs a count from 0 to %d", BDRT_POOL_MAX_THREADS);
@@ -280,6 +294,8 @@ static int parse_args(int argc, char **argv, const bdrt_model *m, options *o) {
         rc = 0;
     }
     if (rc < 0 && o->warmup >= 0 && o->bench < 0) rc = usage_error("--warmup needs --benchmark");
+    if (rc < 0 && o->profile && m->device_api)
+        rc = usage_error("--profile records the CPU's blocks: a GPU model has none (use --benchmark)");
     if (rc < 0 && o->profile && o->bench >= 0)
         rc = usage_error("--profile records one run: it does not go with --benchmark");
     if (rc < 0 && o->json && o->bench < 0 && !o->info)
@@ -631,6 +647,8 @@ static int write_outputs(out_dir *d, const bdrt_model *m, void *const *outs,
     return 0;
 }
 
+int bdrt_device_index = 0;
+
 /* ---- benchmark ---- */
 
 static double now_ms(void) {
@@ -688,10 +706,14 @@ static int benchmark(const bdrt_model *m, void *inst, const void *const *in, voi
     int rc = 0;
     for (long long i = 0; i < warm && !rc; i++)
         rc = run_model(m, inst, in, out);
+    /* GPU models: the device time of each run (events around its kernels), which leaves out the
+     * host's copies of inputs and outputs */
+    int device = m->device_ms != NULL;
     for (long long i = 0; i < n && !rc; i++) {
         double t0 = now_ms();
         rc = run_model(m, inst, in, out);
         lat[i] = now_ms() - t0;
+        if (device && !rc) lat[i] = m->device_ms(inst);
     }
     if (rc) {
         free(lat);
@@ -711,12 +733,24 @@ static int benchmark(const bdrt_model *m, void *inst, const void *const *in, voi
         long peak_kb = peak_rss_kb();
         printf(", \"runs\": %lld, \"warmup\": %lld, \"threads\": %d, \"min_ms\": %.6f, "
                "\"median_ms\": %.6f, \"p90_ms\": %.6f, \"p99_ms\": %.6f, \"mean_ms\": %.6f, "
-               "\"max_ms\": %.6f, \"peak_rss_kb\": %ld}\n",
+               "\"max_ms\": %.6f, \"peak_rss_kb\": %ld",
                n, warm, threads, st[0], st[1], st[2], st[3], st[4], st[5], peak_kb);
+        if (device) {
+            printf(", \"timer\": \"device events\", \"api\": ");
+            json_string(stdout, m->device_api);
+            printf(", \"device\": ");
+            json_string(stdout, m->device_name(inst));
+            printf(", \"device_index\": %d", bdrt_device_index);
+        }
+        printf("}\n");
     } else {
         int prec = st[1] < 1.0 ? 6 : 4; /* sub-millisecond models get microsecond digits */
-        printf("benchmark '%s': %lld runs after %lld warm-up runs, %d thread%s\n", q(m->name), n,
-               warm, threads, threads == 1 ? "" : "s");
+        if (device)
+            printf("benchmark '%s': %lld runs after %lld warm-up runs on %s device %d '%s' (device events)\n",
+                   q(m->name), n, warm, m->device_api, bdrt_device_index, q(m->device_name(inst)));
+        else
+            printf("benchmark '%s': %lld runs after %lld warm-up runs, %d thread%s\n", q(m->name), n,
+                   warm, threads, threads == 1 ? "" : "s");
         printf("latency ms %12s %12s %12s %12s %12s %12s\n", "min", "median", "p90", "p99", "mean",
                "max");
         printf("          ");

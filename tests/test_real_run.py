@@ -3,7 +3,7 @@
 
 Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
                         [--fusion none|op|block] [--schedule op|block] [--check-seeds N]
-                        [--keep-outputs DIR] [NAME ...]
+                        [--target cpu|opencl] [--keep-outputs DIR] [NAME ...]
   --bdc           the bdc binary (default: $BDC, else <repo>/build/bdc)
   --cache         where compiled executables are kept (default: $BDC_CACHE, else build/cache)
   --models-cache  exported models (default: $BDC_MODEL_CACHE, else build/cache/models)
@@ -13,6 +13,12 @@ Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
                   schedule test mode (BDRT_SCHEDULE_SEED=1..N: single-threaded, a random
                   topological order of the block DAG per seed, intermediates filled with NaN
                   and poisoned again as each one dies); every run must match onnxruntime
+  --target        the `bdc compile --target` (default cpu). With opencl the executables run on
+                  the OpenCL device (PoCL in the tests), and --check-seeds N runs the block
+                  schedule's persistent kernel again with N random CTA assignments of its tasks
+                  (BDRT_GPU_ASSIGN_SEED=1..N) and with a single CTA (BDRT_GPU_CTAS=1). A model
+                  listed in GPU_UNSUPPORTED must fail to compile with exit 3 (it is counted as
+                  unsupported, with its reason); any other failure fails the test
   --keep-outputs  copy every file the executable writes to its --output-dir into
                   DIR/<name>/fusion-<mode>/ (replaced if it exists), with inputs.sha256 naming
                   the model and sample inputs it ran on; for comparing two bdc binaries byte for
@@ -194,7 +200,12 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
     return ok, lines, secs
 
 
-def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", seeds=0):
+# Models a GPU target cannot compile yet, with the reason (bdc exits 3 for them).
+GPU_UNSUPPORTED = {"lstm": "LSTM has no GPU body yet"}
+
+
+def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", seeds=0,
+                target="cpu"):
     """Returns (ok, detail lines). keep: a folder to copy the outputs to (see --keep-outputs),
     or None. seeds: runs in the schedule test mode after the normal one."""
     err = real.ensure_exported(models, name)
@@ -211,8 +222,14 @@ def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", s
     names = [o.name for o in sess.get_outputs()]
     reference = dict(zip(names, sess.run(names, feeds)))
 
-    entry, problem = compile_cached(bdc, cache, name, path,
-                                    ("--fusion", fusion, "--schedule", schedule))
+    flags = ("--fusion", fusion, "--schedule", schedule)
+    if target != "cpu":
+        flags += ("--target", target)
+    entry, problem = compile_cached(bdc, cache, name, path, flags)
+    if target != "cpu" and name in GPU_UNSUPPORTED:
+        if problem and problem.startswith("bdc compile exit 3"):
+            return None, ["unsupported on %s: %s" % (target, GPU_UNSUPPORTED[name])]
+        return False, ["listed in GPU_UNSUPPORTED but %s" % (problem or "compiled: update the list")]
     if problem:
         return False, [problem]
     with open(os.path.join(entry, "info.json")) as f:
@@ -222,10 +239,14 @@ def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", s
     for i, p in zip(graph_inputs, inputs):
         args += ["--input", "%s=%s" % (i.name, p)]
     lines, ok = [], True
-    for seed in [None] + list(range(1, seeds + 1)):
+    gpu = target != "cpu"
+    runs = [None] + list(range(1, seeds + 1)) + (["one CTA"] if gpu and seeds else [])
+    for seed in runs:
         env = dict(os.environ)
-        if seed is not None:
-            env["BDRT_SCHEDULE_SEED"] = str(seed)
+        if seed == "one CTA":
+            env["BDRT_GPU_CTAS"] = "1"
+        elif seed is not None:
+            env["BDRT_GPU_ASSIGN_SEED" if gpu else "BDRT_SCHEDULE_SEED"] = str(seed)
         run_ok, run_lines, secs = run_and_compare(entry, args, names, files, reference, env,
                                                   keep if seed is None else None,
                                                   (name, fusion, path, inputs))
@@ -233,11 +254,12 @@ def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", s
         if seed is None:
             lines += run_lines
         elif not run_ok:
-            lines += ["schedule test mode, seed %d:" % seed] + run_lines
+            lines += ["schedule test mode, %s:" % (seed if isinstance(seed, str) else "seed %d" % seed)] + run_lines
         if seed is None and not run_ok:
             break
     if seeds and ok:
-        lines.append("schedule test mode: %d random orders matched" % seeds)
+        lines.append("persistent kernel: %d random CTA assignments and one CTA matched" % seeds if gpu
+                     else "schedule test mode: %d random orders matched" % seeds)
     lines.append("compiled in %.1f s, ran in %.2f s (one process, input reading included)"
                  % (info.get("compile_seconds", 0.0), secs))
     return ok, lines
@@ -259,6 +281,8 @@ def main():
     ap.add_argument("--keep-outputs", metavar="DIR",
                     help="copy every output file the executables write to "
                          "DIR/<name>/fusion-<mode>/ (for comparing two bdc binaries)")
+    ap.add_argument("--target", choices=("cpu", "opencl"), default="cpu",
+                    help="bdc compile --target: opencl runs on the OpenCL device (PoCL)")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
 
@@ -276,20 +300,26 @@ def main():
     if args.keep_outputs:
         os.makedirs(args.keep_outputs, exist_ok=True)
 
-    passed = failed = 0
+    passed = failed = unsupported = 0
     for name in names:
         try:
             ok, lines = check_model(args.bdc, args.cache, args.models_cache, name, args.fusion,
                                     args.keep_outputs, args.schedule,
-                                    args.check_seeds if args.schedule == "block" else 0)
+                                    args.check_seeds if args.schedule == "block" else 0,
+                                    args.target)
         except Exception as e:  # a broken cache entry or ORT failure fails this model only
             ok, lines = False, ["%s: %s" % (type(e).__name__, e)]
-        print("%s %-20s %s" % ("PASS" if ok else "FAIL", name, lines[0]), flush=True)
+        tag = "UNSUPPORTED" if ok is None else "PASS" if ok else "FAIL"
+        print("%s %-20s %s" % (tag, name, lines[0]), flush=True)
         for l in lines[1:]:
             print("     %-20s %s" % ("", l), flush=True)
+        if ok is None:
+            unsupported += 1
+            continue
         passed += ok
         failed += not ok
-    print("%d passed, %d failed" % (passed, failed))
+    print("%d passed, %d failed%s" % (passed, failed,
+                                      ", %d unsupported (listed above)" % unsupported if unsupported else ""))
     return 0 if failed == 0 and passed > 0 else 1
 
 

@@ -102,9 +102,10 @@ static bd_status require_static_inputs(bd_graph *g, bd_diag *d) {
     return BD_OK;
 }
 
-static bd_status write_sources(bd_workdir *w, const bd_c_program *c, const char *wsym, bd_diag *d) {
+static bd_status write_sources(bd_workdir *w, const bd_target *t, const bd_c_program *c,
+                               const char *wsym, bd_diag *d) {
     char path[BD_PATH_MAX];
-    bd_status s = bd_workdir_path(w, "model.c", path, sizeof path, d);
+    bd_status s = bd_workdir_path(w, t->build.source_name, path, sizeof path, d);
     if (!s) s = bd_write_file(path, c->source, c->source_len, d);
     if (!s) s = bd_workdir_path(w, "weights.bin", path, sizeof path, d);
     if (!s) s = bd_write_file(path, c->weights ? c->weights : (const unsigned char *)"", c->weights_len, d);
@@ -129,10 +130,11 @@ static bd_status write_sources(bd_workdir *w, const bd_c_program *c, const char 
     return s;
 }
 
-static bd_status copy_to_emit_dir(const bd_workdir *w, const char *dir, bool header, bd_diag *d) {
+static bd_status copy_to_emit_dir(const bd_workdir *w, const bd_target *t, const char *dir, bool header,
+                                  bd_diag *d) {
     if (mkdir(dir, 0755) != 0 && !is_dir(dir))
         return bd_fail(d, BD_ERR_IO, "cannot create --emit-dir '%s'", bd_quote(dir));
-    const char *files[] = {"model.c", "weights.S", "weights.bin", "model.h"};
+    const char *files[] = {t->build.source_name, "weights.S", "weights.bin", "model.h"};
     for (size_t i = 0; i < BD_COUNT(files) - (header ? 0 : 1); i++) {
         char src[BD_PATH_MAX], dst[BD_PATH_MAX];
         if (!path_join(src, sizeof src, w->path, files[i]) || !path_join(dst, sizeof dst, dir, files[i]))
@@ -156,33 +158,54 @@ static bd_status copy_to_emit_dir(const bd_workdir *w, const char *dir, bool hea
 static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_workdir *w,
                               const char *rt, const char *prefix, char *result, size_t rlen,
                               bd_diag *d) {
+    const bd_build_recipe *r = &t->build;
     char inc[BD_PATH_MAX + 16], lib_rt[BD_PATH_MAX + 32], lib_k[BD_PATH_MAX + 32];
     snprintf(inc, sizeof inc, "-I%s/include", rt);
     snprintf(lib_rt, sizeof lib_rt, "%s/lib/libbdcrt.a", rt);
     snprintf(lib_k, sizeof lib_k, "%s/lib/libbdckernels.a", rt);
     const char *cc = bd_cc();
-    const char *werror = o->werror ? "-Werror" : "-Wno-unused";
-    bd_tool_cmd cmd = {.cwd = w->path, .verbose = o->verbose, .what = "C compiler",
-                       .hint = "set CC or install gcc"};
-    char march[96];
-    snprintf(march, sizeof march, "-march=%s", o->arch ? o->arch : "native");
-    char *cc_model[32];
+    const char *compiler = r->compiler ? r->compiler : cc;
+    bd_tool_cmd cmd = {.cwd = w->path, .verbose = o->verbose,
+                       .what = r->compiler ? r->compiler : "C compiler", .hint = r->hint};
+    char arch[96];
+    const char *arch_name = o->arch ? o->arch : r->default_arch;
+    if (arch_name) snprintf(arch, sizeof arch, r->arch_flag, arch_name);
+    char *argv_model[40];
     int nc = 0;
-    cc_model[nc++] = (char *)cc;
-    for (int i = 0; t->cflags[i] && nc < 20; i++) cc_model[nc++] = (char *)t->cflags[i];
-    const char *rest[] = {"-Wall", "-Wextra", werror, march, inc, "-c", "model.c", "-o", "model.o"};
-    for (size_t i = 0; i < BD_COUNT(rest); i++) cc_model[nc++] = (char *)rest[i];
-    cc_model[nc] = NULL;
-    cmd.argv = cc_model;
+    argv_model[nc++] = (char *)compiler;
+    for (int i = 0; t->cflags[i] && nc < 24; i++) argv_model[nc++] = (char *)t->cflags[i];
+    /* nvcc spells the host compiler's warning flags through -Xcompiler */
+    if (r->compiler && !strcmp(r->compiler, "nvcc")) argv_model[nc++] = "-Xcompiler=-Wall,-Wextra";
+    else argv_model[nc++] = "-Wall", argv_model[nc++] = "-Wextra";
+    if (o->werror) argv_model[nc++] = (char *)r->werror;
+    else if (!r->compiler || strcmp(r->compiler, "nvcc")) argv_model[nc++] = "-Wno-unused";
+    if (arch_name) argv_model[nc++] = arch;
+    const char *rest[] = {inc, "-c", r->source_name, "-o", "model.o"};
+    for (size_t i = 0; i < BD_COUNT(rest); i++) argv_model[nc++] = (char *)rest[i];
+    argv_model[nc] = NULL;
+    cmd.argv = argv_model;
     bd_status s = bd_tool_run(&cmd, d);
     char *cc_weights[] = {(char *)cc, "-c", "weights.S", "-o", "weights.o", NULL};
     cmd.argv = cc_weights;
+    cmd.what = "C compiler";
+    cmd.hint = "set CC or install gcc";
     if (!s) s = bd_tool_run(&cmd, d);
     if (s) return s;
     if (!o->library) {
-        char *link[] = {(char *)cc, "model.o", "weights.o", lib_rt, lib_k, "-lpthread", "-lm",
-                        "-o", "model.exe", NULL};
+        char *link[32];
+        int nl = 0;
+        link[nl++] = (char *)(r->link_with_compiler ? compiler : cc);
+        if (r->link_with_compiler && arch_name) link[nl++] = arch;
+        link[nl++] = "model.o";
+        link[nl++] = "weights.o";
+        link[nl++] = lib_rt;
+        if (r->link_kernels) link[nl++] = lib_k;
+        for (int i = 0; r->libs && r->libs[i] && nl < 28; i++) link[nl++] = (char *)r->libs[i];
+        link[nl++] = "-o";
+        link[nl++] = "model.exe";
+        link[nl] = NULL;
         cmd.argv = link;
+        cmd.what = r->link_with_compiler ? compiler : "linker";
         s = bd_tool_run(&cmd, d);
         if (!s && !path_join(result, rlen, w->path, "model.exe"))
             s = bd_fail(d, BD_ERR_IO, "path too long");
@@ -247,6 +270,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
                     "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
     const bd_target *t = o->target ? o->target : bd_targets[0];
+    if (!s && o->arch && !t->build.default_arch)
+        s = bd_fail(d, BD_ERR_USAGE, "--target %s takes no --arch (the device's driver compiles its code)", t->name);
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
     if (!s) progress_step(&pr, "lower to loop nests, tile, fuse, analyze, schedule, plan memory");
@@ -254,12 +279,12 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
-    bd_emit_opts eo = {.library = o->library, .lib_name = prefix, .weights_symbol = wsym};
+    bd_emit_opts eo = {.target = t, .arch = o->arch, .library = o->library, .lib_name = prefix, .weights_symbol = wsym};
     if (!s) s = t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
-    if (!s) progress_step(&pr, "emit C");
+    if (!s) progress_step(&pr, t->gpu ? "emit device and host code" : "emit C");
     if (!s) s = bd_workdir_create(&w, o->keep_temps, d);
-    if (!s) s = write_sources(&w, &c, wsym, d);
-    if (!s && o->emit_dir) s = copy_to_emit_dir(&w, o->emit_dir, o->library, d);
+    if (!s) s = write_sources(&w, t, &c, wsym, d);
+    if (!s && o->emit_dir) s = copy_to_emit_dir(&w, t, o->emit_dir, o->library, d);
     char result[BD_PATH_MAX];
     if (!s) s = native_build(o, t, &w, rt, prefix, result, sizeof result, d);
     if (!s) progress_step(&pr, "native build");

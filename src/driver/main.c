@@ -21,9 +21,10 @@ static const char usage_text[] =
     "commands:\n"
     "  compile MODEL.onnx -o OUT [options]\n"
     "                                compile MODEL into a self-contained executable OUT\n"
-    "      --target cpu              code generation target (cpu is the only one so far)\n"
-    "      --arch ARCH               CPU to generate code for (-march=ARCH); default native:\n"
-    "                                this machine's; x86-64 or x86-64-v3 for portable binaries\n"
+    "      --target cpu|cuda|hip|opencl  cpu (default): C; cuda: nvcc; hip: hipcc; opencl:\n"
+    "                                source built by the device's driver at start-up\n"
+    "      --arch ARCH               cpu: -march=ARCH (default native; x86-64 is portable);\n"
+    "                                cuda: sm_XX (default sm_90); hip: gfxNNN (default gfx90a)\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
     "      --fusion none|op|block    op (default): Conv/Gemm/MatMul absorb a following bias,\n"
     "                                residual Add and activation; block: op, and chains of\n"
@@ -52,6 +53,8 @@ static const char usage_text[] =
     "                                .pb): for inputs that decide shapes (a Reshape target)\n"
     "      -v                        print every native command and stage times\n"
     "      -q                        no progress output\n"
+    ;
+static const char usage_text2[] =
     "  analyze MODEL.onnx [--json FILE|-] [--dot FILE|-] [--fusion none|op|block] [--target T]\n"
     "          [--shape ...] [--dim ...] [--const ...]   (as for compile)\n"
     "                                the block-dependency analysis: every producer -> consumer\n"
@@ -119,7 +122,7 @@ static int cmd_inspect(int argc, char **argv, bd_input_binds *binds) {
         if (taken) continue;
         if (strcmp(argv[i], "--json") == 0) json = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage_text, stdout);
+            fputs(usage_text, stdout), fputs(usage_text2, stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect: unknown option '%s'", argv[i]);
         else if (model) return usage_error("inspect: more than one model given ('%s')", argv[i]);
@@ -156,7 +159,7 @@ static int cmd_analyze(int argc, char **argv, bd_input_binds *binds) {
                 return BD_ERR_UNSUPPORTED;
             }
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
+            fputs(usage_text, stdout), fputs(usage_text2, stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) return usage_error("analyze: unknown option '%s'", a);
         else if (o.model) return usage_error("analyze: more than one model given ('%s')", a);
@@ -215,11 +218,11 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
             } else if (strcmp(a, "--arch") == 0) {
                 /* It becomes one -march= argument: keep it to what such names contain. */
                 if (!v[0] || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(v))
-                    return usage_error("compile: --arch '%s' is not a CPU name", v);
+                    return usage_error("compile: --arch '%s' is not an architecture name", v);
                 o.arch = v;
             }
             else if (!(o.target = bd_target_named(v))) {
-                fprintf(stderr, "bdc: error: target '%s' is not available yet (cpu only)\n", v);
+                fprintf(stderr, "bdc: error: unknown target '%s' (cpu, cuda, hip or opencl)\n", v);
                 return BD_ERR_UNSUPPORTED;
             }
         } else if (strcmp(a, "--max-weights") == 0 || strcmp(a, "--max-activations") == 0 ||
@@ -252,7 +255,7 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
                 p += n + (p[n] == ',');
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage_text, stdout);
+            fputs(usage_text, stdout), fputs(usage_text2, stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) return usage_error("compile: unknown option '%s'", a);
         else if (o.model) return usage_error("compile: more than one model given ('%s')", a);
@@ -269,12 +272,12 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        fputs(usage_text, stderr), fputs(usage_text2, stderr);
         return BD_ERR_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
+        fputs(usage_text, stdout), fputs(usage_text2, stdout);
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {

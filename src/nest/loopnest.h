@@ -187,6 +187,9 @@ void bd_nest_set_tile(const bd_graph *g, bd_nest *n, const int64_t *tile);
 /* Tiling of whole trailing dims up to about target elements per block, splitting leading dims
  * (the tilers' common default). */
 void bd_nest_tile_default(const bd_graph *g, bd_nest *n, int64_t target_elems);
+/* Tiling with the dims marked whole uncut and the others cut from the innermost out so that a
+ * block holds about target elements (at least the whole dims). */
+void bd_nest_tile_keeping_whole(const bd_graph *g, bd_nest *n, int64_t target);
 
 /* A reshape's dims in groups whose extents multiply to the same count on both sides (unit dims
  * left out): group k is input dims xd[gx0[k] .. gx1[k]) and output dims yd[gy0[k] .. gy1[k]). */

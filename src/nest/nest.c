@@ -199,6 +199,32 @@ void bd_nest_tile_default(const bd_graph *g, bd_nest *n, int64_t target_elems) {
     bd_nest_set_tile(g, n, tile);
 }
 
+/* Tiles the nest with its whole dims uncut and the others cut from the innermost out so that a
+ * block holds about target elements (at least the whole dims). */
+void bd_nest_tile_keeping_whole(const bd_graph *g, bd_nest *n, int64_t target) {
+    int64_t tile[BD_MAX_RANK], elems = 1;
+    for (int i = 0; i < n->n_iter; i++) {
+        int64_t e = n->extent[i] > 0 ? n->extent[i] : 1;
+        tile[i] = e;
+        if (n->whole[i]) elems = e > INT64_MAX / elems ? INT64_MAX : elems * e;
+    }
+    bool cut = false;
+    for (int i = n->n_iter - 1; i >= 0; i--) {
+        if (n->whole[i]) continue;
+        int64_t e = tile[i];
+        if (cut) {
+            tile[i] = 1;
+        } else if (elems <= target && e <= target / elems) {
+            elems *= e;
+        } else {
+            int64_t t = elems < target ? target / elems : 1;
+            tile[i] = t < e ? t : e;
+            cut = true;
+        }
+    }
+    bd_nest_set_tile(g, n, tile);
+}
+
 void bd_nest_block_range(const bd_nest *n, int64_t block, int64_t *lo, int64_t *hi) {
     for (int i = n->n_iter - 1; i >= 0; i--) {
         int64_t g = n->grid[i] ? n->grid[i] : 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "target/print.h"
+#include "nest/loopnest.h"
 
 static void text_append(bd_printer *p, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -207,4 +208,104 @@ const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr
         }
     }
     return val[x->n - 1];
+}
+
+/* ---------------------------------------------------------------- shared printed code */
+
+void bd_print_block_decode(bd_printer *p, const bd_nest *n) {
+    int r = n->n_iter ? n->n_iter : 1;
+    bd_print_line(p, "int64_t lo[%d], hi[%d];", r, r);
+    if (!n->n_iter) bd_print_line(p, "lo[0] = 0; hi[0] = 1;");
+    for (int k = n->n_iter - 1; k >= 0; k--) {
+        bd_print_line(p, "lo[%d] = (block %% %lld) * %lld; hi[%d] = lo[%d] + %lld < %lld ? lo[%d] + %lld : %lld;", k,
+                      (long long)n->grid[k], (long long)n->tile[k], k, k, (long long)n->tile[k],
+                      (long long)n->extent[k], k, (long long)n->tile[k], (long long)n->extent[k]);
+        if (k) bd_print_line(p, "block /= %lld;", (long long)n->grid[k]);
+    }
+    bd_print_line(p, "(void)lo; (void)hi;");
+}
+
+/* The scalar helpers. float16 / bfloat16, stored as uint16_t bit patterns. To float, exactly: bd_h2f, bd_bf2f. From
+ * float, to nearest even, overflowing to infinity, subnormals kept, NaN kept NaN (quiet, top payload
+ * bits): bd_f2h, bd_f2bf. These are F. Giesen's float/half conversions with every case computed
+ * and picked by bit masks, no branch or ?: on the value, so that loops of them vectorize (GCC does
+ * not if-convert a float operation under -ftrapping-math); the subnormal cases go through one exact
+ * float addition / subtraction, which the default rounding mode rounds to nearest even. From a
+ * double, rounded once (double -> float -> half would round twice): bd_d2small(x, mantissa bits,
+ * exponent bits), named bd_d2h and bd_d2bf. */
+static void print_half_helpers(bd_printer *p, const char *fn, bool ul) {
+    static const char *const lines[] = {
+        "%s uint32_t bd_mask(int c) { return (uint32_t)0 - (uint32_t)c; }",
+        "%s float bd_h2f(uint16_t h) {",
+        "    const uint32_t m = (uint32_t)(h & 0x7fffu) << 13, x = m & 0x0f800000u, z = bd_mask(x == 0);",
+        "    const uint32_t sub = bd_f2u(bd_u2f(m + (113u << 23)) - 0x1p-14f); /* exact: 0, subnormals */",
+        "    const uint32_t nrm = m + (112u << 23) + (bd_mask(x == 0x0f800000u) & (112u << 23));",
+        "    return bd_u2f((uint32_t)(h & 0x8000u) << 16 | (sub & z) | (nrm & ~z));",
+        "}",
+        "%s uint16_t bd_f2h(float f) {",
+        "    const uint32_t s = bd_f2u(f) & 0x80000000u, a = bd_f2u(f) ^ s;",
+        "    const uint32_t sub = bd_f2u(bd_u2f(a) + 0.5f) - 0x3f000000u; /* below 2^-14 */",
+        "    const uint32_t nrm = (a + 0xc8000fffu + ((a >> 13) & 1)) >> 13; /* rebias, round */",
+        "    const uint32_t big = 0x7c00u | (bd_mask(a > 0x7f800000u) & (0x200u | ((a >> 13) & 0x3ffu)));",
+        "    const uint32_t mb = bd_mask(a >= 0x47800000u), ms = bd_mask(a < 0x38800000u);",
+        "    return (uint16_t)((s >> 16) | (big & mb) | (sub & ms) | (nrm & ~(mb | ms)));",
+        "}",
+        "%s float bd_bf2f(uint16_t h) { return bd_u2f((uint32_t)h << 16); }",
+        "%s uint16_t bd_f2bf(float f) {",
+        "    const uint32_t u = bd_f2u(f), nan = bd_mask((u & 0x7fffffffu) > 0x7f800000u);",
+        "    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;",
+        "    return (uint16_t)((nan & ((u >> 16) | 0x40u)) | (~nan & r));",
+        "}",
+        "%s uint16_t bd_d2small(double v, int mbits, int ebits) {",
+        "    const uint64_t u = bd_d2u(v);",
+        "    const uint64_t a = u & 0x7fffffffffffffffull, inf = ((1ull << ebits) - 1) << mbits;",
+        "    const uint16_t s = (uint16_t)((u >> 63) << (mbits + ebits));",
+        "    if (a > 0x7ff0000000000000ull)",
+        "        return (uint16_t)(s | inf | 1ull << (mbits - 1) | ((a >> (52 - mbits)) & ((1ull << mbits) - 1)));",
+        "    const int bias = (1 << (ebits - 1)) - 1, x = (int)(a >> 52) - 1023, sub = x < 1 - bias;",
+        "    const uint64_t m = (a & 0xfffffffffffffull) | (uint64_t)(a >> 52 != 0) << 52;",
+        "    const int shift = (sub ? 1 - bias - mbits : x - mbits) - (x - 52);",
+        "    uint64_t q = 0;",
+        "    if (shift < 54) {",
+        "        const uint64_t rem = m & ((1ull << shift) - 1), mid = 1ull << (shift - 1);",
+        "        q = m >> shift;",
+        "        q += rem > mid || (rem == mid && (q & 1));",
+        "    }",
+        "    const uint64_t bits = sub ? q : ((uint64_t)(x + bias) << mbits) + q - (1ull << mbits);",
+        "    return (uint16_t)(s | (bits < inf ? bits : inf));",
+        "}",
+        "%s uint16_t bd_d2h(double v) { return bd_d2small(v, 10, 5); }",
+        "%s uint16_t bd_d2bf(double v) { return bd_d2small(v, 7, 8); }",
+    };
+    for (size_t i = 0; i < BD_COUNT(lines); i++) {
+        /* OpenCL C has no long long: its 64-bit literals are `ul` */
+        const char *l = bd_print_str(p, lines[i], fn);
+        if (!ul) {
+            bd_print_line(p, "%s", l);
+            continue;
+        }
+        char *c = (char *)bd_print_str(p, "%s", l), *q;
+        while ((q = strstr(c, "ull")) != NULL) memmove(q + 1, q + 2, strlen(q + 2) + 1);
+        bd_print_line(p, "%s", c);
+    }
+}
+
+/* Float-to-integer conversion without C's undefined behaviour (NaN -> 0, saturating), and
+ * NaN-propagating selection for Min/Max; then the float16/bfloat16 conversions. */
+void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl) {
+    static const struct { const char *type, *lo, *hi; } ints[] = {
+        {"int8_t", "-128.0", "127.0"}, {"uint8_t", "0.0", "255.0"}, {"int16_t", "-32768.0", "32767.0"},
+        {"uint16_t", "0.0", "65535.0"}, {"int32_t", "-2147483648.0", "2147483647.0"},
+        {"uint32_t", "0.0", "4294967295.0"}, {"int64_t", "-9223372036854775808.0", "9223372036854774784.0"},
+        {"uint64_t", "0.0", "18446744073709549568.0"}};
+    for (size_t i = 0; i < BD_COUNT(ints); i++)
+        bd_print_line(p, "%s %s bd_f2i_%s(double x) { return x != x ? 0 : x <= %s ? (%s)%s : "
+                         "x >= %s ? (%s)%s : (%s)x; }",
+                      fn, ints[i].type, ints[i].type, ints[i].lo, ints[i].type, ints[i].lo, ints[i].hi,
+                      ints[i].type, ints[i].hi, ints[i].type);
+    bd_print_line(p, "%s float bd_pickf(float cur, float cand, int take) "
+                     "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }", fn);
+    bd_print_line(p, "%s double bd_pick(double cur, double cand, int take) "
+                     "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }", fn);
+    print_half_helpers(p, fn, opencl);
 }

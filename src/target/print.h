@@ -54,4 +54,19 @@ typedef struct bd_expr_dialect {
 const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr *x,
                           const char *const *loads);
 
+/* Block `block` of nest n decoded into int64_t lo[], hi[] along every iteration dim (hi
+ * exclusive): the same decoding as bd_nest_block_range, printed (tests check they agree). */
+struct bd_nest;
+void bd_print_block_decode(bd_printer *p, const struct bd_nest *n);
+/* The scalar helpers C-family code shares: bd_f2i_T (float to integer without undefined
+ * behaviour), bd_pickf/bd_pick (NaN-propagating min/max), the float16/bfloat16 conversions.
+ * Each is declared with the qualifiers fn ("static inline" or a dialect's device spelling); the
+ * printer defines bd_u2f, bd_f2u and bd_d2u (bit casts) before. opencl: 64-bit literals as `ul`. */
+void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl);
+
+/* How C spells the expression ops (c_dialect.c), for every C-family printer, and the C element
+ * type of a dtype ("float", "int64_t", "uint8_t" for bool, "double", ...). */
+extern const bd_expr_dialect bd_c_dialect;
+const char *bd_c_type(int dtype);
+
 #endif

@@ -11,6 +11,8 @@
 
 /* What the printer is asked for. */
 typedef struct bd_emit_opts {
+    const struct bd_target *target; /* the target printing (its dialect tables) */
+    const char *arch;               /* --arch, NULL: the target's default */
     bool library;               /* <name>_create/_run/_destroy + a header instead of main() */
     const char *lib_name;       /* C identifier prefix for --lib (already sanitised) */
     const char *weights_symbol; /* assembler symbol of the embedded constants */
@@ -18,7 +20,7 @@ typedef struct bd_emit_opts {
 
 /* What the printer produces. */
 typedef struct bd_c_program {
-    char *source; /* model.c, NUL-terminated (heap) */
+    char *source; /* the target's source file (model.c, model.cu, ...), NUL-terminated (heap) */
     size_t source_len;
     unsigned char *weights; /* the blob embedded with .incbin (heap, may be NULL) */
     size_t weights_len;
@@ -26,8 +28,24 @@ typedef struct bd_c_program {
 } bd_c_program;
 void bd_c_program_free(bd_c_program *c);
 
+/* How the native toolchain builds what a target printed (src/driver/compile.c reads it). */
+typedef struct bd_build_recipe {
+    const char *source_name;  /* the printed file: "model.c", "model.cu", "model.hip" */
+    const char *compiler;     /* NULL: the C compiler ($CC, bd_cc), else this program */
+    const char *hint;         /* what to install when the compiler is missing */
+    const char *arch_flag;    /* printf format of --arch ARCH: "-march=%s", "-arch=%s" */
+    const char *default_arch; /* --arch when none is given; NULL: the target takes none */
+    const char *werror;       /* the compiler's spelling of --werror */
+    bool link_kernels;        /* link the CPU micro-kernels (libbdckernels.a) */
+    bool link_with_compiler;  /* link with `compiler` (nvcc, hipcc: their device runtimes) */
+    const char *const *libs;  /* link arguments after the runtime, NULL-terminated */
+} bd_build_recipe;
+
+struct bd_gpu_dialect; /* target/gpu/: how a GPU dialect spells the device code */
+
 typedef struct bd_target {
     const char *name;               /* --target NAME */
+    const char *summary;            /* one line for --help */
     const bd_expr_dialect *dialect; /* how its printer spells the nests' expressions */
     /* The tile pass: every nest's tile, with the kernel choices and scratch that go with it. */
     bd_status (*tile)(bd_program *p, bd_diag *d);
@@ -36,6 +54,8 @@ typedef struct bd_target {
                       const bd_emit_opts *o, bd_c_program *out, bd_diag *d);
     /* The native compiler's flags for the printed source (before -march and the includes). */
     const char *const *cflags;
+    bd_build_recipe build;
+    const struct bd_gpu_dialect *gpu; /* GPU targets: the dialect their printer uses; NULL: CPU */
 } bd_target;
 
 /* The targets bdc has, NULL-terminated, and one by name (NULL when there is none). */

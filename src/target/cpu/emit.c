@@ -21,25 +21,6 @@ static const bd_emit_body_fn body_fns[BD_BODY_COUNT] = {
 
 /* ---------------------------------------------------------------- helpers for bodies */
 
-const char *bd_c_type(int dtype) {
-    switch (dtype) {
-    case BD_DT_FLOAT: return "float";
-    case BD_DT_DOUBLE: return "double";
-    case BD_DT_INT8: return "int8_t";
-    case BD_DT_UINT8:
-    case BD_DT_BOOL: return "uint8_t";
-    case BD_DT_INT16: return "int16_t";
-    case BD_DT_UINT16:
-    case BD_DT_FLOAT16:  /* stored as bit patterns: bodies that compute convert with bd_h2f/bd_f2h */
-    case BD_DT_BFLOAT16: return "uint16_t";
-    case BD_DT_INT32: return "int32_t";
-    case BD_DT_UINT32: return "uint32_t";
-    case BD_DT_INT64: return "int64_t";
-    case BD_DT_UINT64: return "uint64_t";
-    default: return NULL;
-    }
-}
-
 const char *bd_emit_ptr(bd_emitter *e, int value) {
     const bd_value *v = bd_graph_value(e->graph, value);
     const bd_storage *s = &e->storage[value];
@@ -94,18 +75,7 @@ static void emit_io_table(bd_emitter *e, const char *decl, const char *name, con
     bd_emit_close(e, ";");
 }
 
-void bd_emit_block_decode(bd_emitter *e, const bd_nest *n) {
-    int r = n->n_iter ? n->n_iter : 1;
-    bd_emit(e, "int64_t lo[%d], hi[%d];", r, r);
-    if (!n->n_iter) bd_emit(e, "lo[0] = 0; hi[0] = 1;");
-    for (int k = n->n_iter - 1; k >= 0; k--) {
-        bd_emit(e, "lo[%d] = (block %% %lld) * %lld; hi[%d] = lo[%d] + %lld < %lld ? lo[%d] + %lld : %lld;", k,
-                (long long)n->grid[k], (long long)n->tile[k], k, k, (long long)n->tile[k],
-                (long long)n->extent[k], k, (long long)n->tile[k], (long long)n->extent[k]);
-        if (k) bd_emit(e, "block /= %lld;", (long long)n->grid[k]);
-    }
-    bd_emit(e, "(void)lo; (void)hi;");
-}
+void bd_emit_block_decode(bd_emitter *e, const bd_nest *n) { bd_print_block_decode(&e->pr, n); }
 
 static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_status *s, bd_diag *d) {
     const bd_node *node = bd_emit_node(e, n);
@@ -120,62 +90,6 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_st
     bd_emit_close(e, NULL);
 }
 
-/* float16 / bfloat16, stored as uint16_t bit patterns. To float, exactly: bd_h2f, bd_bf2f. From
- * float, to nearest even, overflowing to infinity, subnormals kept, NaN kept NaN (quiet, top payload
- * bits): bd_f2h, bd_f2bf. These are F. Giesen's float/half conversions with every case computed
- * and picked by bit masks, no branch or ?: on the value, so that loops of them vectorize (GCC does
- * not if-convert a float operation under -ftrapping-math); the subnormal cases go through one exact
- * float addition / subtraction, which the default rounding mode rounds to nearest even. From a
- * double, rounded once (double -> float -> half would round twice): bd_d2small(x, mantissa bits,
- * exponent bits), named bd_d2h and bd_d2bf. */
-static void emit_half_prelude(bd_emitter *e) {
-    static const char *const lines[] = {
-        "static inline __attribute__((unused)) float bd_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }",
-        "static inline __attribute__((unused)) uint32_t bd_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }",
-        "static inline __attribute__((unused)) uint32_t bd_mask(int c) { return (uint32_t)0 - (uint32_t)c; }",
-        "static inline __attribute__((unused)) float bd_h2f(uint16_t h) {",
-        "    const uint32_t m = (uint32_t)(h & 0x7fffu) << 13, x = m & 0x0f800000u, z = bd_mask(x == 0);",
-        "    const uint32_t sub = bd_f2u(bd_u2f(m + (113u << 23)) - 0x1p-14f); /* exact: 0, subnormals */",
-        "    const uint32_t nrm = m + (112u << 23) + (bd_mask(x == 0x0f800000u) & (112u << 23));",
-        "    return bd_u2f((uint32_t)(h & 0x8000u) << 16 | (sub & z) | (nrm & ~z));",
-        "}",
-        "static inline __attribute__((unused)) uint16_t bd_f2h(float f) {",
-        "    const uint32_t s = bd_f2u(f) & 0x80000000u, a = bd_f2u(f) ^ s;",
-        "    const uint32_t sub = bd_f2u(bd_u2f(a) + 0.5f) - 0x3f000000u; /* below 2^-14 */",
-        "    const uint32_t nrm = (a + 0xc8000fffu + ((a >> 13) & 1)) >> 13; /* rebias, round */",
-        "    const uint32_t big = 0x7c00u | (bd_mask(a > 0x7f800000u) & (0x200u | ((a >> 13) & 0x3ffu)));",
-        "    const uint32_t mb = bd_mask(a >= 0x47800000u), ms = bd_mask(a < 0x38800000u);",
-        "    return (uint16_t)((s >> 16) | (big & mb) | (sub & ms) | (nrm & ~(mb | ms)));",
-        "}",
-        "static inline __attribute__((unused)) float bd_bf2f(uint16_t h) { return bd_u2f((uint32_t)h << 16); }",
-        "static inline __attribute__((unused)) uint16_t bd_f2bf(float f) {",
-        "    const uint32_t u = bd_f2u(f), nan = bd_mask((u & 0x7fffffffu) > 0x7f800000u);",
-        "    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;",
-        "    return (uint16_t)((nan & ((u >> 16) | 0x40u)) | (~nan & r));",
-        "}",
-        "static inline __attribute__((unused)) uint16_t bd_d2small(double v, int mbits, int ebits) {",
-        "    uint64_t u; memcpy(&u, &v, 8);",
-        "    const uint64_t a = u & 0x7fffffffffffffffull, inf = ((1ull << ebits) - 1) << mbits;",
-        "    const uint16_t s = (uint16_t)((u >> 63) << (mbits + ebits));",
-        "    if (a > 0x7ff0000000000000ull)",
-        "        return (uint16_t)(s | inf | 1ull << (mbits - 1) | ((a >> (52 - mbits)) & ((1ull << mbits) - 1)));",
-        "    const int bias = (1 << (ebits - 1)) - 1, x = (int)(a >> 52) - 1023, sub = x < 1 - bias;",
-        "    const uint64_t m = (a & 0xfffffffffffffull) | (uint64_t)(a >> 52 != 0) << 52;",
-        "    const int shift = (sub ? 1 - bias - mbits : x - mbits) - (x - 52);",
-        "    uint64_t q = 0;",
-        "    if (shift < 54) {",
-        "        const uint64_t rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);",
-        "        q = m >> shift;",
-        "        q += rem > half || (rem == half && (q & 1));",
-        "    }",
-        "    const uint64_t bits = sub ? q : ((uint64_t)(x + bias) << mbits) + q - (1ull << mbits);",
-        "    return (uint16_t)(s | (bits < inf ? bits : inf));",
-        "}",
-        "static inline __attribute__((unused)) uint16_t bd_d2h(double v) { return bd_d2small(v, 10, 5); }",
-        "static inline __attribute__((unused)) uint16_t bd_d2bf(double v) { return bd_d2small(v, 7, 8); }",
-    };
-    for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
-}
 
 /* Float32 exp, tanh and erf written as straight-line code so that loops calling them vectorize
  * (libm's are scalar calls): exp by range reduction to [-ln2/2, ln2/2] and Cephes' polynomial
@@ -222,24 +136,13 @@ static void emit_math_prelude(bd_emitter *e) {
     for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
 }
 
-/* Helpers the bodies' expressions use: float-to-integer conversion without C's undefined
- * behaviour (NaN -> 0, saturating), and NaN-propagating selection for Min/Max. */
+/* The scalar helpers every C-family printer shares (target/print.c), with C's bit casts, then the
+ * vectorisable float math. */
 static void emit_prelude(bd_emitter *e) {
-    static const struct { const char *type, *lo, *hi; } ints[] = {
-        {"int8_t", "-128.0", "127.0"}, {"uint8_t", "0.0", "255.0"}, {"int16_t", "-32768.0", "32767.0"},
-        {"uint16_t", "0.0", "65535.0"}, {"int32_t", "-2147483648.0", "2147483647.0"},
-        {"uint32_t", "0.0", "4294967295.0"}, {"int64_t", "-9223372036854775808.0", "9223372036854774784.0"},
-        {"uint64_t", "0.0", "18446744073709549568.0"}};
-    for (size_t i = 0; i < BD_COUNT(ints); i++)
-        bd_emit(e, "static inline __attribute__((unused)) %s bd_f2i_%s(double x) { return x != x ? 0 : x <= %s ? (%s)%s : "
-                   "x >= %s ? (%s)%s : (%s)x; }",
-                ints[i].type, ints[i].type, ints[i].lo, ints[i].type, ints[i].lo, ints[i].hi,
-                ints[i].type, ints[i].hi, ints[i].type);
-    bd_emit(e, "static inline __attribute__((unused)) float bd_pickf(float cur, float cand, int take) "
-               "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
-    bd_emit(e, "static inline __attribute__((unused)) double bd_pick(double cur, double cand, int take) "
-               "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }");
-    emit_half_prelude(e);
+    bd_emit(e, "static inline __attribute__((unused)) float bd_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }");
+    bd_emit(e, "static inline __attribute__((unused)) uint32_t bd_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }");
+    bd_emit(e, "static inline __attribute__((unused)) uint64_t bd_d2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }");
+    bd_print_scalar_helpers(&e->pr, "static inline __attribute__((unused))", false);
     emit_math_prelude(e);
 }
 
@@ -500,7 +403,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     emit_io_table(&e, "static const bdrt_io", "bd_inputs", &e.graph->inputs);
     emit_io_table(&e, "static const bdrt_io", "bd_outputs", &e.graph->outputs);
     bd_emit_open(&e, "static const bdrt_model bd_model =");
-    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns",
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL",
             bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len, n_named);
     bd_emit_close(&e, ";");
     bd_emit_blank(&e);

@@ -47,11 +47,6 @@ BD_BODIES(X)
 #define bd_emit_str(e, ...) bd_print_str(&(e)->pr, __VA_ARGS__)
 #define bd_emit_float(e, x, dtype) bd_print_float(&(e)->pr, x, dtype)
 
-/* How C spells the expression ops (dialect.c). */
-extern const bd_expr_dialect bd_c_dialect;
-
-/* C element type of a dtype ("float", "int64_t", "uint8_t" for bool, "double", ...). */
-const char *bd_c_type(int dtype);
 /* Expression `((T *)ADDR)` for value v's first element (T const-qualified when read-only). */
 const char *bd_emit_ptr(bd_emitter *e, int value);
 /* Appends bytes to the embedded blob (64-byte aligned); returns their offset from bd_weights. */

@@ -11,18 +11,16 @@ static const char *const cpu_cflags[] = {
     "-std=c11",           "-O3", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
     "-ffp-contract=fast", NULL};
 
+static const char *const cpu_libs[] = {"-lpthread", "-lm", NULL};
+
 const bd_target bd_target_cpu = {
     .name = "cpu",
+    .summary = "C for this machine's CPU (AVX-512/AVX2 kernels chosen at run time), the default",
     .dialect = &bd_c_dialect,
     .tile = bd_cpu_tile,
     .emit = bd_emit_c,
     .cflags = cpu_cflags,
+    .build = {.source_name = "model.c", .hint = "set CC or install gcc", .arch_flag = "-march=%s",
+              .default_arch = "native", .werror = "-Werror", .link_kernels = true, .libs = cpu_libs},
 };
 
-const bd_target *const bd_targets[] = {&bd_target_cpu, NULL};
-
-const bd_target *bd_target_named(const char *name) {
-    for (int i = 0; bd_targets[i]; i++)
-        if (strcmp(bd_targets[i]->name, name) == 0) return bd_targets[i];
-    return NULL;
-}

@@ -486,32 +486,6 @@ static void tile_lstm(const bd_graph *g, bd_nest *nest) {
         gemm_scratch_bound(imax64(lp->seq * bt, 1), H4, imax64(lp->input, lp->hidden));
 }
 
-/* Tiles the nest with its whole dims uncut and the others cut from the innermost out so that a
- * block holds about target elements (at least the whole dims). */
-static void tile_keeping_whole(const bd_graph *g, bd_nest *n, int64_t target) {
-    int64_t tile[BD_MAX_RANK], elems = 1;
-    for (int i = 0; i < n->n_iter; i++) {
-        int64_t e = n->extent[i] > 0 ? n->extent[i] : 1;
-        tile[i] = e;
-        if (n->whole[i]) elems = e > INT64_MAX / elems ? INT64_MAX : elems * e;
-    }
-    bool cut = false;
-    for (int i = n->n_iter - 1; i >= 0; i--) {
-        if (n->whole[i]) continue;
-        int64_t e = tile[i];
-        if (cut) {
-            tile[i] = 1;
-        } else if (elems <= target && e <= target / elems) {
-            elems *= e;
-        } else {
-            int64_t t = elems < target ? target / elems : 1;
-            tile[i] = t < e ? t : e;
-            cut = true;
-        }
-    }
-    bd_nest_set_tile(g, n, tile);
-}
-
 enum {
     REDUCE_WORK_TARGET = 16384, /* input elements a reduction block reads, about */
     REDUCE_MIN_ROW = 64,        /* least tile of a column reduction's contiguous inner dim */
@@ -534,13 +508,13 @@ static void tile_reduce(const bd_graph *g, bd_nest *nest) {
     }
     if (column_iter >= 0 && target < REDUCE_MIN_ROW)
         target = y->dims[column_iter] < REDUCE_MIN_ROW ? y->dims[column_iter] : REDUCE_MIN_ROW;
-    tile_keeping_whole(g, nest, target);
+    bd_nest_tile_keeping_whole(g, nest, target);
     if (column_iter >= 0) nest->scratch_bytes = 8 * nest->tile[column_iter];
 }
 
 static void tile_softmax(const bd_graph *g, bd_nest *nest) {
     const bd_softmax_params *prm = &nest->params.softmax;
-    tile_keeping_whole(g, nest, SOFTMAX_TILE);
+    bd_nest_tile_keeping_whole(g, nest, SOFTMAX_TILE);
     /* Along an inner axis (dims after it): per-column max and sum over the tile's last dim. */
     if (prm->last < nest->n_iter - 1) nest->scratch_bytes = 2 * 8 * nest->tile[nest->n_iter - 1];
 }

@@ -1,5 +1,7 @@
-/* dialect.c — how C (the CPU target) spells the expression ops of nest/expr.h: the table the
- * shared expression printer (target/print.c) reads for elementwise bodies and fused epilogues.
+/* c_dialect.c — how C spells the expression ops of nest/expr.h: the table the shared expression
+ * printer (target/print.c) reads for elementwise bodies and fused epilogues. The CPU target prints
+ * C; the GPU targets print CUDA C, HIP and OpenCL C, which read the same table: their preludes
+ * (target/gpu/dialect.c) give the few names it uses that a dialect spells differently.
  *
  * float32 math goes through the prelude's straight-line bd_exp_v / bd_tanh_v / bd_erf_v so that
  * loops of it vectorize (emit.c); float64 through libm. float16 and bfloat16 values are uint16_t
@@ -7,7 +9,26 @@
  * bd_f2h / bd_f2bf (from float) or bd_d2h / bd_d2bf (from anything wider, rounding once).
  * Integer arithmetic is compiled with -fwrapv (ONNX integer overflow wraps), and what C leaves
  * undefined (division by zero, INT_MIN / -1, float-to-int out of range) is guarded. */
-#include "target/cpu/emit.h"
+#include "target/print.h"
+
+const char *bd_c_type(int dtype) {
+    switch (dtype) {
+    case BD_DT_FLOAT: return "float";
+    case BD_DT_DOUBLE: return "double";
+    case BD_DT_INT8: return "int8_t";
+    case BD_DT_UINT8:
+    case BD_DT_BOOL: return "uint8_t";
+    case BD_DT_INT16: return "int16_t";
+    case BD_DT_UINT16:
+    case BD_DT_FLOAT16:  /* stored as bit patterns: bodies that compute convert with bd_h2f/bd_f2h */
+    case BD_DT_BFLOAT16: return "uint16_t";
+    case BD_DT_INT32: return "int32_t";
+    case BD_DT_UINT32: return "uint32_t";
+    case BD_DT_INT64: return "int64_t";
+    case BD_DT_UINT64: return "uint64_t";
+    default: return NULL;
+    }
+}
 
 static bool is_half(int dt) { return dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16; }
 

@@ -1,0 +1,694 @@
+/* bodies.c (gpu) — the SIMT body of every nest kind: what the threads of one thread block do to
+ * compute their block.
+ *
+ * The block's elements (its index ranges lo/hi, decoded as on the CPU) are numbered row-major and
+ * dealt out to the threads: thread t computes elements t, t + BD_THREADS, ... Each element is
+ * computed whole by its thread: a map or a copy element by element, a convolution or a matrix
+ * product as its reduction over input channels and taps or over K, a reduction over its reduced
+ * dims. Bodies that read some dims whole (softmax axes, layer-normalised axes) deal out their rows
+ * instead, and each thread walks its row. Epilogues (bias, residual, activation) are applied by
+ * the same thread before the store. This is the plain SIMT fallback every dialect runs; the
+ * same printer gives CUDA, HIP and OpenCL C (the dialects differ in their preludes only).
+ * Every index and stride is a literal: shapes are static. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/gpu/gpu.h"
+
+#define L(...) bd_print_line(&g->pr, __VA_ARGS__)
+#define OPEN(...) bd_print_open(&g->pr, __VA_ARGS__)
+#define CLOSE() bd_print_close(&g->pr, NULL)
+#define S(...) bd_print_str(&g->pr, __VA_ARGS__)
+
+static long long ll(int64_t v) { return (long long)v; }
+
+int64_t bd_gpu_blob(bd_vec *blob, const void *data, size_t len) {
+    while (blob->len % 64) *(unsigned char *)bd_vec_push(blob) = 0;
+    int64_t off = (int64_t)blob->len;
+    for (size_t b = 0; b < len; b++) *(unsigned char *)bd_vec_push(blob) = ((const unsigned char *)data)[b];
+    return off;
+}
+
+static const bd_value *value_of(bd_gpu_printer *g, const bd_nest *n, int k) {
+    return bd_graph_value(g->graph, n->operands[k].value);
+}
+
+static const char *type_of(bd_gpu_printer *g, const bd_nest *n, int k) {
+    return bd_c_type(value_of(g, n, k)->dtype);
+}
+
+/* `((BD_G [const] T *)(base + offset))` for value v: the io buffer for graph inputs and outputs,
+ * the weights for constants, the arena for the rest (views and in-place parts share their root's
+ * storage, as the plan says). */
+static const char *value_ptr(bd_gpu_printer *g, int v) {
+    const bd_storage *s = &g->storage[v];
+    const char *t = bd_c_type(bd_graph_value(g->graph, v)->dtype);
+    BD_ASSERT(t);
+    switch (s->kind) {
+    case BD_STORE_INPUT: return S("((BD_G const %s *)(io + %lld))", t, ll(g->in_off[s->where]));
+    case BD_STORE_OUTPUT: return S("((BD_G %s *)(io + %lld))", t, ll(g->out_off[s->where]));
+    case BD_STORE_CONST: return S("((BD_G const %s *)(weights + %lld))", t, ll(s->where));
+    case BD_STORE_ARENA: return S("((BD_G %s *)(arena + %lld))", t, ll(s->where));
+    default: BD_ASSERT(!"value without storage");
+    }
+    return NULL;
+}
+
+/* `BD_G const T *NAME = ...;` for operand k (const unless it is written). */
+static void declare(bd_gpu_printer *g, const bd_nest *n, int k, const char *name) {
+    const bd_operand *o = &n->operands[k];
+    const char *t = bd_c_type(bd_graph_value(g->graph, o->value)->dtype);
+    const char *p = value_ptr(g, o->value);
+    if (o->write || g->storage[o->value].kind == BD_STORE_CONST || g->storage[o->value].kind == BD_STORE_INPUT)
+        L("BD_G %s%s *%s = %s;", o->write ? "" : "const ", t, name, p);
+    else
+        L("BD_G const %s *%s = (BD_G const %s *)%s;", t, name, t, p);
+}
+
+/* Opens the loop dealing the block's elements to the threads, over the iteration dims not in
+ * `skip`: defines i<k> for each. Close with close_elements. */
+static void open_elements(bd_gpu_printer *g, const bd_nest *n, const bool *skip) {
+    const char *count = "1";
+    for (int k = 0; k < n->n_iter; k++)
+        if (!skip || !skip[k]) count = S("%s * (hi[%d] - lo[%d])", count, k, k);
+    L("const int64_t bd_count = %s;", count);
+    OPEN("for (int64_t bd_e = BD_THREAD_ID; bd_e < bd_count; bd_e += BD_THREADS)");
+    L("int64_t bd_r = bd_e;");
+    for (int k = n->n_iter - 1; k >= 0; k--) {
+        if (skip && skip[k]) continue;
+        L("const int64_t i%d = lo[%d] + bd_r %% (hi[%d] - lo[%d]);", k, k, k, k);
+        L("bd_r /= hi[%d] - lo[%d];", k, k);
+    }
+    const char *unused = "(void)bd_r;";
+    for (int k = 0; k < n->n_iter; k++)
+        if (!skip || !skip[k]) unused = S("%s (void)i%d;", unused, k);
+    L("%s", unused);
+}
+
+static void close_elements(bd_gpu_printer *g) { CLOSE(); }
+
+/* sum of i<k> * stride[k] over the iteration dims, "0" when empty */
+static const char *offset_expr(bd_gpu_printer *g, int r, const int64_t *stride) {
+    const char *s = "0";
+    for (int k = 0; k < r; k++)
+        if (stride[k]) s = S("%s + i%d * %lld", s, k, ll(stride[k]));
+    return s;
+}
+
+/* Element strides of operand k along each iteration dim (its AFFINE maps), 0 where it
+ * broadcasts. */
+static void operand_strides(bd_gpu_printer *g, const bd_nest *n, int k, int64_t *out) {
+    const bd_operand *o = &n->operands[k];
+    const bd_value *v = value_of(g, n, k);
+    int64_t vs[BD_MAX_RANK];
+    bd_dims_strides(v->rank, v->dims, vs);
+    for (int i = 0; i < BD_MAX_RANK; i++) out[i] = 0;
+    for (int j = 0; j < o->rank; j++)
+        if (o->dims[j].kind == BD_ACCESS_AFFINE && o->dims[j].iter >= 0 && v->dims[j] != 1)
+            out[o->dims[j].iter] += vs[j] * o->dims[j].scale;
+}
+
+/* The epilogue's activation applied to v (a name or parenthesised expression). */
+static const char *act(bd_gpu_printer *g, const bd_nest *n, const char *v) {
+    if (!n->epi.act.n) return v;
+    const char *loads[1] = {v};
+    return S("(%s)", bd_print_expr(&g->pr, &bd_c_dialect, &n->epi.act, loads));
+}
+
+static bool is_float_dt(int dt) { return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE; }
+
+/* ---------------------------------------------------------------- maps and copies */
+
+static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "k",
+                                            "m", "p", "q", "r", "s", "t", "u", "v"};
+
+static void body_elementwise(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_expr *x = &n->params.expr;
+    int w = n->n_operands - 1;
+    bool loaded[BD_NEST_MAX_OPERANDS] = {false};
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].op == BD_EXPR_LOAD) loaded[x->node[i].operand] = true;
+    for (int k = 0; k <= w; k++)
+        if (k == w || loaded[k]) declare(g, n, k, S("P%d", k));
+    const char *value = S("(%s)(%s)", type_of(g, n, w), bd_print_expr(&g->pr, &bd_c_dialect, x, operand_names));
+    open_elements(g, n, NULL);
+    for (int k = 0; k <= w; k++) {
+        if (k != w && !loaded[k]) continue;
+        int64_t st[BD_MAX_RANK];
+        operand_strides(g, n, k, st);
+        if (k == w) L("const int64_t o%d = %s;", k, offset_expr(g, n->n_iter, st));
+        else L("const %s %s = P%d[%s];", type_of(g, n, k), operand_names[k], k, offset_expr(g, n->n_iter, st));
+    }
+    L("P%d[o%d] = %s;", w, w, value);
+    close_elements(g);
+}
+
+static void body_copy(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_copy_params *cp = &n->params.copy;
+    int w = n->n_operands - 1;
+    const char *t = type_of(g, n, w);
+    declare(g, n, w, "Y");
+    if (!cp->fill) declare(g, n, 0, "X");
+    open_elements(g, n, NULL);
+    const char *src = cp->fill ? S("(%s)%s", t, bd_print_float(&g->pr, cp->fill_value, value_of(g, n, w)->dtype))
+                               : S("X[%lld + %s]", ll(cp->in_base), offset_expr(g, n->n_iter, cp->in_stride));
+    L("Y[%lld + %s] = %s;", ll(cp->out_base), offset_expr(g, n->n_iter, cp->out_stride), src);
+    close_elements(g);
+}
+
+static void body_constant(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_value *v = value_of(g, n, 0);
+    int64_t off = bd_gpu_blob(g->blob, v->constant->data, (size_t)v->constant->nbytes);
+    L("BD_G unsigned char *Y = (BD_G unsigned char *)%s;", value_ptr(g, n->operands[0].value));
+    L("for (int64_t j = BD_THREAD_ID; j < %lld; j += BD_THREADS) Y[j] = weights[%lld + j];",
+      ll(v->constant->nbytes), ll(off));
+}
+
+static void body_pad(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_pad_params *pp = &n->params.pad;
+    int w = n->n_operands - 1, r = n->n_iter;
+    const bd_value *x = value_of(g, n, 0), *y = value_of(g, n, w);
+    const char *t = type_of(g, n, w);
+    declare(g, n, 0, "X");
+    declare(g, n, w, "Y");
+    if (pp->mode == BD_PAD_CONSTANT) {
+        if (pp->value_operand >= 0) L("const %s cv = %s[0];", t, value_ptr(g, n->operands[pp->value_operand].value));
+        else L("const %s cv = (%s)%s;", t, t, bd_print_float(&g->pr, pp->value, y->dtype));
+    }
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    bd_dims_strides(y->rank, y->dims, ys);
+    open_elements(g, n, NULL);
+    const char *xo = "0", *inside = "1";
+    for (int k = 0; k < r; k++) {
+        long long kept = pp->kept[k];
+        L("int64_t j%d = i%d - %lld;", k, k, ll(pp->pad_lo[k]));
+        switch (pp->mode) {
+        case BD_PAD_CONSTANT: inside = S("%s && j%d >= 0 && j%d < %lld", inside, k, k, kept); break;
+        case BD_PAD_EDGE: L("j%d = j%d < 0 ? 0 : j%d >= %lld ? %lld : j%d;", k, k, k, kept, kept - 1, k); break;
+        case BD_PAD_WRAP: L("j%d %%= %lld; if (j%d < 0) j%d += %lld;", k, kept, k, k, kept); break;
+        case BD_PAD_REFLECT:
+            if (kept == 1) {
+                L("j%d = 0;", k);
+            } else {
+                long long period = 2 * (kept - 1);
+                L("j%d %%= %lld; if (j%d < 0) j%d += %lld; if (j%d >= %lld) j%d = %lld - j%d;", k, period, k, k,
+                  period, k, kept, k, period, k);
+            }
+            break;
+        }
+        xo = S("%s + (j%d + %lld) * %lld", xo, k, ll(pp->crop_lo[k]), ll(xs[k]));
+    }
+    const char *yo = offset_expr(g, r, ys);
+    if (pp->mode == BD_PAD_CONSTANT) L("Y[%s] = (%s) ? X[%s] : cv;", yo, inside, xo);
+    else L("Y[%s] = X[%s];", yo, xo);
+    close_elements(g);
+}
+
+static void body_gather(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_gather_params *gp = &n->params.gather;
+    const bd_value *x = value_of(g, n, 0), *iv = value_of(g, n, 1), *y = value_of(g, n, 2);
+    int axis = gp->axis, q = gp->idx_rank, r = n->n_iter;
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK], is[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    bd_dims_strides(y->rank, y->dims, ys);
+    bd_dims_strides(iv->rank, iv->dims, is);
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "IX");
+    declare(g, n, 2, "Y");
+    open_elements(g, n, NULL);
+    const char *xo = "0", *io = "0";
+    for (int k = 0; k < r; k++) {
+        if (k < axis) xo = S("%s + i%d * %lld", xo, k, ll(xs[k]));
+        else if (k < axis + q) io = S("%s + i%d * %lld", io, k, ll(is[k - axis]));
+        else xo = S("%s + i%d * %lld", xo, k, ll(xs[k - q + 1]));
+    }
+    /* negative indices count from the back; out-of-range ones are clamped (never read outside) */
+    long long size = x->dims[axis];
+    L("int64_t ix = (int64_t)IX[%s];", io);
+    L("if (ix < 0) ix += %lld;", size);
+    L("ix = ix < 0 ? 0 : ix > %lld ? %lld : ix;", size - 1, size - 1);
+    L("Y[%s] = X[%s + ix * %lld];", offset_expr(g, r, ys), xo, ll(xs[axis]));
+    close_elements(g);
+}
+
+/* ---------------------------------------------------------------- windows: conv, pooling */
+
+/* For spatial axis i of a window op at output index o<i> = i<2+i>: the window's first input
+ * index b<i> and its taps [l<i>, h<i>) that fall inside [0, extent). */
+static void window_axis(bd_gpu_printer *g, int i, int64_t stride, int64_t dil, int64_t kernel,
+                        int64_t pad, int64_t extent) {
+    L("const int64_t b%d = i%d * %lld - %lld;", i, 2 + i, ll(stride), ll(pad));
+    L("const int64_t l%d = b%d < 0 ? (-b%d + %lld) / %lld : 0;", i, i, i, ll(dil - 1), ll(dil));
+    L("int64_t h%d = b%d >= %lld ? 0 : (%lld - b%d + %lld) / %lld;", i, i, ll(extent), ll(extent), i, ll(dil - 1), ll(dil));
+    L("if (h%d > %lld) h%d = %lld;", i, ll(kernel), i, ll(kernel));
+}
+
+typedef struct conv_geom {
+    int64_t C, M, Cg, Mg, XS, KS, YS;
+    int64_t xs[BD_MAX_RANK], ks[BD_MAX_RANK], ys[BD_MAX_RANK];
+} conv_geom;
+
+static conv_geom conv_start(bd_gpu_printer *g, const bd_nest *n, const bd_conv_params *cp) {
+    conv_geom G;
+    const bd_value *x = value_of(g, n, cp->x), *y = value_of(g, n, cp->y);
+    G.C = x->dims[1];
+    G.M = y->dims[1];
+    G.Cg = G.C / cp->group;
+    G.Mg = G.M / cp->group;
+    bd_dims_strides(cp->nsp, x->dims + 2, G.xs);
+    bd_dims_strides(cp->nsp, cp->kernel, G.ks);
+    bd_dims_strides(cp->nsp, y->dims + 2, G.ys);
+    G.XS = G.xs[0] * x->dims[2];
+    G.KS = G.ks[0] * cp->kernel[0];
+    G.YS = G.ys[0] * y->dims[2];
+    declare(g, n, cp->x, "X");
+    declare(g, n, cp->w, "Wt");
+    if (cp->b >= 0) declare(g, n, cp->b, "Bv");
+    if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
+    declare(g, n, cp->y, "Y");
+    open_elements(g, n, NULL);
+    L("const int64_t n = i0, m = i1;");
+    return G;
+}
+
+/* y = act(acc + bias (+ residual)) at the output element. */
+static void conv_store(bd_gpu_printer *g, const bd_nest *n, const bd_conv_params *cp, const conv_geom *G) {
+    const char *yo = "0";
+    for (int i = 0; i < cp->nsp; i++) yo = S("%s + i%d * %lld", yo, 2 + i, ll(G->ys[i]));
+    L("const int64_t yo = (n * %lld + m) * %lld + %s;", ll(G->M), ll(G->YS), yo);
+    const char *v = S("(acc%s%s)", cp->b >= 0 ? " + Bv[m]" : "", n->epi.residual >= 0 ? " + R[yo]" : "");
+    L("Y[yo] = %s;", act(g, n, v));
+    close_elements(g);
+}
+
+static void body_conv(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_conv_params *cp = &n->params.conv;
+    const bd_value *x = value_of(g, n, cp->x);
+    const char *T = type_of(g, n, cp->y);
+    conv_geom G = conv_start(g, n, cp);
+    L("BD_G const %s *xg = X + (n * %lld + (m / %lld) * %lld) * %lld;", T, ll(G.C), ll(G.Mg), ll(G.Cg), ll(G.XS));
+    L("BD_G const %s *wm = Wt + m * %lld;", T, ll(G.Cg * G.KS));
+    for (int i = 0; i < cp->nsp; i++)
+        window_axis(g, i, cp->strides[i], cp->dilations[i], cp->kernel[i], cp->pads[i], x->dims[2 + i]);
+    L("%s acc = 0;", T);
+    OPEN("for (int64_t c = 0; c < %lld; c++)", ll(G.Cg));
+    L("BD_G const %s *xc = xg + c * %lld;", T, ll(G.XS));
+    L("BD_G const %s *wc = wm + c * %lld;", T, ll(G.KS));
+    const char *xo = "0", *wo = "0";
+    for (int i = 0; i < cp->nsp; i++) {
+        OPEN("for (int64_t k%d = l%d; k%d < h%d; k%d++)", i, i, i, i, i);
+        xo = S("%s + (b%d + k%d * %lld) * %lld", xo, i, i, ll(cp->dilations[i]), ll(G.xs[i]));
+        wo = S("%s + k%d * %lld", wo, i, ll(G.ks[i]));
+    }
+    L("acc += xc[%s] * wc[%s];", xo, wo);
+    for (int i = 0; i < cp->nsp; i++) CLOSE();
+    CLOSE();
+    conv_store(g, n, cp, &G);
+}
+
+/* Output-stationary: output o gathers input i = (o + pad - k * dil) / stride for every tap k
+ * where the division is exact and i lies inside the input. */
+static void body_conv_transpose(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_conv_params *cp = &n->params.conv;
+    const bd_value *x = value_of(g, n, cp->x);
+    const char *T = type_of(g, n, cp->y);
+    conv_geom G = conv_start(g, n, cp);
+    L("const int64_t grp = m / %lld, ml = m - grp * %lld;", ll(G.Mg), ll(G.Mg));
+    L("BD_G const %s *xg = X + (n * %lld + grp * %lld) * %lld;", T, ll(G.C), ll(G.Cg), ll(G.XS));
+    L("BD_G const %s *wg = Wt + (grp * %lld + ml) * %lld;", T, ll(G.Cg * G.Mg), ll(G.KS));
+    L("%s acc = 0;", T);
+    const char *xo = "0", *wo = "0";
+    for (int i = 0; i < cp->nsp; i++) {
+        int64_t s = cp->strides[i];
+        OPEN("for (int64_t k%d = 0; k%d < %lld; k%d++)", i, i, ll(cp->kernel[i]), i);
+        L("const int64_t q%d = i%d + %lld - k%d * %lld;", i, 2 + i, ll(cp->pads[i]), i, ll(cp->dilations[i]));
+        L("if (q%d < 0) break;", i);
+        if (s > 1) L("if (q%d %% %lld) continue;", i, ll(s));
+        L("const int64_t x%d = q%d / %lld;", i, i, ll(s));
+        L("if (x%d >= %lld) continue;", i, ll(x->dims[2 + i]));
+        xo = S("%s + x%d * %lld", xo, i, ll(G.xs[i]));
+        wo = S("%s + k%d * %lld", wo, i, ll(G.ks[i]));
+    }
+    L("const int64_t xo = %s, wo = %s;", xo, wo);
+    L("for (int64_t c = 0; c < %lld; c++) acc += xg[c * %lld + xo] * wg[c * %lld + wo];", ll(G.Cg), ll(G.XS),
+      ll(G.Mg * G.KS));
+    for (int i = 0; i < cp->nsp; i++) CLOSE();
+    conv_store(g, n, cp, &G);
+}
+
+static const char *lowest(int dtype) {
+    switch (dtype) {
+    case BD_DT_FLOAT: return "-INFINITY";
+    case BD_DT_DOUBLE: return "(double)-INFINITY";
+    case BD_DT_INT8: return "-128";
+    default: return "0";
+    }
+}
+
+static void body_pool(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_pool_params *pp = &n->params.pool;
+    const bd_value *x = value_of(g, n, pp->x), *y = value_of(g, n, pp->y);
+    const char *T = bd_c_type(x->dtype);
+    int nsp = pp->nsp;
+    int64_t C = x->dims[1], xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    bd_dims_strides(nsp, x->dims + 2, xs);
+    bd_dims_strides(nsp, y->dims + 2, ys);
+    int64_t XS = xs[0] * x->dims[2], YS = ys[0] * y->dims[2];
+    declare(g, n, pp->x, "X");
+    declare(g, n, pp->y, "Y");
+    if (pp->indices >= 0) declare(g, n, pp->indices, "Ind");
+    open_elements(g, n, NULL);
+    L("const int64_t plane = i0 * %lld + i1;", ll(C));
+    L("BD_G const %s *xc = X + plane * %lld;", T, ll(XS));
+    const char *xo = "0", *yo = "0", *io = "0", *first = "0", *cnt = "1";
+    int64_t cm = 1; /* column-major stride */
+    for (int i = 0; i < nsp; i++) {
+        int64_t dl = pp->dilations[i], K = pp->kernel[i];
+        window_axis(g, i, pp->strides[i], dl, K, pp->pads[i], x->dims[2 + i]);
+        if (pp->count_include_pad) {
+            /* taps inside the padded input [-pad_begin, I + pad_end) */
+            int64_t end = x->dims[2 + i] + pp->pads[nsp + i];
+            L("int64_t e%d = b%d >= %lld ? 0 : (%lld - b%d + %lld) / %lld;", i, i, ll(end), ll(end), i, ll(dl - 1), ll(dl));
+            L("if (e%d > %lld) e%d = %lld;", i, ll(K), i, ll(K));
+        }
+        const char *pos = S("(b%d + k%d * %lld)", i, i, ll(dl)), *pos0 = S("(b%d + l%d * %lld)", i, i, ll(dl));
+        int64_t is = pp->column_major ? cm : xs[i];
+        xo = S("%s + %s * %lld", xo, pos, ll(xs[i]));
+        io = S("%s + %s * %lld", io, pos, ll(is));
+        first = S("%s + %s * %lld", first, pos0, ll(is));
+        yo = S("%s + i%d * %lld", yo, 2 + i, ll(ys[i]));
+        cnt = pp->count_include_pad ? S("%s * e%d", cnt, i) : S("%s * (h%d - l%d)", cnt, i, i);
+        cm *= x->dims[2 + i];
+    }
+    if (pp->is_max) {
+        L("%s best = %s;", T, lowest(x->dtype));
+        if (pp->indices >= 0) L("int64_t at = %s;", first);
+    } else {
+        L("%s acc = 0;", T);
+    }
+    for (int i = 0; i < nsp; i++) OPEN("for (int64_t k%d = l%d; k%d < h%d; k%d++)", i, i, i, i, i);
+    L("const %s v = xc[%s];", T, xo);
+    if (pp->is_max && pp->indices >= 0) L("if (v > best) { best = v; at = %s; }", io);
+    else if (pp->is_max) L("best = v > best ? v : best;");
+    else L("acc += v;");
+    for (int i = 0; i < nsp; i++) CLOSE();
+    L("const int64_t yo = plane * %lld + %s;", ll(YS), yo);
+    if (pp->is_max) {
+        L("Y[yo] = best;");
+        if (pp->indices >= 0) L("Ind[yo] = plane * %lld + at;", ll(XS));
+    } else {
+        L("Y[yo] = acc / (%s)(%s);", T, cnt);
+    }
+    close_elements(g);
+}
+
+static void body_global_pool(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_global_pool_params *gp = &n->params.global_pool;
+    const bd_value *x = value_of(g, n, gp->x);
+    const char *T = bd_c_type(x->dtype);
+    int64_t C = x->dims[1], Sz = gp->spatial;
+    declare(g, n, gp->x, "X");
+    declare(g, n, gp->y, "Y");
+    open_elements(g, n, NULL);
+    L("BD_G const %s *xc = X + (i0 * %lld + i1) * %lld;", T, ll(C), ll(Sz));
+    L("%s s0 = 0, s1 = 0;", T);
+    L("for (int64_t j = 0; j + 1 < %lld; j += 2) { s0 += xc[j]; s1 += xc[j + 1]; }", ll(Sz));
+    if (Sz % 2) L("s0 += xc[%lld];", ll(Sz - 1));
+    L("Y[i0 * %lld + i1] = (s0 + s1) / (%s)%lld;", ll(C), T, ll(Sz));
+    close_elements(g);
+}
+
+/* ---------------------------------------------------------------- matrix products */
+
+static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_matmul_params *mp = &n->params.matmul;
+    const bd_value *y = value_of(g, n, mp->y);
+    const char *T = bd_c_type(y->dtype);
+    bool fl = is_float_dt(y->dtype);
+    int64_t lda = mp->trans_a ? mp->M : mp->K, ldb = mp->trans_b ? mp->K : mp->N, ldy = mp->N;
+    bool add_c = mp->c >= 0 && mp->beta != 0.0f;
+    int64_t cs_m = 0, cs_n = 0;
+    if (add_c) {
+        /* C is right-aligned on [M, N], broadcast where its dim is 1 */
+        const bd_value *c = value_of(g, n, mp->c);
+        int64_t st[BD_MAX_RANK];
+        bd_dims_strides(c->rank, c->dims, st);
+        if (c->rank >= 1 && c->dims[c->rank - 1] != 1) cs_n = st[c->rank - 1];
+        if (c->rank >= 2 && c->dims[c->rank - 2] != 1) cs_m = st[c->rank - 2];
+    }
+    declare(g, n, mp->a, "A");
+    declare(g, n, mp->b, "B");
+    if (add_c) declare(g, n, mp->c, "Cv");
+    if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
+    declare(g, n, mp->y, "Y");
+    open_elements(g, n, NULL);
+    const char *ao = "0", *bo = "0", *yo = "0";
+    for (int j = 0; j < mp->n_batch; j++) {
+        if (mp->a_bstride[j]) ao = S("%s + i%d * %lld", ao, j, ll(mp->a_bstride[j]));
+        if (mp->b_bstride[j]) bo = S("%s + i%d * %lld", bo, j, ll(mp->b_bstride[j]));
+        yo = S("%s + i%d * %lld", yo, j, ll(mp->y_bstride[j]));
+    }
+    L("const int64_t row = %s, col = %s;", mp->m_iter >= 0 ? S("i%d", mp->m_iter) : "0",
+      mp->n_iter >= 0 ? S("i%d", mp->n_iter) : "0");
+    L("BD_G const %s *ar = A + %s + %s;", T, ao, mp->trans_a ? "row" : S("row * %lld", ll(lda)));
+    L("BD_G const %s *bc = B + %s + %s;", T, bo, mp->trans_b ? S("col * %lld", ll(ldb)) : "col");
+    L("%s acc = 0;", T);
+    L("for (int64_t k = 0; k < %lld; k++) acc += ar[k * %lld] * bc[k * %lld];", ll(mp->K), ll(mp->trans_a ? lda : 1),
+      ll(mp->trans_b ? 1 : ldb));
+    L("const int64_t yo = %s + row * %lld + col;", yo, ll(ldy));
+    const char *cv = add_c ? S("Cv[row * %lld + col * %lld]", ll(cs_m), ll(cs_n)) : NULL;
+    const char *v = "acc";
+    if (fl) {
+        if (mp->alpha != 1.0f) v = S("%s * %s", bd_print_float(&g->pr, mp->alpha, y->dtype), v);
+        if (add_c) v = mp->beta == 1.0f ? S("%s + %s", v, cv) : S("%s + %s * %s", v, bd_print_float(&g->pr, mp->beta, y->dtype), cv);
+    } else if (mp->alpha != 1.0f || (add_c && mp->beta != 1.0f)) {
+        const char *dv = S("%s * (double)acc", bd_print_float(&g->pr, mp->alpha, BD_DT_DOUBLE));
+        if (add_c) dv = S("%s + %s * (double)%s", dv, bd_print_float(&g->pr, mp->beta, BD_DT_DOUBLE), cv);
+        v = S("bd_f2i_%s(%s)", T, dv);
+    } else if (add_c) {
+        v = S("%s + %s", v, cv);
+    }
+    if (n->epi.residual >= 0) v = S("%s + R[yo]", v);
+    L("const %s v = (%s)(%s);", T, T, v);
+    L("Y[yo] = %s;", act(g, n, "v"));
+    close_elements(g);
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+static void body_reduce(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_reduce_params *prm = &n->params.reduce;
+    const bd_value *x = value_of(g, n, 0), *y = value_of(g, n, 1);
+    int dt = x->dtype;
+    const char *t = bd_c_type(dt);
+    bool fl = is_float_dt(dt);
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    bd_dims_strides(y->rank, y->dims, ys);
+    const char *acc_t = fl || prm->kind == BD_REDUCE_MAX ? t : bd_dtype_is_signed(dt) ? "int64_t" : "uint64_t";
+    const char *init = "0";
+    if (prm->kind == BD_REDUCE_MAX) {
+        if (fl) init = "-INFINITY";
+        else if (dt == BD_DT_INT8) init = "INT8_MIN";
+        else if (dt == BD_DT_INT16) init = "INT16_MIN";
+        else if (dt == BD_DT_INT32) init = "INT32_MIN";
+        else if (dt == BD_DT_INT64) init = "INT64_MIN";
+    }
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "Y");
+    open_elements(g, n, NULL);
+    const char *xo = "0";
+    for (int k = 0; k < prm->in_rank; k++)
+        if (prm->iter_of[k] >= 0 && x->dims[k] != 1) xo = S("%s + i%d * %lld", xo, prm->iter_of[k], ll(xs[k]));
+    L("BD_G const %s *xb = X + %s;", t, xo);
+    L("%s acc = %s;", acc_t, init);
+    const char *ro = "0";
+    int opened = 0;
+    for (int k = 0; k < prm->in_rank; k++) {
+        if (prm->iter_of[k] >= 0) continue;
+        OPEN("for (int64_t r%d = 0; r%d < %lld; r%d++)", k, k, ll(x->dims[k]), k);
+        ro = S("%s + r%d * %lld", ro, k, ll(xs[k]));
+        opened++;
+    }
+    L("const %s v = xb[%s];", t, ro);
+    if (prm->kind != BD_REDUCE_MAX) L("acc += v;");
+    else if (fl) L("acc = (v > acc || v != v) ? v : acc;");
+    else L("acc = v > acc ? v : acc;");
+    for (int i = 0; i < opened; i++) CLOSE();
+    const char *fin = S("(%s)acc", t);
+    if (prm->kind == BD_REDUCE_MEAN) {
+        if (fl) fin = S("acc / (%s)%lld", t, ll(prm->count)); /* count 0: NaN, numpy's mean of nothing */
+        else fin = prm->count ? S("(%s)(acc / %lld)", t, ll(prm->count)) : "0";
+    }
+    L("Y[%s] = %s;", offset_expr(g, n->n_iter, ys), fin);
+    close_elements(g);
+}
+
+static void body_softmax(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_softmax_params *prm = &n->params.softmax;
+    const bd_value *x = value_of(g, n, 0);
+    int dt = x->dtype;
+    const char *t = bd_c_type(dt), *ex = dt == BD_DT_FLOAT ? "expf" : "exp", *lg = dt == BD_DT_FLOAT ? "logf" : "log";
+    int64_t xs[BD_MAX_RANK], cnt = 1;
+    bd_dims_strides(x->rank, x->dims, xs);
+    bool skip[BD_MAX_RANK] = {false};
+    for (int k = prm->first; k <= prm->last; k++) {
+        skip[k] = true;
+        cnt *= x->dims[k];
+    }
+    int64_t st[BD_MAX_RANK] = {0};
+    for (int k = 0; k < x->rank; k++)
+        if (!skip[k]) st[k] = xs[k];
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "Y");
+    open_elements(g, n, skip);
+    int64_t step = xs[prm->last];
+    L("const int64_t base = %s;", offset_expr(g, x->rank, st));
+    L("%s mx = -INFINITY, sum = 0;", t);
+    L("for (int64_t j = 0; j < %lld; j++) { const %s v = X[base + j * %lld]; mx = (v > mx || v != v) ? v : mx; }",
+      ll(cnt), t, ll(step));
+    L("for (int64_t j = 0; j < %lld; j++) sum += %s(X[base + j * %lld] - mx);", ll(cnt), ex, ll(step));
+    if (prm->log) {
+        L("const %s ls = %s(sum);", t, lg);
+        L("for (int64_t j = 0; j < %lld; j++) Y[base + j * %lld] = X[base + j * %lld] - mx - ls;", ll(cnt), ll(step), ll(step));
+    } else {
+        L("const %s inv = (%s)1 / sum;", t, t);
+        L("for (int64_t j = 0; j < %lld; j++) Y[base + j * %lld] = %s(X[base + j * %lld] - mx) * inv;", ll(cnt),
+          ll(step), ex, ll(step));
+    }
+    close_elements(g);
+}
+
+/* ---------------------------------------------------------------- normalisations */
+
+static void body_batchnorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_params *np) {
+    const bd_value *x = value_of(g, n, np->x);
+    const char *T = bd_c_type(x->dtype);
+    int r = x->rank;
+    int64_t C = np->channels, params = np->per_activation ? C * np->inner : C;
+    int64_t xs[BD_MAX_RANK];
+    bd_dims_strides(r, x->dims, xs);
+    declare(g, n, np->x, "X");
+    declare(g, n, np->y, "Y");
+    if (np->folded) {
+        /* a = scale / sqrt(var + eps), b = B - mean * a, computed here in double */
+        const bd_tensor *ts = value_of(g, n, np->scale)->constant, *tb = value_of(g, n, np->bias)->constant;
+        const bd_tensor *tm = value_of(g, n, np->mean)->constant, *tv = value_of(g, n, np->var)->constant;
+        size_t es = x->dtype == BD_DT_FLOAT ? 4 : 8;
+        unsigned char *buf = malloc((size_t)(2 * params) * es + 1);
+        BD_ASSERT(buf);
+        for (int64_t i = 0; i < params; i++) {
+            double a = bd_tensor_get_f64(ts, i) / sqrt(bd_tensor_get_f64(tv, i) + np->epsilon);
+            double b = bd_tensor_get_f64(tb, i) - bd_tensor_get_f64(tm, i) * a;
+            if (es == 4) {
+                float fa = (float)a, fb = (float)b;
+                memcpy(buf + (size_t)i * 4, &fa, 4);
+                memcpy(buf + (size_t)(params + i) * 4, &fb, 4);
+            } else {
+                memcpy(buf + (size_t)i * 8, &a, 8);
+                memcpy(buf + (size_t)(params + i) * 8, &b, 8);
+            }
+        }
+        int64_t off = bd_gpu_blob(g->blob, buf, (size_t)(2 * params) * es);
+        free(buf);
+        L("BD_G const %s *Pa = (BD_G const %s *)(weights + %lld);", T, T, ll(off));
+        L("BD_G const %s *Pb = Pa + %lld;", T, ll(params));
+    } else {
+        declare(g, n, np->scale, "Ps");
+        declare(g, n, np->bias, "Pbias");
+        declare(g, n, np->mean, "Pm");
+        declare(g, n, np->var, "Pv");
+    }
+    open_elements(g, n, NULL);
+    L("const int64_t xo = %s;", offset_expr(g, r, xs));
+    const char *inner = "0";
+    for (int k = 2; k < r; k++) inner = S("%s + i%d * %lld", inner, k, ll(xs[k]));
+    L("const int64_t p = %s;", np->per_activation ? S("i1 * %lld + %s", ll(np->inner), inner) : (r > 1 ? "i1" : "0"));
+    if (np->folded) {
+        L("Y[xo] = X[xo] * Pa[p] + Pb[p];");
+    } else {
+        L("const double ad = (double)Ps[p] / sqrt((double)Pv[p] + %s);", bd_print_float(&g->pr, np->epsilon, BD_DT_DOUBLE));
+        L("Y[xo] = X[xo] * (%s)ad + (%s)((double)Pbias[p] - (double)Pm[p] * ad);", T, T);
+    }
+    close_elements(g);
+}
+
+static void body_layernorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_params *np) {
+    const bd_value *x = value_of(g, n, np->x);
+    const char *T = bd_c_type(x->dtype);
+    int r = x->rank, axis = np->axis;
+    int64_t xs[BD_MAX_RANK], ss[BD_MAX_RANK], bs[BD_MAX_RANK] = {0}, cols = np->cols;
+    bd_dims_strides(r, x->dims, xs);
+    operand_strides(g, n, np->scale, ss);
+    if (np->bias >= 0) operand_strides(g, n, np->bias, bs);
+    declare(g, n, np->x, "X");
+    declare(g, n, np->y, "Y");
+    declare(g, n, np->scale, "Sc");
+    if (np->bias >= 0) declare(g, n, np->bias, "Bv");
+    if (np->mean_out >= 0) declare(g, n, np->mean_out, "Mo");
+    if (np->inv_out >= 0) declare(g, n, np->inv_out, "Io");
+    bool skip[BD_MAX_RANK] = {false};
+    for (int k = axis; k < r; k++) skip[k] = true;
+    open_elements(g, n, skip);
+    const char *row = "0";
+    for (int k = 0; k < axis; k++) row = S("%s + i%d * %lld", row, k, ll(xs[k] / cols));
+    L("const int64_t row = %s;", row);
+    L("BD_G const %s *xr = X + row * %lld;", T, ll(cols));
+    L("BD_G %s *yr = Y + row * %lld;", T, ll(cols));
+    L("%s mean = 0, var = 0;", T);
+    L("for (int64_t j = 0; j < %lld; j++) mean += xr[j];", ll(cols));
+    L("mean /= (%s)%lld;", T, ll(cols));
+    L("for (int64_t j = 0; j < %lld; j++) { const %s d = xr[j] - mean; var += d * d; }", ll(cols), T);
+    L("var /= (%s)%lld;", T, ll(cols));
+    L("const %s inv = (%s)1 / %s(var + %s);", T, T, x->dtype == BD_DT_FLOAT ? "sqrtf" : "sqrt",
+      bd_print_float(&g->pr, np->epsilon, x->dtype));
+    OPEN("for (int64_t j = 0; j < %lld; j++)", ll(cols));
+    /* the normalised axes' indices of column j, for scale and bias through their own strides */
+    L("int64_t q = j;");
+    const char *so = "0", *bo = "0";
+    for (int k = r - 1; k >= axis; k--) {
+        L("const int64_t k%d = q %% %lld; q /= %lld;", k, ll(x->dims[k]), ll(x->dims[k]));
+        if (ss[k]) so = S("%s + k%d * %lld", so, k, ll(ss[k]));
+        if (bs[k]) bo = S("%s + k%d * %lld", bo, k, ll(bs[k]));
+    }
+    L("(void)q;");
+    L("yr[j] = (xr[j] - mean) * inv * Sc[%s]%s;", so, np->bias >= 0 ? S(" + Bv[%s]", bo) : "");
+    CLOSE();
+    if (np->mean_out >= 0) L("Mo[row] = mean;");
+    if (np->inv_out >= 0) L("Io[row] = inv;");
+    close_elements(g);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
+    switch (n->body) {
+    case BD_BODY_ELEMENTWISE: body_elementwise(g, n); break;
+    case BD_BODY_COPY: body_copy(g, n); break;
+    case BD_BODY_CONSTANT: body_constant(g, n); break;
+    case BD_BODY_PAD: body_pad(g, n); break;
+    case BD_BODY_GATHER: body_gather(g, n); break;
+    case BD_BODY_CONV: body_conv(g, n); break;
+    case BD_BODY_CONV_TRANSPOSE: body_conv_transpose(g, n); break;
+    case BD_BODY_POOL: body_pool(g, n); break;
+    case BD_BODY_GLOBAL_POOL: body_global_pool(g, n); break;
+    case BD_BODY_MATMUL: body_matmul(g, n); break;
+    case BD_BODY_REDUCE: body_reduce(g, n); break;
+    case BD_BODY_SOFTMAX: body_softmax(g, n); break;
+    case BD_BODY_NORM:
+        if (n->params.norm.kind == BD_NORM_BATCH) body_batchnorm(g, n, &n->params.norm);
+        else body_layernorm(g, n, &n->params.norm);
+        break;
+    case BD_BODY_RESIZE:
+    case BD_BODY_LSTM: {
+        const bd_node *node = n->node >= 0 ? bd_graph_node(g->graph, n->node) : NULL;
+        return bd_fail(d, BD_ERR_UNSUPPORTED, "node '%s' (%s): the GPU targets have no %s body yet",
+                       node ? bd_quote(node->name) : "?", node ? bd_quote(node->op_type) : "?",
+                       n->body == BD_BODY_LSTM ? "LSTM" : "Resize");
+    }
+    case BD_BODY_COUNT: BD_ASSERT(!"no body");
+    }
+    return BD_OK;
+}

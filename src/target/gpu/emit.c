@@ -1,0 +1,498 @@
+/* emit.c (gpu) — the GPU printer: a planned nest program as device code and a C host program,
+ * in the dialect of the target's table (see gpu.h).
+ *
+ * Memory: three device buffers the plan's offsets address directly: the weights (the constant
+ * blob, uploaded once at create, plus the tables this printer appends), the arena, and one io
+ * buffer holding every graph input and output at 256-byte aligned offsets (run() copies the
+ * caller's inputs in and the outputs back).
+ *
+ * Order: `--schedule op` launches one kernel per nest in the schedule's order on one stream (each
+ * launch waits for the one before). `--schedule block` launches one persistent kernel with as
+ * many CTAs as the device holds at once (a cooperative launch, refused otherwise). The block DAG
+ * (schedule/schedule.c, with the memory plan's hazard edges) is printed as tables: per task its
+ * nest and block, and the counters it waits on with their expected counts. A completed task
+ * stores the run's epoch into its own flag (release) and bumps its nest's completion counter; a
+ * task waiting on a producer block waits for flag == epoch, one waiting on a nest's completion
+ * event for counter == blocks * epoch: counters grow with the epoch, so runs need no reset kernel
+ * (the host resets them before they could wrap). One thread spins (acquire loads, sleeping in
+ * between), the rest wait at a barrier. Which CTA runs which task is decided at create(), for
+ * the number of CTAs this device holds, by the runtime's list scheduler over the task costs
+ * printed here (bdrt_gpu_assign); every CTA runs its tasks in task order, a topological order,
+ * which guarantees progress. Every spin is bounded: a stuck kernel stops and the host reports
+ * the task and every CTA's position instead of hanging. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/gpu/gpu.h"
+
+enum { IO_ALIGN = 256 };
+
+static long long ll(int64_t v) { return (long long)v; }
+
+/* A C string literal per line of device source: only '\\', '"' and bytes outside printable
+ * ASCII need escapes (the device source holds model strings only inside comments, already made
+ * harmless). */
+static void print_source_literal(bd_printer *p, const bd_vec *text) {
+    const char *s = text->data;
+    size_t n = text->len, i = 0;
+    bd_print_line(p, "static const char bd_device_source[] =");
+    while (i < n) {
+        bd_vec line = BD_VEC(char);
+        const char *q = "  \"";
+        for (; *q; q++) *(char *)bd_vec_push(&line) = *q;
+        for (; i < n && s[i] != '\n'; i++) {
+            unsigned char c = (unsigned char)s[i];
+            char esc[8];
+            if (c == '\\' || c == '"') snprintf(esc, sizeof esc, "\\%c", c);
+            else if (c < 32 || c > 126) snprintf(esc, sizeof esc, "\\%03o", c);
+            else snprintf(esc, sizeof esc, "%c", c);
+            for (q = esc; *q; q++) *(char *)bd_vec_push(&line) = *q;
+        }
+        i++;
+        for (q = "\\n\""; *q; q++) *(char *)bd_vec_push(&line) = *q;
+        *(char *)bd_vec_push(&line) = 0;
+        bd_print_line(p, "%s", (char *)line.data);
+        bd_vec_free(&line);
+    }
+    bd_print_line(p, "  \"\";");
+}
+
+/* Appends an int32 table to the blob; its offset. */
+static int64_t blob_i32(bd_vec *blob, const int32_t *v, size_t n) {
+    int32_t zero = 0;
+    return bd_gpu_blob(blob, n ? (const void *)v : (const void *)&zero, n ? n * 4 : 4);
+}
+
+static void emit_table_i64(bd_printer *p, const char *name, const int64_t *v, size_t n) {
+    bd_print_open(p, "static const int64_t %s[%zu] =", name, n ? n : 1);
+    if (!n) bd_print_line(p, "0");
+    for (size_t i = 0; i < n; i++) bd_print_line(p, "%lld,", ll(v[i]));
+    bd_print_close(p, ";");
+}
+
+/* The block schedule as device tables. Block tasks come first in the schedule's numbering; an
+ * event task stands for its nest's completion counter. */
+typedef struct dag_tables {
+    int n_tasks;
+    int64_t off_nest, off_block, off_wait_start, off_waits, off_mult;
+    uint32_t max_mult;
+    double *cost;
+} dag_tables;
+
+static void build_dag(const bd_program *p, const bd_schedule *s, bd_vec *blob, dag_tables *t) {
+    int nt = 0;
+    while (nt < s->n_tasks && s->task_nest[nt] >= 0) nt++;
+    for (int u = nt; u < s->n_tasks; u++) BD_ASSERT(s->task_nest[u] < 0); /* block tasks come first */
+    int n_nests = (int)p->nests.len;
+    /* predecessors of every task, from the successor lists */
+    int *pred_start = calloc((size_t)s->n_tasks + 2, sizeof *pred_start);
+    int *preds = malloc(((size_t)s->n_edges + 1) * sizeof *preds);
+    int32_t *nest = malloc(((size_t)nt + 1) * 4), *block = malloc(((size_t)nt + 1) * 4);
+    int32_t *wstart = malloc(((size_t)nt + 2) * 4);
+    bd_vec waits = BD_VEC(int32_t), mults = BD_VEC(int32_t);
+    t->cost = malloc(((size_t)nt + 1) * sizeof *t->cost);
+    BD_ASSERT(pred_start && preds && nest && block && wstart && t->cost);
+    for (int u = 0; u < s->n_tasks; u++)
+        for (int e = s->succ_start[u]; e < s->succ_start[u + 1]; e++) pred_start[s->succ[e] + 1]++;
+    for (int u = 0; u < s->n_tasks; u++) pred_start[u + 1] += pred_start[u];
+    int *fill = malloc(((size_t)s->n_tasks + 1) * sizeof *fill);
+    BD_ASSERT(fill);
+    memcpy(fill, pred_start, (size_t)s->n_tasks * sizeof *fill);
+    for (int u = 0; u < s->n_tasks; u++)
+        for (int e = s->succ_start[u]; e < s->succ_start[u + 1]; e++) preds[fill[s->succ[e]]++] = u;
+    t->max_mult = 1;
+    for (int task = 0; task < nt; task++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->task_nest[task]);
+        nest[task] = s->task_nest[task];
+        block[task] = (int32_t)s->task_block[task];
+        t->cost[task] = bd_gpu_block_cost(p->graph, n);
+        wstart[task] = (int32_t)waits.len;
+        for (int e = pred_start[task]; e < pred_start[task + 1]; e++) {
+            int u = preds[e];
+            int32_t counter = u, mult = 1;
+            if (u >= nt) { /* an event: its nest's completion counter, reached by all its blocks */
+                int k = -1 - s->task_nest[u];
+                const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, k);
+                BD_ASSERT(pred_start[u + 1] - pred_start[u] == pn->n_blocks);
+                counter = nt + k;
+                mult = (int32_t)pn->n_blocks;
+                if ((uint32_t)mult > t->max_mult) t->max_mult = (uint32_t)mult;
+            }
+            *(int32_t *)bd_vec_push(&waits) = counter;
+            *(int32_t *)bd_vec_push(&mults) = mult;
+        }
+    }
+    wstart[nt] = (int32_t)waits.len;
+    (void)n_nests;
+    t->n_tasks = nt;
+    t->off_nest = blob_i32(blob, nest, (size_t)nt);
+    t->off_block = blob_i32(blob, block, (size_t)nt);
+    t->off_wait_start = blob_i32(blob, wstart, (size_t)nt + 1);
+    t->off_waits = blob_i32(blob, waits.data, waits.len);
+    t->off_mult = blob_i32(blob, mults.data, mults.len);
+    free(pred_start);
+    free(preds);
+    free(fill);
+    free(nest);
+    free(block);
+    free(wstart);
+    bd_vec_free(&waits);
+    bd_vec_free(&mults);
+}
+
+static void emit_persistent_kernel(bd_printer *dv, const bd_program *p, const dag_tables *t) {
+    int nt = t->n_tasks, nn = (int)p->nests.len;
+    int st = nt + nn; /* status words: stuck, its task, its CTA, then every CTA's position */
+    bd_print_line(dv, "#define BD_SPIN_LIMIT 1000000000ll");
+    bd_print_open(dv, "BD_KERNEL void bd_persistent(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
+                      "BD_G unsigned char *io, BD_G uint32_t *sync, BD_G const int32_t *plan, uint32_t epoch)");
+    bd_print_line(dv, "BD_SHARED int bd_go;");
+    bd_print_line(dv, "BD_G const int32_t *task_nest = (BD_G const int32_t *)(weights + %lld);", ll(t->off_nest));
+    bd_print_line(dv, "BD_G const int32_t *task_block = (BD_G const int32_t *)(weights + %lld);", ll(t->off_block));
+    bd_print_line(dv, "BD_G const int32_t *wait_start = (BD_G const int32_t *)(weights + %lld);", ll(t->off_wait_start));
+    bd_print_line(dv, "BD_G const int32_t *waits = (BD_G const int32_t *)(weights + %lld);", ll(t->off_waits));
+    bd_print_line(dv, "BD_G const uint32_t *wait_mult = (BD_G const uint32_t *)(weights + %lld);", ll(t->off_mult));
+    bd_print_line(dv, "const int32_t cta = (int32_t)BD_BLOCK_ID, n_ctas = plan[0];");
+    bd_print_line(dv, "BD_G const int32_t *mine = plan + 2 + n_ctas;");
+    bd_print_open(dv, "for (int32_t q = plan[1 + cta]; q < plan[2 + cta]; q++)");
+    bd_print_line(dv, "const int32_t t = mine[q];");
+    bd_print_open(dv, "if (BD_THREAD_ID == 0)");
+    bd_print_line(dv, "int ok = 1;");
+    bd_print_open(dv, "for (int32_t w = wait_start[t]; ok && w < wait_start[t + 1]; w++)");
+    bd_print_line(dv, "const uint32_t want = wait_mult[w] * epoch;");
+    bd_print_line(dv, "BD_G uint32_t *c = sync + waits[w];");
+    bd_print_line(dv, "int64_t spins = 0;");
+    bd_print_open(dv, "while ((int32_t)(BD_LOAD_ACQUIRE(c) - want) < 0)");
+    bd_print_line(dv, "if (++spins > BD_SPIN_LIMIT || ((spins & 1023) == 0 && BD_LOAD_ACQUIRE(sync + %d) != 0)) { ok = 0; break; }", st);
+    bd_print_line(dv, "BD_SLEEP();");
+    bd_print_close(dv, NULL);
+    bd_print_close(dv, NULL);
+    bd_print_line(dv, "sync[%d + cta] = (uint32_t)q;", st + 3);
+    bd_print_open(dv, "if (!ok && BD_LOAD_ACQUIRE(sync + %d) == 0)", st);
+    bd_print_line(dv, "sync[%d] = (uint32_t)t; sync[%d] = (uint32_t)cta;", st + 1, st + 2);
+    bd_print_line(dv, "BD_STORE_RELEASE(sync + %d, 1u);", st);
+    bd_print_close(dv, NULL);
+    bd_print_line(dv, "bd_go = ok;");
+    bd_print_close(dv, NULL);
+    bd_print_line(dv, "BD_BARRIER();");
+    bd_print_line(dv, "if (!bd_go) return;");
+    bd_print_open(dv, "switch (task_nest[t])");
+    for (size_t i = 0; i < p->nests.len; i++)
+        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0)
+            bd_print_line(dv, "case %zu: b%zu(arena, weights, io, task_block[t]); break;", i, i);
+    bd_print_line(dv, "default: break;");
+    bd_print_close(dv, NULL);
+    bd_print_line(dv, "BD_BARRIER();");
+    bd_print_open(dv, "if (BD_THREAD_ID == 0)");
+    bd_print_line(dv, "BD_STORE_RELEASE(sync + t, epoch);");
+    bd_print_line(dv, "BD_ADD_RELEASE(sync + %d + task_nest[t], 1u);", nt);
+    bd_print_close(dv, NULL);
+    bd_print_close(dv, NULL);
+    bd_print_close(dv, NULL);
+}
+
+static void emit_io_table(bd_printer *p, const char *name, bd_graph *g, const bd_vec *values) {
+    if (!values->len) {
+        bd_print_line(p, "static const bdrt_io %s[1];", name);
+        return;
+    }
+    bd_print_open(p, "static const bdrt_io %s[%zu] =", name, values->len);
+    for (size_t i = 0; i < values->len; i++) {
+        const bd_value *v = bd_graph_value(g, BD_VEC_AT(values, int, i));
+        char dims[BD_MAX_RANK * 24 + 4] = "";
+        size_t o = 0;
+        for (int k = 0; k < v->rank; k++)
+            o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%lld", k ? ", " : "", ll(v->dims[k]));
+        bd_print_line(p, "{%s, %d, %d, {%s}},", bd_print_string_literal(p, v->name), v->dtype, v->rank, v->rank ? dims : "0");
+    }
+    bd_print_close(p, ";");
+}
+
+static int64_t value_bytes(bd_graph *g, int v) {
+    const bd_value *val = bd_graph_value(g, v);
+    int64_t numel = 1, nb = 0;
+    bd_dims_numel(val->rank, val->dims, &numel);
+    bd_dtype_nbytes(val->dtype, numel, &nb);
+    return nb;
+}
+
+static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program *p, const bd_schedule *s,
+                      const bd_memory_plan *m, const bd_emit_opts *o, const dag_tables *t,
+                      int64_t io_bytes, const int64_t *in_off, const int64_t *out_off, size_t blob_len) {
+    bd_graph *g = p->graph;
+    bool block = s->mode == BD_SCHEDULE_BLOCK;
+    const char *arch = o->arch ? o->arch : o->target->build.default_arch;
+    bd_print_line(h, "%s const unsigned char %s[]; /* weights.S: .incbin of the constants and tables */",
+                  dl->cplusplus ? "extern \"C\"" : "extern", o->weights_symbol);
+    bd_print_line(h, "#define bd_weights %s", o->weights_symbol);
+    bd_print_line(h, "#define BD_WEIGHTS_BYTES %zuu", blob_len);
+    bd_print_line(h, "#define BD_ARENA_BYTES %lldu", ll(m->arena_bytes));
+    bd_print_line(h, "#define BD_IO_BYTES %lldu", ll(io_bytes));
+    bd_print_line(h, "#define BD_ARCH %s", bd_print_string_literal(h, arch ? arch : ""));
+    if (dl->embedded_source) bd_print_line(h, "#define BD_BLOCK_THREADS %d", dl->threads);
+    size_t ni = g->inputs.len, no = g->outputs.len;
+    int64_t *in_bytes = malloc((ni + 1) * sizeof *in_bytes), *out_bytes = malloc((no + 1) * sizeof *out_bytes);
+    BD_ASSERT(in_bytes && out_bytes);
+    for (size_t i = 0; i < ni; i++) in_bytes[i] = value_bytes(g, BD_VEC_AT(&g->inputs, int, i));
+    for (size_t i = 0; i < no; i++) out_bytes[i] = value_bytes(g, BD_VEC_AT(&g->outputs, int, i));
+    emit_table_i64(h, "bd_in_off", in_off, ni);
+    emit_table_i64(h, "bd_in_bytes", in_bytes, ni);
+    emit_table_i64(h, "bd_out_off", out_off, no);
+    emit_table_i64(h, "bd_out_bytes", out_bytes, no);
+    free(in_bytes);
+    free(out_bytes);
+
+    /* kernels: one per nest (op), or the persistent one (block) */
+    int n_kernels = 0;
+    bd_print_open(h, "static const char *const bd_kernel_names[] =");
+    if (block) {
+        bd_print_line(h, "\"bd_persistent\",");
+        n_kernels = 1;
+    } else {
+        for (size_t i = 0; i < p->nests.len; i++)
+            if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0) {
+                bd_print_line(h, "\"k%zu\",", i);
+                n_kernels++;
+            }
+    }
+    if (!n_kernels) bd_print_line(h, "\"\"");
+    bd_print_close(h, ";");
+    if (dl->embedded_source) {
+        bd_print_line(h, "static const void *const *const bd_kernel_fns = NULL;");
+    } else {
+        bd_print_open(h, "static const void *const bd_kernel_fns[] =");
+        if (block) bd_print_line(h, "(const void *)bd_persistent,");
+        else
+            for (size_t i = 0; i < p->nests.len; i++)
+                if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0) bd_print_line(h, "(const void *)k%zu,", i);
+        if (!n_kernels) bd_print_line(h, "NULL");
+        bd_print_close(h, ";");
+    }
+    if (block) {
+        bd_print_line(h, "#define BD_TASKS %d", t->n_tasks);
+        bd_print_line(h, "#define BD_NESTS %zu", p->nests.len);
+        bd_print_line(h, "#define BD_SYNC_WORDS(ctas) ((size_t)BD_TASKS + BD_NESTS + 3 + (size_t)(ctas))");
+        bd_print_open(h, "static const float bd_task_cost[%d] =", t->n_tasks ? t->n_tasks : 1);
+        if (!t->n_tasks) bd_print_line(h, "0");
+        for (int i = 0; i < t->n_tasks; i++) bd_print_line(h, "%.4ef,", t->cost[i]);
+        bd_print_close(h, ";");
+    }
+    bd_print_line(h, "typedef struct bd_state {");
+    bd_print_line(h, "    bdrt_gpu *g;");
+    bd_print_line(h, "    bdrt_gpu_buf weights, arena, io, sync, plan;");
+    bd_print_line(h, "    uint32_t epoch;");
+    bd_print_line(h, "    int32_t n_ctas;");
+    bd_print_line(h, "    double ms;");
+    bd_print_line(h, "} bd_state;");
+    bd_print_blank(h);
+
+    bd_print_open(h, "static void bd_destroy(void *inst)");
+    bd_print_line(h, "bd_state *S = (bd_state *)inst;");
+    bd_print_line(h, "if (!S) return;");
+    bd_print_line(h, "if (S->g) {");
+    bd_print_line(h, "    bdrt_gpu_free(S->g, S->weights); bdrt_gpu_free(S->g, S->arena); bdrt_gpu_free(S->g, S->io);");
+    bd_print_line(h, "    bdrt_gpu_free(S->g, S->sync); bdrt_gpu_free(S->g, S->plan);");
+    bd_print_line(h, "    bdrt_gpu_close(S->g);");
+    bd_print_line(h, "}");
+    bd_print_line(h, "free(S);");
+    bd_print_close(h, NULL);
+    bd_print_blank(h);
+
+    bd_print_open(h, "static void *bd_create(int threads)");
+    bd_print_line(h, "(void)threads; /* the device runs the blocks */");
+    bd_print_line(h, "bd_state *S = (bd_state *)calloc(1, sizeof *S);");
+    bd_print_line(h, "if (!S) return NULL;");
+    bd_print_line(h, "S->g = bdrt_gpu_open(bdrt_device_index, %s, BD_ARCH, bd_kernel_names, (const void *const *)bd_kernel_fns, %d);",
+                  dl->embedded_source ? "bd_device_source" : "NULL", n_kernels);
+    bd_print_line(h, "if (!S->g) { bd_destroy(S); return NULL; }");
+    bd_print_line(h, "S->weights = bdrt_gpu_alloc(S->g, BD_WEIGHTS_BYTES);");
+    bd_print_line(h, "S->arena = bdrt_gpu_alloc(S->g, BD_ARENA_BYTES);");
+    bd_print_line(h, "S->io = bdrt_gpu_alloc(S->g, BD_IO_BYTES);");
+    bd_print_line(h, "if (!S->weights || !S->arena || !S->io || bdrt_gpu_write(S->g, S->weights, 0, bd_weights, BD_WEIGHTS_BYTES)) { bd_destroy(S); return NULL; }");
+    if (block) {
+        bd_print_line(h, "int ctas = bdrt_gpu_resident(S->g, 0, BD_BLOCK_THREADS);");
+        bd_print_line(h, "const char *env = getenv(\"BDRT_GPU_CTAS\"); /* tests: fewer CTAs */");
+        bd_print_line(h, "if (env && atoi(env) > 0 && atoi(env) < ctas) ctas = atoi(env);");
+        bd_print_line(h, "if (ctas > BD_TASKS) ctas = BD_TASKS > 0 ? BD_TASKS : 1;");
+        bd_print_line(h, "if (ctas < 1) { bdrt_errorf(\"the persistent kernel cannot be resident on '%%s'\", bdrt_gpu_name(S->g)); bd_destroy(S); return NULL; }");
+        bd_print_line(h, "S->n_ctas = ctas;");
+        bd_print_line(h, "env = getenv(\"BDRT_GPU_ASSIGN_SEED\"); /* tests: a random CTA for every task */");
+        bd_print_line(h, "const uint64_t seed = env ? strtoull(env, NULL, 10) : 0;");
+        bd_print_line(h, "int32_t *plan = (int32_t *)malloc((2 + (size_t)ctas + BD_TASKS) * sizeof *plan);");
+        bd_print_line(h, "if (!plan) { bd_destroy(S); return NULL; }");
+        bd_print_line(h, "plan[0] = ctas;");
+        bd_print_line(h, "int rc = bdrt_gpu_assign(BD_TASKS, bd_task_cost, (const int32_t *)(bd_weights + %lld), "
+                         "(const int32_t *)(bd_weights + %lld), (const int32_t *)(bd_weights + %lld), BD_NESTS, ctas, seed, plan + 1, plan + 2 + ctas);",
+                      ll(t->off_wait_start), ll(t->off_waits), ll(t->off_nest));
+        bd_print_line(h, "S->plan = rc ? NULL : bdrt_gpu_alloc(S->g, (2 + (size_t)ctas + BD_TASKS) * sizeof *plan);");
+        bd_print_line(h, "if (S->plan) rc = bdrt_gpu_write(S->g, S->plan, 0, plan, (2 + (size_t)ctas + BD_TASKS) * sizeof *plan);");
+        bd_print_line(h, "free(plan);");
+        bd_print_line(h, "S->sync = S->plan && !rc ? bdrt_gpu_alloc(S->g, BD_SYNC_WORDS(ctas) * 4) : NULL;");
+        bd_print_line(h, "if (!S->sync || bdrt_gpu_zero(S->g, S->sync, BD_SYNC_WORDS(ctas) * 4)) { bd_destroy(S); return NULL; }");
+    }
+    bd_print_line(h, "return S;");
+    bd_print_close(h, NULL);
+    bd_print_blank(h);
+
+    bd_print_open(h, "static int bd_run(void *inst, const void *const *in, void *const *out)");
+    bd_print_line(h, "bd_state *S = (bd_state *)inst;");
+    bd_print_line(h, "for (int i = 0; i < %zu; i++)", ni);
+    bd_print_line(h, "    if (bdrt_gpu_write(S->g, S->io, (size_t)bd_in_off[i], in[i], (size_t)bd_in_bytes[i])) return BDRT_EXIT_IO;");
+    bd_print_line(h, "if (bdrt_gpu_time_begin(S->g)) return BDRT_EXIT_IO;");
+    if (block) {
+        bd_print_line(h, "bdrt_gpu_buf bufs[5] = {S->arena, S->weights, S->io, S->sync, S->plan};");
+        /* counters reach blocks x epoch: start over before that could pass 2^31 */
+        bd_print_open(h, "if ((uint64_t)(S->epoch + 1) * %uu >= (1u << 31))", t->max_mult);
+        bd_print_line(h, "if (bdrt_gpu_zero(S->g, S->sync, BD_SYNC_WORDS(S->n_ctas) * 4)) return BDRT_EXIT_IO;");
+        bd_print_line(h, "S->epoch = 0;");
+        bd_print_close(h, NULL);
+        bd_print_line(h, "S->epoch++;");
+        bd_print_line(h, "if (BD_TASKS && bdrt_gpu_launch(S->g, 0, S->n_ctas, BD_BLOCK_THREADS, 1, 5, bufs, S->epoch)) return BDRT_EXIT_IO;");
+    } else {
+        bd_print_line(h, "bdrt_gpu_buf bufs[3] = {S->arena, S->weights, S->io};");
+        int k = 0;
+        int *kernel_of = calloc(p->nests.len + 1, sizeof *kernel_of);
+        BD_ASSERT(kernel_of);
+        for (size_t i = 0; i < p->nests.len; i++)
+            kernel_of[i] = BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0 ? k++ : -1;
+        for (int i = 0; i < s->n_steps; i++) {
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
+            if (n->n_blocks > 0)
+                bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return BDRT_EXIT_IO;",
+                              kernel_of[s->order[i]], ll(n->n_blocks));
+        }
+        free(kernel_of);
+    }
+    bd_print_line(h, "if (bdrt_gpu_time_end(S->g, &S->ms)) return BDRT_EXIT_IO;");
+    if (block) {
+        bd_print_line(h, "uint32_t status[3] = {0, 0, 0};");
+        bd_print_line(h, "if (bdrt_gpu_read(S->g, status, S->sync, (size_t)(BD_TASKS + BD_NESTS) * 4, sizeof status)) return BDRT_EXIT_IO;");
+        bd_print_open(h, "if (status[0])");
+        bd_print_line(h, "uint32_t *pos = (uint32_t *)calloc((size_t)S->n_ctas + 1, 4);");
+        bd_print_line(h, "if (pos) bdrt_gpu_read(S->g, pos, S->sync, (size_t)(BD_TASKS + BD_NESTS + 3) * 4, (size_t)S->n_ctas * 4);");
+        bd_print_line(h, "const int32_t *tn = (const int32_t *)(bd_weights + %lld), *tb = (const int32_t *)(bd_weights + %lld);",
+                      ll(t->off_nest), ll(t->off_block));
+        bd_print_line(h, "bdrt_errorf(\"persistent kernel stopped: CTA %%u waited too long before task %%u (nest %%d, block %%d)\", "
+                         "status[2], status[1], tn[status[1] %% BD_TASKS], tb[status[1] %% BD_TASKS]);");
+        bd_print_line(h, "for (int c = 0; pos && c < S->n_ctas; c++) fprintf(stderr, \"  CTA %%d at its task %%u\\n\", c, pos[c]);");
+        bd_print_line(h, "free(pos);");
+        bd_print_line(h, "return BDRT_EXIT_IO;");
+        bd_print_close(h, NULL);
+    }
+    bd_print_line(h, "for (int i = 0; i < %zu; i++)", no);
+    bd_print_line(h, "    if (bdrt_gpu_read(S->g, out[i], S->io, (size_t)bd_out_off[i], (size_t)bd_out_bytes[i])) return BDRT_EXIT_IO;");
+    bd_print_line(h, "return 0;");
+    bd_print_close(h, NULL);
+    bd_print_blank(h);
+    bd_print_line(h, "static double bd_device_ms(void *inst) { return ((bd_state *)inst)->ms; }");
+    bd_print_line(h, "static const char *bd_device_name(void *inst) { return bdrt_gpu_name(((bd_state *)inst)->g); }");
+    emit_io_table(h, "bd_inputs", g, &g->inputs);
+    emit_io_table(h, "bd_outputs", g, &g->outputs);
+    bd_print_open(h, "static const bdrt_model bd_model =");
+    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name",
+                  bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name));
+    bd_print_close(h, ";");
+    bd_print_line(h, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
+}
+
+bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                      const bd_emit_opts *o, bd_c_program *out, bd_diag *d) {
+    memset(out, 0, sizeof *out);
+    const bd_gpu_dialect *dl = o->target->gpu;
+    BD_ASSERT(dl);
+    if (o->library)
+        return bd_fail(d, BD_ERR_UNSUPPORTED, "--lib is not available for --target %s yet: build the executable",
+                       o->target->name);
+    bd_graph *g = p->graph;
+    bd_vec blob = BD_VEC(unsigned char);
+    for (size_t i = 0; i < m->constants.len; i++) {
+        const bd_tensor *c = bd_graph_value(g, BD_VEC_AT(&m->constants, int, i))->constant;
+        int64_t at = bd_gpu_blob(&blob, c->data, (size_t)c->nbytes);
+        BD_ASSERT(at == m->storage[BD_VEC_AT(&m->constants, int, i)].where);
+    }
+    /* io buffer: inputs, then outputs */
+    size_t ni = g->inputs.len, no = g->outputs.len;
+    int64_t *in_off = malloc((ni + 1) * sizeof *in_off), *out_off = malloc((no + 1) * sizeof *out_off), io = 0;
+    BD_ASSERT(in_off && out_off);
+    for (size_t i = 0; i < ni; i++) {
+        in_off[i] = io;
+        io += (value_bytes(g, BD_VEC_AT(&g->inputs, int, i)) + IO_ALIGN - 1) / IO_ALIGN * IO_ALIGN;
+    }
+    for (size_t i = 0; i < no; i++) {
+        out_off[i] = io;
+        io += (value_bytes(g, BD_VEC_AT(&g->outputs, int, i)) + IO_ALIGN - 1) / IO_ALIGN * IO_ALIGN;
+    }
+
+    bd_gpu_printer gp = {.prog = p, .graph = g, .storage = m->storage, .in_off = in_off, .out_off = out_off, .blob = &blob};
+    gp.pr.text = BD_VEC(char);
+    bd_printer *dv = &gp.pr;
+    bool block = s->mode == BD_SCHEDULE_BLOCK;
+    bd_status st = BD_OK;
+    bd_print_line(dv, "#define BD_BLOCK_THREADS %d", dl->threads);
+    bd_print_line(dv, "#define BD_WARP %d", dl->warp);
+    for (int i = 0; dl->prelude[i]; i++) bd_print_line(dv, "%s", dl->prelude[i]);
+    /* the C dialect's vectorisable float math is the device's own */
+    bd_print_line(dv, "#define bd_exp_v expf");
+    bd_print_line(dv, "#define bd_tanh_v tanhf");
+    bd_print_line(dv, "#define bd_erf_v erff");
+    bd_print_scalar_helpers(dv, dl->fn, dl->embedded_source);
+    for (size_t i = 0; i < p->nests.len && !st; i++) {
+        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (!n->n_blocks) continue;
+        const bd_node *node = n->node >= 0 ? bd_graph_node(g, n->node) : NULL;
+        bd_print_comment(dv, "", node ? bd_print_str(dv, "nest %zu: %s node %s", i, node->op_type, node->name)
+                                      : bd_print_str(dv, "nest %zu", i));
+        bd_print_open(dv, "BD_DEV %svoid b%zu(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
+                          "BD_G unsigned char *io, int64_t block)", block ? "BD_NOINLINE " : "", i);
+        bd_print_line(dv, "(void)arena; (void)weights; (void)io;");
+        bd_print_block_decode(dv, n);
+        st = bd_gpu_body(&gp, n, d);
+        bd_print_close(dv, NULL);
+        if (!block) {
+            bd_print_open(dv, "BD_KERNEL void k%zu(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
+                              "BD_G unsigned char *io)", i);
+            bd_print_line(dv, "b%zu(arena, weights, io, BD_BLOCK_ID);", i);
+            bd_print_close(dv, NULL);
+        }
+    }
+    dag_tables t = {0};
+    if (!st && block) build_dag(p, s, &blob, &t);
+    if (!st && block) emit_persistent_kernel(dv, p, &t);
+
+    bd_printer hp = {.text = BD_VEC(char)};
+    if (!st) {
+        const char *base = strrchr(g->model->path, '/');
+        bd_print_comment(&hp, "Generated by bdc " BDC_VERSION " from ", base ? base + 1 : g->model->path);
+        bd_print_line(&hp, "/* Do not edit: regenerate with bdc compile --target %s. */", dl->name);
+        bd_print_line(&hp, "#include <math.h>");
+        bd_print_line(&hp, "#include <stdint.h>");
+        bd_print_line(&hp, "#include <stdio.h>");
+        bd_print_line(&hp, "#include <stdlib.h>");
+        bd_print_line(&hp, "#include <string.h>");
+        bd_print_line(&hp, "#include \"bdrt.h\"");
+        bd_print_line(&hp, "#include \"%s\"", dl->host_header);
+        bd_print_blank(&hp);
+        if (dl->embedded_source) {
+            print_source_literal(&hp, &dv->text);
+        } else {
+            for (size_t i = 0; i < dv->text.len; i++) *(char *)bd_vec_push(&hp.text) = BD_VEC_AT(&dv->text, char, i);
+        }
+        bd_print_blank(&hp);
+        emit_host(&hp, dl, p, s, m, o, &t, io, in_off, out_off, blob.len);
+        *(char *)bd_vec_push(&hp.text) = 0;
+        out->source = hp.text.data;
+        out->source_len = hp.text.len - 1;
+        hp.text = BD_VEC(char);
+        out->weights = blob.data;
+        out->weights_len = blob.len;
+        blob = BD_VEC(unsigned char);
+    }
+    bd_printer_free(&hp);
+    bd_printer_free(&gp.pr);
+    bd_vec_free(&blob);
+    free(t.cost);
+    free(in_off);
+    free(out_off);
+    return st;
+}

@@ -1,0 +1,63 @@
+/* gpu.h — the GPU targets (CUDA, HIP, OpenCL C): one printer, three dialects as tables.
+ *
+ * The printer (emit.c) turns the planned nest program into device code and a C host program:
+ *   - every nest with blocks becomes a device function b<i>(arena, weights, io, block) whose
+ *     thread block computes block `block` of the nest, each thread taking elements of the block
+ *     in turn (the SIMT body of its kind: bodies.c);
+ *   - `--schedule op`: kernel k<i> runs b<i> over a grid of the nest's blocks, launched in the
+ *     schedule's order (one kernel per fused group);
+ *   - `--schedule block`: one persistent kernel runs the block DAG (schedule/schedule.c): every
+ *     CTA walks its own list of tasks, waits on its producers' counters, runs the block, then
+ *     signals (see docs/architecture.md, "The GPU targets");
+ *   - the host program (create/run/destroy behind the runtime's bdrt_main) uploads the weights
+ *     once, keeps the arena in device memory, copies inputs in and outputs out, and calls the
+ *     device only through runtime/bdrt_gpu.h.
+ * What differs between CUDA, HIP and OpenCL C is a bd_gpu_dialect: the macros of its prelude
+ * (qualifiers, block and thread indices, barriers, atomics with their scopes, sleep, bit casts,
+ * types and math names), its warp width, its block size, and whether the device code is compiled
+ * with the host (CUDA, HIP: one .cu/.hip file) or embedded as source and built at create()
+ * (OpenCL). Expressions are printed through the C dialect table (target/c_dialect.c). */
+#ifndef BD_TARGET_GPU_H
+#define BD_TARGET_GPU_H
+
+#include "nest/loopnest.h"
+#include "target/target.h"
+
+typedef struct bd_gpu_dialect {
+    const char *name;              /* "cuda", "hip", "opencl" */
+    const char *const *prelude;    /* device-side macro lines, NULL-terminated */
+    const char *fn;                /* qualifiers of a device helper function */
+    int warp;                      /* warp / wavefront width */
+    int threads;                   /* threads per block */
+    bool embedded_source;          /* OpenCL: device code is a string built at create() */
+    const char *host_header;       /* the runtime header implementing bdrt_gpu.h */
+    bool cplusplus;                /* the file is compiled as C++ (nvcc, hipcc) */
+} bd_gpu_dialect;
+
+extern const bd_gpu_dialect bd_gpu_cuda, bd_gpu_hip, bd_gpu_opencl;
+extern const bd_target bd_target_cuda, bd_target_hip, bd_target_opencl;
+
+/* tile.c: the GPU tile pass (blocks sized for a thread block, whole dims kept). */
+bd_status bd_gpu_tile(bd_program *p, bd_diag *d);
+
+/* emit.c: the printer every GPU target's table names. */
+bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                      const bd_emit_opts *o, bd_c_program *out, bd_diag *d);
+
+/* bodies.c: the SIMT body of nest n (the statements inside b<i>, after lo/hi are decoded), or
+ * BD_ERR_UNSUPPORTED naming the node when its kind has no GPU body yet. */
+typedef struct bd_gpu_printer {
+    bd_printer pr;
+    const bd_program *prog;
+    bd_graph *graph;
+    const bd_storage *storage;
+    const int64_t *in_off, *out_off; /* per graph input / output: its byte offset in the io buffer */
+    bd_vec *blob;             /* unsigned char: the weights blob, tables appended (64-aligned) */
+} bd_gpu_printer;
+bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d);
+/* Per-block work estimate of nest n (multiply-adds or elements moved), for the CTA assignment. */
+double bd_gpu_block_cost(const bd_graph *g, const bd_nest *n);
+/* Appends bytes to the blob, 64-byte aligned; their offset. */
+int64_t bd_gpu_blob(bd_vec *blob, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,54 @@
+/* tile.c (gpu) — the GPU tile pass: every nest's block becomes one thread block, whose threads
+ * take the block's elements in turn. A block should give every thread a few elements and about
+ * the same work: elements are sized by the work one costs (the reduction it runs), from about
+ * 16 per thread for copies and maps down to one for long reductions; dims a body reads whole
+ * (softmax axes, normalised axes) are never cut. No CPU kernel choices are made: the GPU bodies
+ * read operands as they are (no packed weights, no merged rows). */
+#include "target/gpu/gpu.h"
+
+/* Elements per block: about BLOCK_WORK multiply-adds, at least MIN_ELEMS elements (a few per
+ * thread would leave most of a 128-thread block idle), at most MAX_ELEMS. */
+enum { BLOCK_WORK = 1 << 17, MIN_ELEMS = 128, MAX_ELEMS = 2048 };
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Multiply-adds (or elements read) per output element of the nest. */
+static int64_t work_per_element(const bd_graph *g, const bd_nest *n) {
+    switch (n->body) {
+    case BD_BODY_CONV:
+    case BD_BODY_CONV_TRANSPOSE: {
+        const bd_conv_params *cp = &n->params.conv;
+        const bd_value *x = bd_graph_value((bd_graph *)g, n->operands[cp->x].value);
+        int64_t w = x->dims[1] / (cp->group > 0 ? cp->group : 1);
+        for (int i = 0; i < cp->nsp; i++) w *= cp->kernel[i];
+        return w;
+    }
+    case BD_BODY_POOL: {
+        int64_t w = 1;
+        for (int i = 0; i < n->params.pool.nsp; i++) w *= n->params.pool.kernel[i];
+        return w;
+    }
+    case BD_BODY_GLOBAL_POOL: return n->params.global_pool.spatial;
+    case BD_BODY_MATMUL: return n->params.matmul.K;
+    case BD_BODY_REDUCE: return n->params.reduce.count;
+    default: return 1;
+    }
+}
+
+bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
+    const bd_graph *g = p->graph;
+    for (size_t i = 0; i < p->nests.len; i++) {
+        bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        if (n->body == BD_BODY_CONSTANT) continue; /* one block */
+        int64_t w = work_per_element(g, n);
+        int64_t target = clamp64(BLOCK_WORK / (w > 0 ? w : 1), MIN_ELEMS, MAX_ELEMS);
+        bd_nest_tile_keeping_whole(g, n, target);
+    }
+    return bd_program_verify(p, d);
+}
+
+double bd_gpu_block_cost(const bd_graph *g, const bd_nest *n) {
+    int64_t elems = 1;
+    for (int k = 0; k < n->n_iter; k++) elems *= n->tile[k];
+    return (double)elems * (double)work_per_element(g, n);
+}
