@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what bdc needs on a fresh Debian machine (build tools, protobuf-c, cJSON, onnx.proto,
-# the ONNX test data, Python test packages) and builds bdc into build/.
+# the ONNX test data, Python test packages; for the GPU targets PoCL with the OpenCL headers, on
+# which the tests run the OpenCL executables, and hipcc for HIP builds; CUDA builds use the CUDA
+# toolkit's nvcc, looked for on PATH and in /usr/local/cuda) and builds bdc into build/.
 #   scripts/setup.sh            install missing packages, then build (Release)
 #   BDC_NO_INSTALL=1 ...        only build
 set -euo pipefail
@@ -11,7 +13,7 @@ SUDO=""
 
 apt_packages=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libcjson-dev
               libonnx-dev libonnx-testdata python3 python3-pip python3-torch python3-torchvision
-              clang strace)
+              clang strace bc pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo hipcc)
 
 if [ -z "${BDC_NO_INSTALL:-}" ]; then
   missing=()
@@ -39,6 +41,10 @@ PY
     $SUDO /usr/bin/python3 -m pip install -q --break-system-packages --root-user-action=ignore \
       -r tests/requirements.txt
   fi
+fi
+
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: warning: nvcc not found (install the CUDA toolkit): --target cuda cannot build here"
 fi
 
 build_type="${BDC_BUILD_TYPE:-Release}"

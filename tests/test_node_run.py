@@ -3,7 +3,7 @@
 
 Usage: test_node_run.py [--bdc PATH] [--cache DIR] [--root LABEL=DIR ...] [--archive TGZ]
                         [--xfail FILE] [--min-pass PCT] [--keep-outputs DIR] [-k GLOB] [-j N]
-                        [-v]
+                        [--target cpu|opencl] [--schedule op|block] [--sample K] [-v]
 
 Test roots and scope are those of tests/test_node_shapes.py (its functions are imported, so the
 two tests always agree on what is in scope): Debian's libonnx-testdata suite and the v1.22.0
@@ -40,6 +40,12 @@ not enforced when -k selects a subset. Prints per suite `cases, in scope, passed
 unsupported`, the failures with reasons, the unsupported cases' reasons (grouped), and a closing
 `N passed, M failed`; exits 1 if anything failed or if no case ran.
 
+--target opencl compiles every case for the OpenCL target and runs it on the OpenCL device (PoCL
+in the tests), in --schedule op or block (default: bdc's); the cases GPU targets cannot compile
+yet are listed, with reasons, in tests/node_run_xfail_gpu.txt, read after --xfail. --sample K
+keeps one in-scope case in K (those whose name hashes to 0 modulo K: the same sample on every
+machine, spread over every op); like -k, it reports the pass rate without enforcing it.
+
 --keep-outputs DIR copies every file the executable writes to its --output-dir into
 DIR/<suite label>/<case>/<test_data_set_N>/ (the folder is replaced if it exists), for comparing
 two bdc binaries byte for byte (tests/tools/compare_outputs.sh). A run that exits non-zero keeps
@@ -73,6 +79,7 @@ import test_node_shapes as shapes  # noqa: E402
 
 REPO = os.path.dirname(HERE)
 XFAIL_FILE = os.path.join(HERE, "node_run_xfail.txt")
+XFAIL_GPU_FILE = os.path.join(HERE, "node_run_xfail_gpu.txt")
 COMPILE_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 120
 RTOL, ATOL = 1e-3, 1e-5
@@ -142,10 +149,11 @@ def bdc_stamp(bdc):
     return "%x" % max(os.stat(p).st_mtime_ns for p in paths if os.path.exists(p))
 
 
-def compile_cached(bdc, stamp, cache, model_bytes):
+def compile_cached(bdc, stamp, cache, model_bytes, flags=()):
     """Returns (status, message, folder): status "ok" (folder holds model + info.json),
-    "unsupported" (bdc exit 3) or "fail". ok and unsupported results are cached."""
-    sha = hashlib.sha256(model_bytes).hexdigest()
+    "unsupported" (bdc exit 3) or "fail". ok and unsupported results are cached; flags (extra
+    `bdc compile` options) are part of the key."""
+    sha = hashlib.sha256(model_bytes + " ".join(flags).encode()).hexdigest()
     top = os.path.join(cache, "node_run", sha)
     entry = os.path.join(top, stamp)
     result = os.path.join(entry, "result.json")
@@ -162,7 +170,7 @@ def compile_cached(bdc, stamp, cache, model_bytes):
             f.write(model_bytes)
         exe = os.path.join(tmp, "model")
         try:
-            r = subprocess.run([bdc, "compile", src, "-o", exe, "--werror", "-q"],
+            r = subprocess.run([bdc, "compile", src, "-o", exe, "--werror", "-q"] + list(flags),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                errors="replace", timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -271,7 +279,7 @@ def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs, keep=None
     return ""
 
 
-def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None):
+def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None, flags=(), sample=0):
     try:
         with open(case.model, "rb") as f:
             model_bytes = f.read()
@@ -280,6 +288,9 @@ def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None):
         case.scope_reason = "onnx.load failed: %s" % e
         return case
     case.scope_reason = shapes.scope_check(model, ops, opset_range)
+    if not case.scope_reason and sample > 1 and \
+            int(hashlib.sha1(case.name.encode()).hexdigest(), 16) % sample:
+        case.scope_reason = "not in the --sample %d sample" % sample
     case.in_scope = not case.scope_reason
     if not case.in_scope:
         return case
@@ -296,7 +307,7 @@ def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None):
         first_problem = ""
         for data_dir in sets:
             mb = frozen_bytes(model_bytes, frozen, graph_inputs, data_dir) if frozen else model_bytes
-            status, message, entry = compile_cached(bdc, stamp, cache, mb)
+            status, message, entry = compile_cached(bdc, stamp, cache, mb, flags)
             if status != "ok":
                 if first_problem:  # only with keep: an earlier data set already failed
                     break
@@ -337,10 +348,20 @@ def main():
                          "DIR/<suite label>/<case>/<data set>/ (for comparing two bdc binaries)")
     ap.add_argument("-k", dest="pattern", help="only cases whose name matches this glob")
     ap.add_argument("-j", dest="jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--target", choices=("cpu", "opencl"), default="cpu",
+                    help="bdc compile --target (opencl: run on the OpenCL device)")
+    ap.add_argument("--schedule", choices=("op", "block"), help="bdc compile --schedule")
+    ap.add_argument("--sample", type=int, default=0, metavar="K",
+                    help="one in-scope case in K, chosen by a hash of its name")
     ap.add_argument("-v", dest="verbose", action="store_true",
                     help="also list expected failures, each unsupported case and out-of-scope "
                          "reasons")
     args = ap.parse_args()
+    flags = []
+    if args.target != "cpu":
+        flags += ["--target", args.target]
+    if args.schedule:
+        flags += ["--schedule", args.schedule]
 
     if not os.access(args.bdc, os.X_OK):
         sys.stderr.write("test_node_run: bdc not found or not executable: %s "
@@ -350,6 +371,8 @@ def main():
     opset_range = shapes.read_opset_range(REPO)
     slots = {op: s for op, s in shapes.SHAPE_SLOTS.items() if op in ops}
     xfail = shapes.read_xfail(args.xfail)
+    if args.target != "cpu":
+        xfail.update(shapes.read_xfail(XFAIL_GPU_FILE))
     os.makedirs(args.cache, exist_ok=True)
     if args.keep_outputs:
         os.makedirs(args.keep_outputs, exist_ok=True)
@@ -377,7 +400,7 @@ def main():
         cases = [Case(label, root, n) for n in names]
         with ThreadPool(max(1, args.jobs)) as pool:
             pool.map(lambda c: run_case(c, args.bdc, stamp, ops, opset_range, slots, args.cache,
-                                        args.keep_outputs),
+                                        args.keep_outputs, tuple(flags), args.sample),
                      cases, chunksize=1)
 
         in_scope = [c for c in cases if c.in_scope]
@@ -430,16 +453,16 @@ def main():
                                             ", ..." if len(which) > 3 else ""))
         if in_scope:
             rate = 100.0 * n_pass / len(in_scope)
-            enforce = not args.pattern
+            enforce = not args.pattern and args.sample <= 1
             ok = rate >= args.min_pass
             print("[%s] pass rate %.1f%% of in-scope cases (%s %.0f%%)%s" % (
                 label, rate, ">=" if ok else "<", args.min_pass,
-                "" if enforce else "; not enforced with -k"))
+                "" if enforce else "; not enforced with -k or --sample"))
             if enforce and not ok:
                 failed += 1
                 print("  FAIL [%s] pass rate %.1f%% is below %.0f%%" % (label, rate,
                                                                      args.min_pass))
-    if not args.pattern:
+    if not args.pattern and args.sample <= 1:
         labels = {label for label, _ in roots}
         for k in sorted(set(xfail) - seen):
             if "/" not in k or k.split("/")[0] in labels:

@@ -155,6 +155,27 @@ static bd_status copy_to_emit_dir(const bd_workdir *w, const bd_target *t, const
     return BD_OK;
 }
 
+/* The target's compiler: $NVCC or $HIPCC when set, else the name on PATH, else (nvcc) the CUDA
+ * toolkit's usual places, $CUDA_HOME/bin and /usr/local/cuda/bin. */
+static const char *find_compiler(const char *name, char *buf, size_t len) {
+    const char *env = getenv(!strcmp(name, "nvcc") ? "NVCC" : !strcmp(name, "hipcc") ? "HIPCC" : "");
+    if (env && env[0]) return env;
+    const char *path = getenv("PATH");
+    for (const char *p = path; p && *p;) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n && (size_t)snprintf(buf, len, "%.*s/%s", (int)n, p, name) < len && access(buf, X_OK) == 0) return name;
+        p = end ? end + 1 : p + n;
+    }
+    if (!strcmp(name, "nvcc")) {
+        const char *home = getenv("CUDA_HOME");
+        if (home && home[0] && (size_t)snprintf(buf, len, "%s/bin/nvcc", home) < len && access(buf, X_OK) == 0)
+            return buf;
+        if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
+    }
+    return name; /* not found: the tool layer says so, with the recipe's hint */
+}
+
 static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_workdir *w,
                               const char *rt, const char *prefix, char *result, size_t rlen,
                               bd_diag *d) {
@@ -164,7 +185,8 @@ static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_w
     snprintf(lib_rt, sizeof lib_rt, "%s/lib/libbdcrt.a", rt);
     snprintf(lib_k, sizeof lib_k, "%s/lib/libbdckernels.a", rt);
     const char *cc = bd_cc();
-    const char *compiler = r->compiler ? r->compiler : cc;
+    char found[BD_PATH_MAX];
+    const char *compiler = r->compiler ? find_compiler(r->compiler, found, sizeof found) : cc;
     bd_tool_cmd cmd = {.cwd = w->path, .verbose = o->verbose,
                        .what = r->compiler ? r->compiler : "C compiler", .hint = r->hint};
     char arch[96];

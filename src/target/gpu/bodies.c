@@ -661,6 +661,152 @@ static void body_layernorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_pa
     close_elements(g);
 }
 
+
+/* Resize, nearest and linear: per active dim, tables indexed by the output index (embedded with
+ * the weights): T the first input offset, D the offset to the second (linear), W its weight,
+ * E where the output takes the extrapolation value. Linear output is the nested lerp over the
+ * linear dims. */
+static const char *lerp(bd_gpu_printer *g, const int *lin, int nl, int level, const char *off, const char *wt) {
+    if (level == nl) return S("(%s)X[%s]", wt, off);
+    int k = lin[level];
+    const char *a = lerp(g, lin, nl, level + 1, off, wt);
+    const char *b = lerp(g, lin, nl, level + 1, S("%s + dd%d", off, k), wt);
+    return S("(vv%d * %s + ww%d * %s)", k, a, k, b);
+}
+
+/* The filter modes (cubic, antialiased linear): per active dim k, taps[k] taps per output index,
+ * TO the tap's input offset, TW its weight, E the outside flags; the output is the separable sum
+ * of X over the taps of every active dim, one nested loop per dim. */
+static void filter_sum(bd_gpu_printer *g, const int *act, int na, int level, const char *off, const char *wt,
+                       const int *taps) {
+    int k = act[level];
+    L("%s s%d = 0;", wt, level);
+    OPEN("for (int t%d = 0; t%d < %d; t%d++)", k, k, taps[k], k);
+    const char *at = S("%s + TO%d[i%d * %d + t%d]", off, k, k, taps[k], k);
+    if (level + 1 == na) {
+        L("s%d += TW%d[i%d * %d + t%d] * (%s)X[%s];", level, k, k, taps[k], k, wt, at);
+    } else {
+        filter_sum(g, act, na, level + 1, at, wt, taps);
+        L("s%d += TW%d[i%d * %d + t%d] * s%d;", level, k, k, taps[k], k, level + 1);
+    }
+    CLOSE();
+}
+
+static void body_resize_filter(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_resize_params *rp = &n->params.resize;
+    const bd_value *x = value_of(g, n, 0), *y = value_of(g, n, 1);
+    const char *t = bd_c_type(y->dtype);
+    bool dbl = y->dtype == BD_DT_DOUBLE;
+    const char *wt = dbl ? "double" : "float";
+    int r = n->n_iter, act[BD_MAX_RANK], na = 0, taps[BD_MAX_RANK] = {0};
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    bd_dims_strides(y->rank, y->dims, ys);
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "Y");
+    const char *out = NULL;
+    for (int k = 0; k < r; k++) {
+        if (!rp->active[k]) continue;
+        size_t cnt = (size_t)rp->out_extent[k], nt = cnt * (size_t)rp->taps[k];
+        int64_t *idx = malloc((nt + 1) * sizeof *idx);
+        float *wf = malloc((nt + 1) * sizeof *wf);
+        unsigned char *ex = malloc(cnt + 1);
+        BD_ASSERT(idx && wf && ex);
+        bool any = false;
+        for (size_t i = 0; i < nt; i++) idx[i] = rp->tap_idx[k][i] * xs[k], wf[i] = (float)rp->tap_w[k][i];
+        for (size_t o = 0; o < cnt; o++) any |= (ex[o] = rp->outside[k][o]) != 0;
+        L("BD_G const int64_t *TO%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_gpu_blob(g->blob, idx, nt * 8)));
+        int64_t ow = dbl ? bd_gpu_blob(g->blob, rp->tap_w[k], nt * 8) : bd_gpu_blob(g->blob, wf, nt * 4);
+        L("BD_G const %s *TW%d = (BD_G const %s *)(weights + %lld);", wt, k, wt, ll(ow));
+        if (any) {
+            L("BD_G const unsigned char *E%d = weights + %lld;", k, ll(bd_gpu_blob(g->blob, ex, cnt)));
+            out = S("%s%sE%d[i%d]", out ? out : "", out ? " || " : "", k, k);
+        }
+        taps[k] = rp->taps[k];
+        act[na++] = k;
+        free(idx), free(wf), free(ex);
+    }
+    open_elements(g, n, NULL);
+    const char *xo = "0";
+    for (int k = 0; k < r; k++)
+        if (!rp->active[k]) xo = S("%s + i%d * %lld", xo, k, ll(xs[k]));
+    L("const int64_t xo = %s;", xo);
+    filter_sum(g, act, na, 0, "xo", wt, taps);
+    const char *val = S("(%s)s0", t);
+    if (out) val = S("(%s) ? (%s)%s : %s", out, t, bd_print_float(&g->pr, rp->extrapolation_value, y->dtype), val);
+    L("Y[%s] = %s;", offset_expr(g, r, ys), val);
+    close_elements(g);
+}
+
+static bd_status body_resize(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
+    (void)d;
+    const bd_resize_params *rp = &n->params.resize;
+    const bd_value *x = value_of(g, n, 0), *y = value_of(g, n, 1);
+    bool any_active = false;
+    for (int k = 0; k < n->n_iter; k++) any_active |= rp->active[k];
+    if (rp->filter && any_active) {
+        body_resize_filter(g, n);
+        return BD_OK;
+    }
+    const char *t = bd_c_type(y->dtype);
+    bool dbl = y->dtype == BD_DT_DOUBLE, linear = rp->interp == BD_INTERP_LINEAR;
+    const char *wt = dbl ? "double" : "float";
+    int r = n->n_iter, lin[BD_MAX_RANK], nl = 0;
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK];
+    bd_dims_strides(x->rank, x->dims, xs);
+    bd_dims_strides(y->rank, y->dims, ys);
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "Y");
+    bool ext[BD_MAX_RANK] = {false};
+    for (int k = 0; k < r; k++) {
+        if (!rp->active[k]) continue;
+        size_t cnt = (size_t)y->dims[k];
+        int64_t *i0 = malloc((cnt + 1) * sizeof *i0), *dd = malloc((cnt + 1) * sizeof *dd);
+        double *wd = malloc((cnt + 1) * sizeof *wd);
+        float *wf = malloc((cnt + 1) * sizeof *wf);
+        unsigned char *ex = malloc(cnt + 1);
+        BD_ASSERT(i0 && dd && wd && wf && ex);
+        for (size_t o = 0; o < cnt; o++) {
+            ex[o] = rp->idx0[k][o] < 0;
+            ext[k] |= ex[o];
+            int64_t a = ex[o] ? 0 : rp->idx0[k][o], b = ex[o] ? 0 : rp->idx1[k][o];
+            i0[o] = a * xs[k];
+            dd[o] = (b - a) * xs[k];
+            wf[o] = rp->w1[k][o];
+            wd[o] = rp->w1[k][o];
+        }
+        L("BD_G const int64_t *T%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_gpu_blob(g->blob, i0, cnt * 8)));
+        if (linear) {
+            L("BD_G const int64_t *D%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_gpu_blob(g->blob, dd, cnt * 8)));
+            int64_t ow = dbl ? bd_gpu_blob(g->blob, wd, cnt * 8) : bd_gpu_blob(g->blob, wf, cnt * 4);
+            L("BD_G const %s *W%d = (BD_G const %s *)(weights + %lld);", wt, k, wt, ll(ow));
+            lin[nl++] = k;
+        }
+        if (ext[k]) L("BD_G const unsigned char *E%d = weights + %lld;", k, ll(bd_gpu_blob(g->blob, ex, cnt)));
+        free(i0), free(dd), free(wd), free(wf), free(ex);
+    }
+    open_elements(g, n, NULL);
+    const char *xo = "0", *out = NULL;
+    for (int k = 0; k < r; k++) {
+        if (!rp->active[k]) {
+            xo = S("%s + i%d * %lld", xo, k, ll(xs[k]));
+            continue;
+        }
+        xo = S("%s + T%d[i%d]", xo, k, k);
+        if (linear) {
+            L("const int64_t dd%d = D%d[i%d];", k, k, k);
+            L("const %s ww%d = W%d[i%d], vv%d = 1 - ww%d;", wt, k, k, k, k, k);
+        }
+        if (ext[k]) out = S("%s%sE%d[i%d]", out ? out : "", out ? " || " : "", k, k);
+    }
+    L("const int64_t xo = %s;", xo);
+    const char *val = linear ? S("(%s)%s", t, lerp(g, lin, nl, 0, "xo", wt)) : "X[xo]";
+    if (out) val = S("(%s) ? (%s)%s : %s", out, t, bd_print_float(&g->pr, rp->extrapolation_value, y->dtype), val);
+    L("Y[%s] = %s;", offset_expr(g, r, ys), val);
+    close_elements(g);
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
@@ -681,12 +827,11 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
         if (n->params.norm.kind == BD_NORM_BATCH) body_batchnorm(g, n, &n->params.norm);
         else body_layernorm(g, n, &n->params.norm);
         break;
-    case BD_BODY_RESIZE:
+    case BD_BODY_RESIZE: return body_resize(g, n, d);
     case BD_BODY_LSTM: {
         const bd_node *node = n->node >= 0 ? bd_graph_node(g->graph, n->node) : NULL;
-        return bd_fail(d, BD_ERR_UNSUPPORTED, "node '%s' (%s): the GPU targets have no %s body yet",
-                       node ? bd_quote(node->name) : "?", node ? bd_quote(node->op_type) : "?",
-                       n->body == BD_BODY_LSTM ? "LSTM" : "Resize");
+        return bd_fail(d, BD_ERR_UNSUPPORTED, "node '%s' (LSTM): the GPU targets have no LSTM body yet",
+                       node ? bd_quote(node->name) : "?");
     }
     case BD_BODY_COUNT: BD_ASSERT(!"no body");
     }

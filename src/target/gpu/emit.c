@@ -75,7 +75,7 @@ static void emit_table_i64(bd_printer *p, const char *name, const int64_t *v, si
  * event task stands for its nest's completion counter. */
 typedef struct dag_tables {
     int n_tasks;
-    int64_t off_nest, off_block, off_wait_start, off_waits, off_mult;
+    int64_t off_nest, off_block, off_wait_start, off_waits, off_mult, off_cost;
     uint32_t max_mult;
     double *cost;
 } dag_tables;
@@ -131,6 +131,11 @@ static void build_dag(const bd_program *p, const bd_schedule *s, bd_vec *blob, d
     t->off_wait_start = blob_i32(blob, wstart, (size_t)nt + 1);
     t->off_waits = blob_i32(blob, waits.data, waits.len);
     t->off_mult = blob_i32(blob, mults.data, mults.len);
+    float *cost = malloc(((size_t)nt + 1) * sizeof *cost);
+    BD_ASSERT(cost);
+    for (int i = 0; i < nt; i++) cost[i] = (float)t->cost[i];
+    t->off_cost = bd_gpu_blob(blob, cost, ((size_t)nt + 1) * sizeof *cost);
+    free(cost);
     free(pred_start);
     free(preds);
     free(fill);
@@ -273,10 +278,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_line(h, "#define BD_TASKS %d", t->n_tasks);
         bd_print_line(h, "#define BD_NESTS %zu", p->nests.len);
         bd_print_line(h, "#define BD_SYNC_WORDS(ctas) ((size_t)BD_TASKS + BD_NESTS + 3 + (size_t)(ctas))");
-        bd_print_open(h, "static const float bd_task_cost[%d] =", t->n_tasks ? t->n_tasks : 1);
-        if (!t->n_tasks) bd_print_line(h, "0");
-        for (int i = 0; i < t->n_tasks; i++) bd_print_line(h, "%.4ef,", t->cost[i]);
-        bd_print_close(h, ";");
+        bd_print_line(h, "#define bd_task_cost ((const float *)(bd_weights + %lld))", ll(t->off_cost));
     }
     bd_print_line(h, "typedef struct bd_state {");
     bd_print_line(h, "    bdrt_gpu *g;");
@@ -374,7 +376,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_line(h, "const int32_t *tn = (const int32_t *)(bd_weights + %lld), *tb = (const int32_t *)(bd_weights + %lld);",
                       ll(t->off_nest), ll(t->off_block));
         bd_print_line(h, "bdrt_errorf(\"persistent kernel stopped: CTA %%u waited too long before task %%u (nest %%d, block %%d)\", "
-                         "status[2], status[1], tn[status[1] %% BD_TASKS], tb[status[1] %% BD_TASKS]);");
+                         "status[2], status[1], tn[status[1] %% (BD_TASKS ? BD_TASKS : 1)], tb[status[1] %% (BD_TASKS ? BD_TASKS : 1)]);");
         bd_print_line(h, "for (int c = 0; pos && c < S->n_ctas; c++) fprintf(stderr, \"  CTA %%d at its task %%u\\n\", c, pos[c]);");
         bd_print_line(h, "free(pos);");
         bd_print_line(h, "return BDRT_EXIT_IO;");
