@@ -48,3 +48,5 @@ bdc_add_test(fold_conv COMMAND ${BDC_PYTHON} tests/test_fold_conv.py)
 bdc_add_test(fold_conv_nofusion COMMAND ${BDC_PYTHON} tests/test_fold_conv.py --fusion none)
 # src/'s include arrows run one way, down the pipeline.
 bdc_add_test(layering COMMAND bash tests/test_layering.sh)
+# The GPU benchmark's trtexec/migraphx-driver parsers and adapters on fixtures (no GPU needed).
+bdc_add_test(bench_parsers COMMAND ${BDC_PYTHON} tests/test_bench_parsers.py)
