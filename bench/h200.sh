@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/h200.sh: bdc's CUDA executables next to PyTorch (eager, CUDA graphs, torch.compile),
 # trtexec and migraphx-driver on one NVIDIA GPU (written for an H200, sm_90), within a fixed
-# time budget, for a machine that is lent for a few minutes.
+# time budget, so that it fits a short session on a GPU machine.
 #
 # Usage: bench/h200.sh [--target cuda|cpu] [--arch ARCH] [--models a,b] [--runs N] [--warmup W]
 #                      [--precision fp32|tf32|fp16|bf16] [--peers eager,cudagraph,compile]
@@ -25,6 +25,9 @@
 # table) and logs/ (the executables in bin/ are deleted once timed, since they embed the
 # weights, unless --keep-bin). Exit 0 when every row is measured or skipped, 1 when some step failed,
 # 3 when there is no NVIDIA GPU.
+#
+# Environment: PYTHON (default python3: the one with numpy, onnxruntime, torch, torchvision),
+# BDC (default build/bdc), BDC_MODEL_CACHE (default build/cache/models).
 #
 # --target cpu runs the same flow on the CPU (bdc --target cpu, gpu_peers --device cpu): a test
 # of this script on a machine without a GPU; its files are named h200-cpu-DATE.*.
