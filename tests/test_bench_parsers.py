@@ -18,7 +18,8 @@ The fixtures (bench/peers/fixtures/) follow those formats with made-up numbers. 
 exact numbers parsed, that cut-short or garbled output raises ParseError (naming what is wrong)
 instead of yielding a number, the adapters' rows with the tool absent and with a stand-in tool
 on PATH (the command line it is given, its failure, a hang), the runtime's statistics, the
-report's merging, and that gpu_peers.py exits 3 when CUDA is missing.
+report's merging, that gpu_peers.py exits 3 when CUDA is missing and that its --device cpu
+run (the GPU run's code up to the device) gives checked rows.
 
 Prints one line per case and `N passed, M failed`; exits 1 if anything failed.
 """
@@ -338,6 +339,28 @@ def gpu_peers_without_cuda_exits_3():
     expect_equal(r.returncode, 3, "exit code")
     if "CUDA is not available" not in r.stderr:
         raise AssertionError("message %r" % r.stderr)
+
+
+@case
+def gpu_peers_on_the_cpu():
+    # the code path of the GPU run up to the device: build, reference, timing, check, JSON
+    with tempfile.TemporaryDirectory(prefix="bdc-gpu-peers-") as d:
+        out = os.path.join(d, "peers.json")
+        r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu_peers.py"),
+                            "--device", "cpu", "--models", "lstm,squeezenet1_1", "--peers",
+                            "eager,cudagraph", "--runs", "3", "--warmup", "1", "--json", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        expect_equal(r.returncode, 0, "exit (output: %s)" % r.stdout[-500:])
+        with open(out) as f:
+            rows = json.load(f)["rows"]
+    expect_equal([(x["model"], x["peer"]) for x in rows],
+                 [("lstm", "torch-eager"), ("lstm", "torch-cudagraph"),
+                  ("squeezenet1_1", "torch-eager"), ("squeezenet1_1", "torch-cudagraph")],
+                 "rows")
+    for x in rows[0], rows[2]:
+        expect_equal((x["runs"], x["check"]["ok"], x["min_ms"] <= x["median_ms"] <= x["max_ms"]),
+                     (3, True, True), "%s eager row" % x["model"])
+    expect_equal(rows[1]["skipped"], "CUDA graphs need --device cuda", "cudagraph on the CPU")
 
 
 def main():
