@@ -61,3 +61,5 @@ bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --targ
              --sample 6 -j 1)
 bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl
              --schedule block --sample 6 -j 1)
+# The GPU benchmark's trtexec/migraphx-driver parsers and adapters on fixtures (no GPU needed).
+bdc_add_test(bench_parsers COMMAND ${BDC_PYTHON} tests/test_bench_parsers.py)

@@ -364,13 +364,15 @@ def input_paths(outdir, name, count):
             for i in range(count)]
 
 
-def export(name, outdir):
+def build(name):
+    """The model `name` in eval mode with the weights export() writes, its sample inputs
+    [(input name, array)] and its output names: the same seeds and draws in the same order, so
+    that other tools (bench/gpu_peers.py) run exactly the exported network."""
     seed = zlib.crc32(name.encode())
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     dynamic = DYNAMIC_MODELS.get(name)
     model, inputs, output_names = (dynamic[0] if dynamic else MODELS[name])(rng)
-    input_names = dynamic[1] if dynamic else [n for n, _ in inputs]
     args = tuple(to_torch(a) for _, a in inputs)
     if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
         calib = tuple(to_torch(rng.standard_normal((2,) + a.shape[1:], dtype=np.float32))
@@ -378,6 +380,14 @@ def export(name, outdir):
     else:
         calib = args
     randomize(model, calib)
+    return model, inputs, output_names
+
+
+def export(name, outdir):
+    model, inputs, output_names = build(name)
+    dynamic = DYNAMIC_MODELS.get(name)
+    input_names = dynamic[1] if dynamic else [n for n, _ in inputs]
+    args = tuple(to_torch(a) for _, a in inputs)
 
     with torch.no_grad():
         out = model(*args)

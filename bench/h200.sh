@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# bench/h200.sh: bdc's CUDA executables next to PyTorch (eager, CUDA graphs, torch.compile),
+# trtexec and migraphx-driver on one NVIDIA GPU (written for an H200, sm_90), within a fixed
+# time budget, so that it fits a short session on a GPU machine.
+#
+# Usage: bench/h200.sh [--target cuda|cpu] [--arch ARCH] [--models a,b] [--runs N] [--warmup W]
+#                      [--precision fp32|tf32|fp16|bf16] [--peers eager,cudagraph,compile]
+#                      [--budget SECONDS] [--skip-gpu-check] [--keep-bin] [OUTDIR]
+#
+# Needs a built tree (build/bdc, build/bdc-runtime) and the models exported beforehand into
+# build/cache/models ($BDC_MODEL_CACHE), e.g. `tests/tools/export_models.py build/cache/models
+# resnet18 mobilenet_v2 squeezenet1_1 googlenet bert vit`. A model missing there is exported on
+# this machine if its Python can (after the others; meta.json lists them as exported_here, since
+# another PyTorch may export a different graph). For every model, smallest .onnx first:
+#   bdc-op, bdc-block  `bdc compile M.onnx -o OUTDIR/bin/M-S --target cuda --arch sm_90
+#                      --schedule S`; run once on the sample input and compared with
+#                      onnxruntime (CPU), then `--benchmark N --warmup W --json --device 0`
+#                      (bench/gpu_rows.py exe)
+#   torch-*            bench/gpu_peers.py (the same module, weights and inputs)
+#   trtexec, migraphx  bench/peers/*.py (a "skipped" row when the tool is absent)
+# Each step has its own `timeout`, and no step starts once --budget seconds (default 420) are
+# spent; a failing or timed-out step is recorded as a row and the script goes on. At the end
+# OUTDIR (default build/h200-run) holds h200-DATE.json (every row, and per model every peer
+# side by side with bdc's ratios; what bench/results/h200-*.json stores), h200-DATE.txt (the
+# table) and logs/ (the executables in bin/ are deleted once timed, since they embed the
+# weights, unless --keep-bin). Exit 0 when every row is measured or skipped, 1 when some step failed,
+# 3 when there is no NVIDIA GPU.
+#
+# Environment: PYTHON (default python3: the one with numpy, onnxruntime, torch, torchvision),
+# BDC (default build/bdc), BDC_MODEL_CACHE (default build/cache/models).
+#
+# --target cpu runs the same flow on the CPU (bdc --target cpu, gpu_peers --device cpu): a test
+# of this script on a machine without a GPU; its files are named h200-cpu-DATE.*.
+# --skip-gpu-check skips the nvidia-smi check, so that the GPU steps run and fail (recorded as
+# rows) on a machine without one: a test of how failures are recorded.
+set -u
+
+TARGET=cuda ARCH='' MODELS=resnet18,mobilenet_v2,squeezenet1_1,googlenet,bert,vit
+RUNS=100 WARMUP=10 PRECISION=fp32 PEERS=eager,cudagraph,compile BUDGET=420 CHECK_GPU=1 KEEP_BIN=0 OUTDIR=''
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --target) TARGET=$2; shift 2 ;;
+        --arch) ARCH=$2; shift 2 ;;
+        --models) MODELS=$2; shift 2 ;;
+        --runs) RUNS=$2; shift 2 ;;
+        --warmup) WARMUP=$2; shift 2 ;;
+        --precision) PRECISION=$2; shift 2 ;;
+        --peers) PEERS=$2; shift 2 ;;
+        --budget) BUDGET=$2; shift 2 ;;
+        --skip-gpu-check) CHECK_GPU=0; shift ;;
+        --keep-bin) KEEP_BIN=1; shift ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;/^set -u/d'; exit 0 ;;
+        -*) echo "h200.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+        *) OUTDIR=$1; shift ;;
+    esac
+done
+
+# First of all: is there a GPU to measure? Without one every number would be missing.
+if [ "$TARGET" != cpu ] && [ "$CHECK_GPU" = 1 ]; then
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+        echo "h200.sh: nvidia-smi not found: no NVIDIA driver on this machine, nothing to" \
+             "measure (--target cpu runs the flow on the CPU)" >&2
+        exit 3
+    fi
+    if ! nvidia-smi -L >/dev/null 2>&1; then
+        echo "h200.sh: nvidia-smi finds no usable GPU: $(nvidia-smi -L 2>&1 | head -1)" >&2
+        exit 3
+    fi
+fi
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(dirname "$HERE")
+PY=${PYTHON:-python3}
+BDC=${BDC:-$REPO/build/bdc}
+MODELS_CACHE=${BDC_MODEL_CACHE:-$REPO/build/cache/models}
+OUTDIR=${OUTDIR:-$REPO/build/h200-run}
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+case "$TARGET" in
+    cpu) NAME=h200-cpu-$STAMP DEVICE=cpu EXE_ARGS= ;;
+    *) NAME=h200-$STAMP DEVICE=cuda EXE_ARGS="--device 0" ;;
+esac
+if [ -z "$ARCH" ]; then
+    case "$TARGET" in cuda) ARCH=sm_90 ;; hip) ARCH=gfx90a ;; esac
+fi
+ARCH_ARGS=()
+[ -n "$ARCH" ] && ARCH_ARGS=(--arch "$ARCH")
+# per-step limits (seconds), each cut to what is left of the budget
+COMPILE_S=150 EXE_S=90 PEERS_S=240 PEER_S=100 TOOL_S=150 EXPORT_S=120
+
+mkdir -p "$OUTDIR/bin" "$OUTDIR/logs" || exit 1
+ROWS=$OUTDIR/rows.jsonl
+: > "$ROWS"
+START=$SECONDS
+FAILED=0
+
+left() { echo $((BUDGET - (SECONDS - START))); }
+cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+# error_row MODEL PEER TEXT [LOG]: a failed step's row (the log's telling line appended)
+error_row() {
+    "$PY" "$HERE/gpu_rows.py" error --model "$1" --peer "$2" --error "$3" ${4:+--log "$4"} \
+        >> "$ROWS"
+    FAILED=1
+    echo "  $1 $2: $3" >&2
+}
+budget_spent() {
+    if [ "$(left)" -lt 15 ]; then
+        "$PY" "$HERE/gpu_rows.py" error --skipped --model "$1" --peer "$2" \
+            --error "not run: the time budget of $BUDGET s was spent" >> "$ROWS"
+        return 0
+    fi
+    return 1
+}
+# keep_row MODEL PEER RC OUT LOG: append the row a step printed, or a row for its failure
+keep_row() {
+    if [ "$3" = 124 ] || [ "$3" = 137 ]; then
+        error_row "$1" "$2" "timed out (step limit or budget)" "$5"
+    elif [ -n "$4" ] && [ "${4:0:1}" = "{" ]; then
+        printf '%s\n' "$4" >> "$ROWS"
+        [ "$3" = 0 ] || FAILED=1
+    else
+        error_row "$1" "$2" "exit $3" "$5"
+    fi
+}
+
+# the models, smallest exported file first (a short budget then covers the most models), the
+# ones still to export last
+ORDERED=$(for m in ${MODELS//,/ }; do
+    printf '%s %s\n' "$(stat -c %s "$MODELS_CACHE/$m.onnx" 2>/dev/null || echo 999999999999)" "$m"
+done | sort -n | cut -d' ' -f2)
+EXPORTED_HERE=
+
+echo "h200.sh: target $TARGET${ARCH:+ ($ARCH)}, $RUNS runs after $WARMUP warm-ups, $PRECISION," \
+     "budget $BUDGET s, models: ${ORDERED//$'\n'/ }" >&2
+for M in $ORDERED; do
+    ONNX=$MODELS_CACHE/$M.onnx
+    if [ ! -f "$ONNX" ]; then
+        budget_spent "$M" bdc-op && continue
+        echo "$M: not in $MODELS_CACHE, exporting it" >&2
+        mkdir -p "$MODELS_CACHE"
+        if ! timeout -k 5 "$(cap $EXPORT_S)" "$PY" "$REPO/tests/tools/export_models.py" \
+                "$MODELS_CACHE" "$M" > "$OUTDIR/logs/$M-export.log" 2>&1; then
+            error_row "$M" bdc-op "not exported ($ONNX missing) and exporting it failed" \
+                "$OUTDIR/logs/$M-export.log"
+            continue
+        fi
+        EXPORTED_HERE="$EXPORTED_HERE $M"
+    fi
+    for S in op block; do
+        P=bdc-$S EXE=$OUTDIR/bin/$M-$S LOG=$OUTDIR/logs/$M-$S
+        budget_spent "$M" "$P" && continue
+        echo "$M $P: compile" >&2
+        timeout -k 5 "$(cap $COMPILE_S)" "$BDC" compile "$ONNX" -o "$EXE" --target "$TARGET" \
+            "${ARCH_ARGS[@]}" --schedule "$S" > "$LOG.compile.log" 2>&1
+        rc=$?
+        if [ $rc = 124 ] || [ $rc = 137 ]; then
+            error_row "$M" "$P" "bdc compile timed out" "$LOG.compile.log"; continue
+        elif [ $rc != 0 ]; then
+            error_row "$M" "$P" "bdc compile exit $rc" "$LOG.compile.log"; continue
+        fi
+        budget_spent "$M" "$P" && continue
+        echo "$M $P: check and benchmark" >&2
+        out=$(timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe --exe "$EXE" \
+            --model "$M" --peer "$P" --models-cache "$MODELS_CACHE" --runs "$RUNS" \
+            --warmup "$WARMUP" --target "$TARGET" --schedule "$S" --exe-args "$EXE_ARGS" \
+            --timeout "$EXE_S" 2> "$LOG.run.log")
+        keep_row "$M" "$P" $? "$out" "$LOG.run.log"
+        [ "$KEEP_BIN" = 1 ] || rm -f "$EXE"
+    done
+
+    if [ "$(left)" -lt 15 ]; then
+        for p in ${PEERS//,/ }; do budget_spent "$M" "torch-$p"; done
+    else
+        echo "$M torch: $PEERS" >&2
+        PJ=$OUTDIR/peers-$M.json PLOG=$OUTDIR/logs/$M-torch.log
+        timeout -k 5 "$(cap $PEERS_S)" "$PY" "$HERE/gpu_peers.py" --models "$M" \
+            --device "$DEVICE" --peers "$PEERS" --runs "$RUNS" --warmup "$WARMUP" \
+            --precision "$PRECISION" --peer-timeout "$PEER_S" --models-cache "$MODELS_CACHE" \
+            --json "$PJ" > "$PLOG" 2>&1
+        rc=$?
+        [ $rc = 1 ] && FAILED=1  # its failed peers are rows of peers-M.json
+        if [ $rc != 0 ] && [ $rc != 1 ]; then
+            # killed, or stopped before timing (exit 3: no CUDA): a row for each peer it lacks
+            why="gpu_peers.py exit $rc"
+            [ $rc = 124 ] || [ $rc = 137 ] && why="gpu_peers.py killed at its step limit"
+            for p in ${PEERS//,/ }; do
+                grep -q "\"peer\": \"torch-$p\"" "$PJ" 2>/dev/null ||
+                    error_row "$M" "torch-$p" "$why" "$PLOG"
+            done
+        fi
+    fi
+
+    for T in trtexec migraphx; do
+        budget_spent "$M" "$T" && continue
+        out=$(timeout -k 5 "$(cap $TOOL_S)" "$PY" "$HERE/peers/$T.py" "$ONNX" --model "$M" \
+            --runs "$RUNS" --precision "$PRECISION" --timeout "$TOOL_S" \
+            2> "$OUTDIR/logs/$M-$T.log")
+        keep_row "$M" "$T" $? "$out" "$OUTDIR/logs/$M-$T.log"
+    done
+done
+
+# what the numbers were taken with
+GPU=cpu
+[ "$DEVICE" = cuda ] && GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total \
+    --format=csv,noheader 2>/dev/null | head -1)
+GPU=${GPU:-unknown (nvidia-smi printed nothing)}
+NVCC=$(nvcc --version 2>/dev/null | tail -1)
+"$PY" -c 'import json, sys; json.dump(dict(zip(sys.argv[2::2], sys.argv[3::2])),
+                                      open(sys.argv[1], "w"), indent=1)' "$OUTDIR/meta.json" \
+    date "$STAMP" gpu "$GPU" nvcc "${NVCC:-none}" cpu "$(grep -m1 'model name' /proc/cpuinfo |
+    cut -d: -f2- | sed 's/^ //')" bdc "$("$BDC" --version 2>&1 | head -1)" \
+    commit "$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)" target "$TARGET" \
+    arch "${ARCH:-default}" runs "$RUNS" warmup "$WARMUP" precision "$PRECISION" \
+    budget_s "$BUDGET" elapsed_s "$((SECONDS - START))" exported_here "${EXPORTED_HERE# }" \
+    command "bench/h200.sh --target $TARGET --models $MODELS --runs $RUNS --warmup $WARMUP --precision $PRECISION --peers $PEERS --budget $BUDGET"
+"$PY" "$HERE/gpu_rows.py" report --out "$OUTDIR" --name "$NAME" --meta "$OUTDIR/meta.json" \
+    || FAILED=1
+echo "h200.sh: $OUTDIR/$NAME.json, $OUTDIR/$NAME.txt ($((SECONDS - START)) s)" >&2
+exit $FAILED
