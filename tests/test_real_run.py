@@ -201,7 +201,7 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
 
 
 # Models a GPU target cannot compile yet, with the reason (bdc exits 3 for them).
-GPU_UNSUPPORTED = {"lstm": "LSTM has no GPU body yet"}
+GPU_UNSUPPORTED = {}
 
 
 def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", seeds=0,

@@ -309,3 +309,47 @@ void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl) {
                      "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }", fn);
     print_half_helpers(p, fn, opencl);
 }
+
+/* ---------------------------------------------------------------- recurrent activations */
+
+static const char *rnn_act_expr(bd_printer *p, const bd_rnn_act *a, const char *v) {
+    const char *al = bd_print_float(p, a->alpha, BD_DT_FLOAT);
+    const char *be = bd_print_float(p, a->beta, BD_DT_FLOAT);
+    switch (a->fn) {
+    case BD_RNN_SIGMOID: return bd_print_str(p, "(1.0f / (1.0f + expf(-%s)))", v);
+    case BD_RNN_TANH: return bd_print_str(p, "tanhf(%s)", v);
+    case BD_RNN_RELU: return bd_print_str(p, "(%s > 0 ? %s : 0.0f)", v, v);
+    case BD_RNN_AFFINE: return bd_print_str(p, "(%s * %s + %s)", al, v, be);
+    case BD_RNN_LEAKY_RELU: return bd_print_str(p, "(%s >= 0 ? %s : %s * %s)", v, v, al, v);
+    case BD_RNN_THRESHOLDED_RELU: return bd_print_str(p, "(%s > %s ? %s : 0.0f)", v, al, v);
+    case BD_RNN_SCALED_TANH: return bd_print_str(p, "(%s * tanhf(%s * %s))", al, be, v);
+    case BD_RNN_HARD_SIGMOID: return bd_print_str(p, "fmaxf(0.0f, fminf(1.0f, %s * %s + %s))", al, v, be);
+    case BD_RNN_ELU: return bd_print_str(p, "(%s >= 0 ? %s : %s * (expf(%s) - 1.0f))", v, v, al, v);
+    case BD_RNN_SOFTSIGN: return bd_print_str(p, "(%s / (1.0f + fabsf(%s)))", v, v);
+    default: return bd_print_str(p, "log1pf(expf(%s))", v);
+    }
+}
+
+/* `const float out = act(in);`. Sigmoid and Tanh (the defaults, where LSTM spends its time) use
+ * a branch-free rational approximation of tanh (Eigen's, accurate to a few ulp on [-7.9, 7.9],
+ * where tanh saturates in float) instead of libm's expf/tanhf; sigmoid(x) = 0.5 + 0.5 tanh(x/2). */
+void bd_print_rnn_act(bd_printer *p, const bd_rnn_act *a, const char *in, const char *out) {
+    if (a->fn != BD_RNN_SIGMOID && a->fn != BD_RNN_TANH) {
+        bd_print_line(p, "const float %s = %s;", out, rnn_act_expr(p, a, in));
+        return;
+    }
+    bool sig = a->fn == BD_RNN_SIGMOID;
+    bd_print_line(p, "const float %s_i = %s%s;", out, sig ? "0.5f * " : "", in);
+    bd_print_line(p, "const float %s_x = %s_i < -7.90531111f ? -7.90531111f : %s_i > 7.90531111f ? 7.90531111f : %s_i;",
+            out, out, out, out);
+    bd_print_line(p, "const float %s_x2 = %s_x * %s_x;", out, out, out);
+    bd_print_line(p, "const float %s_p = %s_x * (((((((-2.76076847742355e-16f * %s_x2 + 2.00018790482477e-13f) * %s_x2 "
+               "- 8.60467152213735e-11f) * %s_x2 + 5.12229709037114e-08f) * %s_x2 + 1.48572235717979e-05f) * %s_x2 "
+               "+ 6.37261928875436e-04f) * %s_x2 + 4.89352455891786e-03f));",
+            out, out, out, out, out, out, out, out);
+    bd_print_line(p, "const float %s_q = ((1.19825839466702e-06f * %s_x2 + 1.18534705686654e-04f) * %s_x2 + "
+               "2.26843463243900e-03f) * %s_x2 + 4.89352518554385e-03f;",
+            out, out, out, out);
+    if (sig) bd_print_line(p, "const float %s = 0.5f + 0.5f * (%s_p / %s_q);", out, out, out);
+    else bd_print_line(p, "const float %s = %s_p / %s_q;", out, out, out);
+}

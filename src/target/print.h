@@ -64,6 +64,10 @@ void bd_print_block_decode(bd_printer *p, const struct bd_nest *n);
  * printer defines bd_u2f, bd_f2u and bd_d2u (bit casts) before. opencl: 64-bit literals as `ul`. */
 void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl);
 
+/* `const float out = act(in);` for an LSTM activation (f, g or h, with its alpha and beta). */
+struct bd_rnn_act;
+void bd_print_rnn_act(bd_printer *p, const struct bd_rnn_act *a, const char *in, const char *out);
+
 /* How C spells the expression ops (c_dialect.c), for every C-family printer, and the C element
  * type of a dtype ("float", "int64_t", "uint8_t" for bool, "double", ...). */
 extern const bd_expr_dialect bd_c_dialect;

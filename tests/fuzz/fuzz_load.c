@@ -1,7 +1,7 @@
 /* fuzz_load.c — libFuzzer target over everything the compiler does before the native compiler:
  * load (from memory), verify, shape inference with constant folding, simplification, the support
  * check, and the nest program's passes (lower, tile, fuse, schedule, plan memory, each verified)
- * and C emission. Any
+ * and emission (the CPU's C or the GPU printer, also picked by the input's length). Any
  * crash, sanitizer report or leak is a bug: bad input must come back as a status. External data
  * is looked up in a folder that does not exist, so the fuzzer cannot make bdc read files. The
  * input's length picks the fusion mode (odd: none), so both lowering paths are covered. */
@@ -10,6 +10,7 @@
 
 #include "driver/pipeline.h"
 #include "target/cpu/target.h"
+#include "target/gpu/gpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,10 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bd_planned pl;
         /* the input's size picks the fusion x schedule mode, so the corpus covers them all */
         bd_plan_opts po = {(bd_fusion)(size % 3), (bd_schedule_mode)(size / 3 % 2), (int64_t)1 << 30};
-        if (bd_plan_program(m->graph, &bd_target_cpu, &po, &none, &pl, &d) == BD_OK) {
-            bd_emit_opts eo = {.lib_name = "fuzz", .weights_symbol = "fuzz_weights"};
+        const bd_target *t = size / 6 % 2 ? &bd_target_opencl : &bd_target_cpu;
+        if (bd_plan_program(m->graph, t, &po, &none, &pl, &d) == BD_OK) {
+            bd_emit_opts eo = {.target = t, .lib_name = "fuzz", .weights_symbol = "fuzz_weights"};
             bd_c_program c = {0};
-            bd_target_cpu.emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, &d);
+            t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, &d);
             bd_c_program_free(&c);
         }
         bd_planned_free(&pl);

@@ -1008,48 +1008,6 @@ bd_status bd_emit_body_NORM(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
 
 /* ---------------------------------------------------------------- LSTM */
 
-static const char *rnn_act_expr(bd_emitter *e, const bd_rnn_act *a, const char *v) {
-    const char *al = bd_emit_float(e, a->alpha, BD_DT_FLOAT);
-    const char *be = bd_emit_float(e, a->beta, BD_DT_FLOAT);
-    switch (a->fn) {
-    case BD_RNN_SIGMOID: return bd_emit_str(e, "(1.0f / (1.0f + expf(-%s)))", v);
-    case BD_RNN_TANH: return bd_emit_str(e, "tanhf(%s)", v);
-    case BD_RNN_RELU: return bd_emit_str(e, "(%s > 0 ? %s : 0.0f)", v, v);
-    case BD_RNN_AFFINE: return bd_emit_str(e, "(%s * %s + %s)", al, v, be);
-    case BD_RNN_LEAKY_RELU: return bd_emit_str(e, "(%s >= 0 ? %s : %s * %s)", v, v, al, v);
-    case BD_RNN_THRESHOLDED_RELU: return bd_emit_str(e, "(%s > %s ? %s : 0.0f)", v, al, v);
-    case BD_RNN_SCALED_TANH: return bd_emit_str(e, "(%s * tanhf(%s * %s))", al, be, v);
-    case BD_RNN_HARD_SIGMOID: return bd_emit_str(e, "fmaxf(0.0f, fminf(1.0f, %s * %s + %s))", al, v, be);
-    case BD_RNN_ELU: return bd_emit_str(e, "(%s >= 0 ? %s : %s * (expf(%s) - 1.0f))", v, v, al, v);
-    case BD_RNN_SOFTSIGN: return bd_emit_str(e, "(%s / (1.0f + fabsf(%s)))", v, v);
-    default: return bd_emit_str(e, "log1pf(expf(%s))", v);
-    }
-}
-
-/* `const float out = act(in);`. Sigmoid and Tanh (the defaults, where LSTM spends its time) use
- * a branch-free rational approximation of tanh (Eigen's, accurate to a few ulp on [-7.9, 7.9],
- * where tanh saturates in float) instead of libm's expf/tanhf; sigmoid(x) = 0.5 + 0.5 tanh(x/2). */
-static void emit_rnn_act(bd_emitter *e, const bd_rnn_act *a, const char *in, const char *out) {
-    if (a->fn != BD_RNN_SIGMOID && a->fn != BD_RNN_TANH) {
-        bd_emit(e, "const float %s = %s;", out, rnn_act_expr(e, a, in));
-        return;
-    }
-    bool sig = a->fn == BD_RNN_SIGMOID;
-    bd_emit(e, "const float %s_i = %s%s;", out, sig ? "0.5f * " : "", in);
-    bd_emit(e, "const float %s_x = %s_i < -7.90531111f ? -7.90531111f : %s_i > 7.90531111f ? 7.90531111f : %s_i;",
-            out, out, out, out);
-    bd_emit(e, "const float %s_x2 = %s_x * %s_x;", out, out, out);
-    bd_emit(e, "const float %s_p = %s_x * (((((((-2.76076847742355e-16f * %s_x2 + 2.00018790482477e-13f) * %s_x2 "
-               "- 8.60467152213735e-11f) * %s_x2 + 5.12229709037114e-08f) * %s_x2 + 1.48572235717979e-05f) * %s_x2 "
-               "+ 6.37261928875436e-04f) * %s_x2 + 4.89352455891786e-03f));",
-            out, out, out, out, out, out, out, out);
-    bd_emit(e, "const float %s_q = ((1.19825839466702e-06f * %s_x2 + 1.18534705686654e-04f) * %s_x2 + "
-               "2.26843463243900e-03f) * %s_x2 + 4.89352518554385e-03f;",
-            out, out, out, out);
-    if (sig) bd_emit(e, "const float %s = 0.5f + 0.5f * (%s_p / %s_q);", out, out, out);
-    else bd_emit(e, "const float %s = %s_p / %s_q;", out, out, out);
-}
-
 /* The cell update of one batch row for one step, with direction dir's activations. */
 static void emit_lstm_cell(bd_emitter *e, const bd_lstm_params *lp, int dir) {
     int64_t H = lp->hidden;
@@ -1070,15 +1028,15 @@ static void emit_lstm_cell(bd_emitter *e, const bd_lstm_params *lp, int dir) {
             bd_emit(e, "%s = %s < -%s ? -%s : %s > %s ? %s : %s;", vs[k], vs[k], clip, clip, vs[k], clip,
                     clip, vs[k]);
     }
-    emit_rnn_act(e, f, "vi", "ig");
+    bd_print_rnn_act(&e->pr, f, "vi", "ig");
     if (lp->input_forget) bd_emit(e, "const float fg = 1.0f - ig; (void)vf;");
-    else emit_rnn_act(e, f, "vf", "fg");
-    emit_rnn_act(e, gg, "vc", "cg");
+    else bd_print_rnn_act(&e->pr, f, "vf", "fg");
+    bd_print_rnn_act(&e->pr, gg, "vc", "cg");
     bd_emit(e, "const float cn = fg * cp + ig * cg;");
     if (lp->p >= 0) bd_emit(e, "vo += Pd[%lld + j] * cn;", ll(H));
     if (clip) bd_emit(e, "vo = vo < -%s ? -%s : vo > %s ? %s : vo;", clip, clip, clip, clip);
-    emit_rnn_act(e, f, "vo", "og");
-    emit_rnn_act(e, h, "cn", "hc");
+    bd_print_rnn_act(&e->pr, f, "vo", "og");
+    bd_print_rnn_act(&e->pr, h, "cn", "hc");
     bd_emit(e, "const float hn = og * hc;");
     bd_emit(e, "cr[j] = cn;");
     bd_emit(e, "hr[j] = hn;");

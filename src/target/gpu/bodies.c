@@ -807,6 +807,113 @@ static bd_status body_resize(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
     return BD_OK;
 }
 
+
+/* ---------------------------------------------------------------- LSTM */
+
+/* One block per direction, all batch rows: the time recurrence runs inside the block, with its
+ * state h, c and the step's gate pre-activations in device scratch after the arena (one slice
+ * per block). Each step: the threads compute the 4H gate rows of every batch row (W x_t + R h +
+ * biases), meet at a barrier, update the cells (peepholes, clip, activations as on the CPU),
+ * and meet again. Sequences shorter than seq_lens leave zeros in Y; the final states are the last
+ * valid ones (zero for an empty sequence). */
+static void body_lstm(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_lstm_params *lp = &n->params.lstm;
+    int64_t SEQ = lp->seq, BATCH = lp->batch, I = lp->input, H = lp->hidden, H4 = 4 * H;
+    int D = lp->num_dir;
+    int64_t BT = n->tile[1], per_block = BT * 6 * H * 4;
+    int64_t base = (g->scratch_at + 255) / 256 * 256;
+    g->scratch_at = base + per_block * n->n_blocks;
+    declare(g, n, lp->x, "X");
+    declare(g, n, lp->w, "Wt");
+    declare(g, n, lp->r, "Rt");
+    if (lp->b >= 0) declare(g, n, lp->b, "Bv");
+    if (lp->lens >= 0) declare(g, n, lp->lens, "L");
+    if (lp->h0 >= 0) declare(g, n, lp->h0, "H0");
+    if (lp->c0 >= 0) declare(g, n, lp->c0, "C0");
+    if (lp->p >= 0) declare(g, n, lp->p, "Pp");
+    if (lp->y >= 0) declare(g, n, lp->y, "Y");
+    if (lp->yh >= 0) declare(g, n, lp->yh, "YH");
+    if (lp->yc >= 0) declare(g, n, lp->yc, "YC");
+    L("const int64_t dir = lo[0], b0 = lo[1], nb = hi[1] - lo[1];");
+    L("BD_G float *hs = (BD_G float *)(arena + %lld + block * %lld);", ll(base), ll(per_block));
+    L("BD_G float *cs = hs + %lld, *gt = cs + %lld;", ll(BT * H), ll(BT * H));
+    L("BD_G const float *Wd = Wt + dir * %lld, *Rd = Rt + dir * %lld;", ll(H4 * I), ll(H4 * H));
+    if (lp->p >= 0) L("BD_G const float *Pd = Pp + dir * %lld;", ll(3 * H));
+    L("const int rev = %s;", D == 2 ? "dir == 1" : lp->reverse ? "1" : "0");
+    L("(void)rev;");
+    const char *st = lp->batch_major ? S("((b0 + bb) * %d + dir) * %lld", D, ll(H)) : S("(dir * %lld + b0 + bb) * %lld", ll(BATCH), ll(H));
+    const char *yo = lp->batch_major ? S("(((b0 + bb) * %lld + t) * %d + dir) * %lld", ll(SEQ), D, ll(H))
+                                     : S("((t * %d + dir) * %lld + b0 + bb) * %lld", D, ll(BATCH), ll(H));
+    const char *xo = lp->batch_major ? S("((b0 + bb) * %lld + t) * %lld", ll(SEQ), ll(I)) : S("(t * %lld + b0 + bb) * %lld", ll(BATCH), ll(I));
+    const char *len = lp->lens >= 0 ? S("(L[b0 + bb] < 0 ? 0 : L[b0 + bb] > %lld ? %lld : (int64_t)L[b0 + bb])", ll(SEQ), ll(SEQ))
+                                    : S("(int64_t)%lld", ll(SEQ));
+    OPEN("for (int64_t e = BD_THREAD_ID; e < nb * %lld; e += BD_THREADS)", ll(H));
+    L("const int64_t bb = e / %lld, j = e %% %lld;", ll(H), ll(H));
+    L("hs[e] = %s;", lp->h0 >= 0 ? S("H0[%s + j]", st) : "0.0f");
+    L("cs[e] = %s;", lp->c0 >= 0 ? S("C0[%s + j]", st) : "0.0f");
+    CLOSE();
+    L("BD_BARRIER();");
+    OPEN("for (int64_t step = 0; step < %lld; step++)", ll(SEQ));
+    /* gate pre-activations */
+    OPEN("for (int64_t e = BD_THREAD_ID; e < nb * %lld; e += BD_THREADS)", ll(H4));
+    L("const int64_t bb = e / %lld, q = e %% %lld, len = %s;", ll(H4), ll(H4), len);
+    L("if (step >= len) continue;");
+    L("const int64_t t = rev ? len - 1 - step : step;");
+    L("float v = %s;", lp->b >= 0 ? S("Bv[dir * %lld + q] + Bv[dir * %lld + %lld + q]", ll(2 * H4), ll(2 * H4), ll(H4)) : "0.0f");
+    L("BD_G const float *xr = X + %s, *wr = Wd + q * %lld, *rr = Rd + q * %lld;", xo, ll(I), ll(H));
+    L("for (int64_t i = 0; i < %lld; i++) v += xr[i] * wr[i];", ll(I));
+    L("for (int64_t i = 0; i < %lld; i++) v += hs[bb * %lld + i] * rr[i];", ll(H), ll(H));
+    L("gt[e] = v;");
+    CLOSE();
+    L("BD_BARRIER();");
+    /* cells */
+    OPEN("for (int64_t e = BD_THREAD_ID; e < nb * %lld; e += BD_THREADS)", ll(H));
+    L("const int64_t bb = e / %lld, j = e %% %lld, len = %s;", ll(H), ll(H), len);
+    L("if (step >= len) continue;");
+    L("const int64_t t = rev ? len - 1 - step : step;");
+    L("(void)t;");
+    L("BD_G const float *gr = gt + bb * %lld;", ll(H4));
+    L("float vi = gr[j], vo = gr[%lld + j], vf = gr[%lld + j], vc = gr[%lld + j];", ll(H), ll(2 * H), ll(3 * H));
+    L("const float cp = cs[e];");
+    if (lp->p >= 0) L("vi += Pd[j] * cp; vf += Pd[%lld + j] * cp;", ll(2 * H));
+    const char *clip = lp->has_clip ? bd_print_float(&g->pr, lp->clip, BD_DT_FLOAT) : NULL;
+    if (clip)
+        for (int k = 0; k < 3; k++) {
+            const char *v = k == 0 ? "vi" : k == 1 ? "vf" : "vc";
+            L("%s = %s < -%s ? -%s : %s > %s ? %s : %s;", v, v, clip, clip, v, clip, clip, v);
+        }
+    for (int dd = 0; dd < (D == 2 ? 2 : 1); dd++) {
+        if (D == 2) OPEN("if (dir == %d)", dd);
+        const bd_rnn_act *f = &lp->act[dd][0], *gg = &lp->act[dd][1], *h = &lp->act[dd][2];
+        bd_print_rnn_act(&g->pr, f, "vi", "ig");
+        if (lp->input_forget) L("const float fg = 1.0f - ig; (void)vf;");
+        else bd_print_rnn_act(&g->pr, f, "vf", "fg");
+        bd_print_rnn_act(&g->pr, gg, "vc", "cg");
+        L("const float cn = fg * cp + ig * cg;");
+        if (lp->p >= 0) L("vo += Pd[%lld + j] * cn;", ll(H));
+        if (clip) L("vo = vo < -%s ? -%s : vo > %s ? %s : vo;", clip, clip, clip, clip);
+        bd_print_rnn_act(&g->pr, f, "vo", "og");
+        bd_print_rnn_act(&g->pr, h, "cn", "hc");
+        L("cs[e] = cn;");
+        L("hs[e] = og * hc;");
+        if (lp->y >= 0) L("Y[%s + j] = og * hc;", yo);
+        if (D == 2) CLOSE();
+    }
+    CLOSE();
+    L("BD_BARRIER();");
+    CLOSE(); /* step */
+    OPEN("for (int64_t e = BD_THREAD_ID; e < nb * %lld; e += BD_THREADS)", ll(H));
+    L("const int64_t bb = e / %lld, j = e %% %lld, len = %s;", ll(H), ll(H), len);
+    L("(void)j; (void)len;");
+    if (lp->lens >= 0) {
+        if (lp->y >= 0) L("for (int64_t t = len; t < %lld; t++) Y[%s + j] = 0.0f;", ll(SEQ), yo);
+        L("if (len == 0) { hs[e] = 0.0f; cs[e] = 0.0f; }");
+    }
+    if (lp->yh >= 0) L("YH[%s + j] = hs[e];", st);
+    if (lp->yc >= 0) L("YC[%s + j] = cs[e];", st);
+    CLOSE();
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
@@ -828,11 +935,7 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
         else body_layernorm(g, n, &n->params.norm);
         break;
     case BD_BODY_RESIZE: return body_resize(g, n, d);
-    case BD_BODY_LSTM: {
-        const bd_node *node = n->node >= 0 ? bd_graph_node(g->graph, n->node) : NULL;
-        return bd_fail(d, BD_ERR_UNSUPPORTED, "node '%s' (LSTM): the GPU targets have no LSTM body yet",
-                       node ? bd_quote(node->name) : "?");
-    }
+    case BD_BODY_LSTM: body_lstm(g, n); break;
     case BD_BODY_COUNT: BD_ASSERT(!"no body");
     }
     return BD_OK;

@@ -223,7 +223,7 @@ static int64_t value_bytes(bd_graph *g, int v) {
 }
 
 static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program *p, const bd_schedule *s,
-                      const bd_memory_plan *m, const bd_emit_opts *o, const dag_tables *t,
+                      int64_t arena_bytes, const bd_emit_opts *o, const dag_tables *t,
                       int64_t io_bytes, const int64_t *in_off, const int64_t *out_off, size_t blob_len) {
     bd_graph *g = p->graph;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
@@ -232,7 +232,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
                   dl->cplusplus ? "extern \"C\"" : "extern", o->weights_symbol);
     bd_print_line(h, "#define bd_weights %s", o->weights_symbol);
     bd_print_line(h, "#define BD_WEIGHTS_BYTES %zuu", blob_len);
-    bd_print_line(h, "#define BD_ARENA_BYTES %lldu", ll(m->arena_bytes));
+    bd_print_line(h, "#define BD_ARENA_BYTES %lldu /* the plan's arena, then the bodies' scratch */", ll(arena_bytes));
     bd_print_line(h, "#define BD_IO_BYTES %lldu", ll(io_bytes));
     bd_print_line(h, "#define BD_ARCH %s", bd_print_string_literal(h, arch ? arch : ""));
     if (dl->embedded_source) bd_print_line(h, "#define BD_BLOCK_THREADS %d", dl->threads);
@@ -426,7 +426,8 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
         io += (value_bytes(g, BD_VEC_AT(&g->outputs, int, i)) + IO_ALIGN - 1) / IO_ALIGN * IO_ALIGN;
     }
 
-    bd_gpu_printer gp = {.prog = p, .graph = g, .storage = m->storage, .in_off = in_off, .out_off = out_off, .blob = &blob};
+    bd_gpu_printer gp = {.prog = p, .graph = g, .storage = m->storage, .in_off = in_off, .out_off = out_off,
+                         .blob = &blob, .scratch_at = m->arena_bytes};
     gp.pr.text = BD_VEC(char);
     bd_printer *dv = &gp.pr;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
@@ -481,7 +482,7 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
             for (size_t i = 0; i < dv->text.len; i++) *(char *)bd_vec_push(&hp.text) = BD_VEC_AT(&dv->text, char, i);
         }
         bd_print_blank(&hp);
-        emit_host(&hp, dl, p, s, m, o, &t, io, in_off, out_off, blob.len);
+        emit_host(&hp, dl, p, s, gp.scratch_at, o, &t, io, in_off, out_off, blob.len);
         *(char *)bd_vec_push(&hp.text) = 0;
         out->source = hp.text.data;
         out->source_len = hp.text.len - 1;

@@ -53,6 +53,8 @@ typedef struct bd_gpu_printer {
     const bd_storage *storage;
     const int64_t *in_off, *out_off; /* per graph input / output: its byte offset in the io buffer */
     bd_vec *blob;             /* unsigned char: the weights blob, tables appended (64-aligned) */
+    int64_t scratch_at;       /* device scratch (LSTM state) goes after the plan's arena: the next
+                                 free arena offset, advanced by each body that takes some */
 } bd_gpu_printer;
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d);
 /* Per-block work estimate of nest n (multiply-adds or elements moved), for the CTA assignment. */

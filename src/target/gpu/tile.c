@@ -40,6 +40,10 @@ bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
     for (size_t i = 0; i < p->nests.len; i++) {
         bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         if (n->body == BD_BODY_CONSTANT) continue; /* one block */
+        if (n->body == BD_BODY_LSTM) { /* one block per direction: the recurrence runs inside */
+            bd_nest_set_tile(g, n, (int64_t[]){1, n->params.lstm.batch});
+            continue;
+        }
         int64_t w = work_per_element(g, n);
         int64_t target = clamp64(BLOCK_WORK / (w > 0 ? w : 1), MIN_ELEMS, MAX_ELEMS);
         bd_nest_tile_keeping_whole(g, n, target);
