@@ -308,6 +308,76 @@ static void body_conv(bd_gpu_printer *g, const bd_nest *n) {
     conv_store(g, n, cp, &G);
 }
 
+/* The implicit GEMM of an ungrouped convolution (bd_gpu_conv_tiled): A is the weights [M, C*taps]
+ * (rows contiguous), B the block's im2col slice [C*taps, positions] gathered from the input with
+ * zeros outside it, both staged in `smem` a K slice at a time; each thread keeps a column of
+ * outputs (one position, TILE * TILE / threads channels) in registers. */
+static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_conv_params *cp = &n->params.conv;
+    const bd_value *x = value_of(g, n, cp->x), *y = value_of(g, n, cp->y);
+    const char *T = bd_c_type(y->dtype);
+    const int TM = BD_GPU_MM_TILE, TN = BD_GPU_MM_TILE, KT = BD_GPU_MM_KSLICE;
+    int rpt = TM * TN / g->threads;
+    BD_ASSERT(g->threads % TN == 0 && rpt * g->threads == TM * TN);
+    int64_t need = (int64_t)KT * (TM + TN) * (y->dtype == BD_DT_DOUBLE ? 2 : 1);
+    if (need > g->smem_floats) g->smem_floats = need;
+    bool two = cp->nsp == 2;
+    int64_t C = x->dims[1], M = y->dims[1], IH = two ? x->dims[2] : 1, IW = x->dims[1 + cp->nsp];
+    int64_t OH = two ? y->dims[2] : 1, OW = y->dims[1 + cp->nsp];
+    int64_t KH = two ? cp->kernel[0] : 1, KW = cp->kernel[cp->nsp - 1], KS = KH * KW, K = C * KS;
+    int64_t sh = two ? cp->strides[0] : 1, sw = cp->strides[cp->nsp - 1];
+    int64_t dh = two ? cp->dilations[0] : 1, dw = cp->dilations[cp->nsp - 1];
+    int64_t ph = two ? cp->pads[0] : 0, pw = cp->pads[cp->nsp - 1];
+    declare(g, n, cp->x, "X");
+    declare(g, n, cp->w, "Wt");
+    if (cp->b >= 0) declare(g, n, cp->b, "Bv");
+    if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
+    declare(g, n, cp->y, "Y");
+    int wd = two ? 3 : 2; /* the iteration dim of the output's last axis */
+    L("const int64_t img = lo[0], m0 = lo[1], m1 = hi[1];");
+    L("const int64_t oh0 = %s, ow0 = lo[%d], tw = hi[%d] - lo[%d];", two ? "lo[2]" : "0", wd, wd, wd);
+    L("const int64_t npos = %s * tw;", two ? "(hi[2] - lo[2])" : "1");
+    L("BD_G const %s *xi = X + img * %lld;", T, ll(C * IH * IW));
+    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[k][m], Bs[k][p] */", T, T, KT * TM);
+    L("const int64_t tc = BD_THREAD_ID %% %d, tr = BD_THREAD_ID / %d * %d;", TN, TN, rpt);
+    L("%s acc[%d];", T, rpt);
+    L("for (int r = 0; r < %d; r++) acc[r] = 0;", rpt);
+    OPEN("for (int64_t k0 = 0; k0 < %lld; k0 += %d)", ll(K), KT);
+    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TM);
+    L("const int64_t mm = e / %d, kk = e %% %d, m = m0 + mm, k = k0 + kk;", KT, KT);
+    L("As[kk * %d + mm] = m < m1 && k < %lld ? Wt[m * %lld + k] : (%s)0;", TM, ll(K), ll(K), T);
+    CLOSE();
+    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TN);
+    L("const int64_t kk = e / %d, p = e %% %d, k = k0 + kk;", TN, TN);
+    L("%s v = 0;", T);
+    OPEN("if (p < npos && k < %lld)", ll(K));
+    L("const int64_t c = k / %lld, tap = k %% %lld, kh = tap / %lld, kw = tap %% %lld;", ll(KS), ll(KS), ll(KW), ll(KW));
+    L("const int64_t ih = (oh0 + p / tw) * %lld - %lld + kh * %lld, iw = (ow0 + p %% tw) * %lld - %lld + kw * %lld;",
+      ll(sh), ll(ph), ll(dh), ll(sw), ll(pw), ll(dw));
+    L("if (ih >= 0 && ih < %lld && iw >= 0 && iw < %lld) v = xi[(c * %lld + ih) * %lld + iw];", ll(IH), ll(IW), ll(IH), ll(IW));
+    L("(void)kh;");
+    CLOSE();
+    L("Bs[kk * %d + p] = v;", TN);
+    CLOSE();
+    L("BD_BARRIER();");
+    OPEN("for (int kk = 0; kk < %d; kk++)", KT);
+    L("const %s b = Bs[kk * %d + tc];", T, TN);
+    L("for (int r = 0; r < %d; r++) acc[r] += As[kk * %d + tr + r] * b;", rpt, TM);
+    CLOSE();
+    L("BD_BARRIER();");
+    CLOSE();
+    L("if (tc >= npos) return;");
+    L("const int64_t oh = oh0 + tc / tw, ow = ow0 + tc %% tw;");
+    OPEN("for (int r = 0; r < %d; r++)", rpt);
+    L("const int64_t m = m0 + tr + r;");
+    L("if (m >= m1) continue;");
+    L("const int64_t yo = (img * %lld + m) * %lld + oh * %lld + ow;", ll(M), ll(OH * OW), ll(OW));
+    L("(void)oh;");
+    const char *v = S("(acc[r]%s%s)", cp->b >= 0 ? " + Bv[m]" : "", n->epi.residual >= 0 ? " + R[yo]" : "");
+    L("Y[yo] = %s;", act(g, n, v));
+    CLOSE();
+}
+
 /* Output-stationary: output o gathers input i = (o + pad - k * dil) / stride for every tap k
  * where the division is exact and i lies inside the input. */
 static void body_conv_transpose(bd_gpu_printer *g, const bd_nest *n) {
@@ -474,6 +544,88 @@ static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
     L("const %s v = (%s)(%s);", T, T, v);
     L("Y[yo] = %s;", act(g, n, "v"));
     close_elements(g);
+}
+
+
+/* A float matrix product over shared memory: the block's output tile (at most TILE x TILE, one
+ * batch index) is computed from K slices of A and B staged in `smem`, each thread keeping a
+ * column of TILE * TILE / threads outputs in registers. Loads follow each operand's layout (its
+ * contiguous axis fastest across the threads); outside the matrices they stage zeros. */
+static void body_matmul_tiled(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_matmul_params *mp = &n->params.matmul;
+    const bd_value *y = value_of(g, n, mp->y);
+    const char *T = bd_c_type(y->dtype);
+    const int TM = BD_GPU_MM_TILE, TN = BD_GPU_MM_TILE, KT = BD_GPU_MM_KSLICE;
+    int rpt = TM * TN / g->threads; /* outputs per thread, a column */
+    BD_ASSERT(g->threads % TN == 0 && rpt >= 1 && rpt * g->threads == TM * TN);
+    int64_t need = (int64_t)KT * (TM + TN) * (y->dtype == BD_DT_DOUBLE ? 2 : 1);
+    if (need > g->smem_floats) g->smem_floats = need;
+    int64_t lda = mp->trans_a ? mp->M : mp->K, ldb = mp->trans_b ? mp->K : mp->N, ldy = mp->N;
+    bool add_c = mp->c >= 0 && mp->beta != 0.0f;
+    int64_t cs_m = 0, cs_n = 0;
+    if (add_c) {
+        const bd_value *c = value_of(g, n, mp->c);
+        int64_t st[BD_MAX_RANK];
+        bd_dims_strides(c->rank, c->dims, st);
+        if (c->rank >= 1 && c->dims[c->rank - 1] != 1) cs_n = st[c->rank - 1];
+        if (c->rank >= 2 && c->dims[c->rank - 2] != 1) cs_m = st[c->rank - 2];
+    }
+    declare(g, n, mp->a, "A");
+    declare(g, n, mp->b, "B");
+    if (add_c) declare(g, n, mp->c, "Cv");
+    if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
+    declare(g, n, mp->y, "Y");
+    const char *ao = "0", *bo = "0", *yo = "0";
+    for (int j = 0; j < mp->n_batch; j++) {
+        if (mp->a_bstride[j]) ao = S("%s + lo[%d] * %lld", ao, j, ll(mp->a_bstride[j]));
+        if (mp->b_bstride[j]) bo = S("%s + lo[%d] * %lld", bo, j, ll(mp->b_bstride[j]));
+        yo = S("%s + lo[%d] * %lld", yo, j, ll(mp->y_bstride[j]));
+    }
+    L("const int64_t m0 = lo[%d], m1 = hi[%d], n0 = lo[%d], n1 = hi[%d];", mp->m_iter, mp->m_iter, mp->n_iter, mp->n_iter);
+    L("BD_G const %s *Ab = A + %s;", T, ao);
+    L("BD_G const %s *Bb = B + %s;", T, bo);
+    L("const int64_t yb = %s;", yo);
+    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[k][m], Bs[k][n] */", T, T, KT * TM);
+    L("const int64_t tc = BD_THREAD_ID %% %d, tr = BD_THREAD_ID / %d * %d;", TN, TN, rpt);
+    L("%s acc[%d];", T, rpt);
+    L("for (int r = 0; r < %d; r++) acc[r] = 0;", rpt);
+    OPEN("for (int64_t k0 = 0; k0 < %lld; k0 += %d)", ll(mp->K), KT);
+    /* A: m fastest when A is stored transposed (K x M), else k fastest */
+    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TM);
+    if (mp->trans_a) L("const int64_t kk = e / %d, mm = e %% %d;", TM, TM);
+    else L("const int64_t mm = e / %d, kk = e %% %d;", KT, KT);
+    L("const int64_t m = m0 + mm, k = k0 + kk;");
+    L("As[kk * %d + mm] = m < m1 && k < %lld ? Ab[%s] : (%s)0;", TM, ll(mp->K),
+      mp->trans_a ? S("k * %lld + m", ll(lda)) : S("m * %lld + k", ll(lda)), T);
+    CLOSE();
+    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TN);
+    if (mp->trans_b) L("const int64_t nn = e / %d, kk = e %% %d;", KT, KT);
+    else L("const int64_t kk = e / %d, nn = e %% %d;", TN, TN);
+    L("const int64_t c = n0 + nn, k = k0 + kk;");
+    L("Bs[kk * %d + nn] = c < n1 && k < %lld ? Bb[%s] : (%s)0;", TN, ll(mp->K),
+      mp->trans_b ? S("c * %lld + k", ll(ldb)) : S("k * %lld + c", ll(ldb)), T);
+    CLOSE();
+    L("BD_BARRIER();");
+    OPEN("for (int kk = 0; kk < %d; kk++)", KT);
+    L("const %s b = Bs[kk * %d + tc];", T, TN);
+    L("for (int r = 0; r < %d; r++) acc[r] += As[kk * %d + tr + r] * b;", rpt, TM);
+    CLOSE();
+    L("BD_BARRIER();");
+    CLOSE();
+    OPEN("for (int r = 0; r < %d; r++)", rpt);
+    L("const int64_t row = m0 + tr + r, col = n0 + tc;");
+    L("if (row >= m1 || col >= n1) continue;");
+    L("const int64_t yo = yb + row * %lld + col;", ll(ldy));
+    const char *v = "acc[r]";
+    if (mp->alpha != 1.0f) v = S("%s * %s", bd_print_float(&g->pr, mp->alpha, y->dtype), v);
+    if (add_c) {
+        const char *cv = S("Cv[row * %lld + col * %lld]", ll(cs_m), ll(cs_n));
+        v = mp->beta == 1.0f ? S("%s + %s", v, cv) : S("%s + %s * %s", v, bd_print_float(&g->pr, mp->beta, y->dtype), cv);
+    }
+    if (n->epi.residual >= 0) v = S("%s + R[yo]", v);
+    L("const %s v = %s;", T, v);
+    L("Y[yo] = %s;", act(g, n, "v"));
+    CLOSE();
 }
 
 /* ---------------------------------------------------------------- reductions */
@@ -923,11 +1075,17 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
     case BD_BODY_CONSTANT: body_constant(g, n); break;
     case BD_BODY_PAD: body_pad(g, n); break;
     case BD_BODY_GATHER: body_gather(g, n); break;
-    case BD_BODY_CONV: body_conv(g, n); break;
+    case BD_BODY_CONV:
+        if (bd_gpu_conv_tiled(g->graph, n)) body_conv_tiled(g, n);
+        else body_conv(g, n);
+        break;
     case BD_BODY_CONV_TRANSPOSE: body_conv_transpose(g, n); break;
     case BD_BODY_POOL: body_pool(g, n); break;
     case BD_BODY_GLOBAL_POOL: body_global_pool(g, n); break;
-    case BD_BODY_MATMUL: body_matmul(g, n); break;
+    case BD_BODY_MATMUL:
+        if (bd_gpu_matmul_tiled(g->graph, n)) body_matmul_tiled(g, n);
+        else body_matmul(g, n);
+        break;
     case BD_BODY_REDUCE: body_reduce(g, n); break;
     case BD_BODY_SOFTMAX: body_softmax(g, n); break;
     case BD_BODY_NORM:

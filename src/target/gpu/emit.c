@@ -153,6 +153,7 @@ static void emit_persistent_kernel(bd_printer *dv, const bd_program *p, const da
     bd_print_open(dv, "BD_KERNEL void bd_persistent(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
                       "BD_G unsigned char *io, BD_G uint32_t *sync, BD_G const int32_t *plan, uint32_t epoch)");
     bd_print_line(dv, "BD_SHARED int bd_go;");
+    bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS];");
     bd_print_line(dv, "BD_G const int32_t *task_nest = (BD_G const int32_t *)(weights + %lld);", ll(t->off_nest));
     bd_print_line(dv, "BD_G const int32_t *task_block = (BD_G const int32_t *)(weights + %lld);", ll(t->off_block));
     bd_print_line(dv, "BD_G const int32_t *wait_start = (BD_G const int32_t *)(weights + %lld);", ll(t->off_wait_start));
@@ -185,7 +186,7 @@ static void emit_persistent_kernel(bd_printer *dv, const bd_program *p, const da
     bd_print_open(dv, "switch (task_nest[t])");
     for (size_t i = 0; i < p->nests.len; i++)
         if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0)
-            bd_print_line(dv, "case %zu: b%zu(arena, weights, io, task_block[t]); break;", i, i);
+            bd_print_line(dv, "case %zu: b%zu(arena, weights, io, task_block[t], smem); break;", i, i);
     bd_print_line(dv, "default: break;");
     bd_print_close(dv, NULL);
     bd_print_line(dv, "BD_BARRIER();");
@@ -427,12 +428,13 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     }
 
     bd_gpu_printer gp = {.prog = p, .graph = g, .storage = m->storage, .in_off = in_off, .out_off = out_off,
-                         .blob = &blob, .scratch_at = m->arena_bytes};
+                         .blob = &blob, .scratch_at = m->arena_bytes, .threads = dl->threads};
     gp.pr.text = BD_VEC(char);
     bd_printer *dv = &gp.pr;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
     bd_status st = BD_OK;
     bd_print_line(dv, "#define BD_BLOCK_THREADS %d", dl->threads);
+    size_t smem_at = dv->text.len; /* BD_SMEM_FLOATS, known once the bodies are printed, goes here */
     bd_print_line(dv, "#define BD_WARP %d", dl->warp);
     for (int i = 0; dl->prelude[i]; i++) bd_print_line(dv, "%s", dl->prelude[i]);
     /* the C dialect's vectorisable float math is the device's own */
@@ -447,17 +449,30 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
         bd_print_comment(dv, "", node ? bd_print_str(dv, "nest %zu: %s node %s", i, node->op_type, node->name)
                                       : bd_print_str(dv, "nest %zu", i));
         bd_print_open(dv, "BD_DEV %svoid b%zu(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
-                          "BD_G unsigned char *io, int64_t block)", block ? "BD_NOINLINE " : "", i);
-        bd_print_line(dv, "(void)arena; (void)weights; (void)io;");
+                          "BD_G unsigned char *io, int64_t block, BD_LOCAL float *smem)", block ? "BD_NOINLINE " : "", i);
+        bd_print_line(dv, "(void)arena; (void)weights; (void)io; (void)smem;");
         bd_print_block_decode(dv, n);
         st = bd_gpu_body(&gp, n, d);
         bd_print_close(dv, NULL);
         if (!block) {
             bd_print_open(dv, "BD_KERNEL void k%zu(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
                               "BD_G unsigned char *io)", i);
-            bd_print_line(dv, "b%zu(arena, weights, io, BD_BLOCK_ID);", i);
+            bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS];");
+            bd_print_line(dv, "b%zu(arena, weights, io, BD_BLOCK_ID, smem);", i);
             bd_print_close(dv, NULL);
         }
+    }
+    if (!st) {
+        char def[64];
+        int dn = snprintf(def, sizeof def, "#define BD_SMEM_FLOATS %lld\n", ll(gp.smem_floats > 0 ? gp.smem_floats : 1));
+        bd_vec fixed = BD_VEC(char);
+        for (size_t i = 0; i < dv->text.len; i++) {
+            if (i == smem_at)
+                for (int k = 0; k < dn; k++) *(char *)bd_vec_push(&fixed) = def[k];
+            *(char *)bd_vec_push(&fixed) = BD_VEC_AT(&dv->text, char, i);
+        }
+        bd_vec_free(&dv->text);
+        dv->text = fixed;
     }
     dag_tables t = {0};
     if (!st && block) build_dag(p, s, &blob, &t);

@@ -37,8 +37,16 @@ typedef struct bd_gpu_dialect {
 extern const bd_gpu_dialect bd_gpu_cuda, bd_gpu_hip, bd_gpu_opencl;
 extern const bd_target bd_target_cuda, bd_target_hip, bd_target_opencl;
 
-/* tile.c: the GPU tile pass (blocks sized for a thread block, whole dims kept). */
+/* tile.c: the GPU tile pass (blocks sized for a thread block, whole dims kept). A float matrix
+ * product's block is a BD_GPU_MM_TILE x BD_GPU_MM_TILE tile of its output, which its threads
+ * compute from K slices staged in shared memory (bodies.c). */
+enum { BD_GPU_MM_TILE = 32, BD_GPU_MM_KSLICE = 32 };
 bd_status bd_gpu_tile(bd_program *p, bd_diag *d);
+bool bd_gpu_matmul_tiled(const bd_graph *g, const bd_nest *n);
+/* A float, ungrouped 1-D or 2-D convolution runs as an implicit GEMM the same way: a block is
+ * BD_GPU_MM_TILE output channels by up to BD_GPU_MM_TILE output positions, K the input channels
+ * times the taps. */
+bool bd_gpu_conv_tiled(const bd_graph *g, const bd_nest *n);
 
 /* emit.c: the printer every GPU target's table names. */
 bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
@@ -55,6 +63,8 @@ typedef struct bd_gpu_printer {
     bd_vec *blob;             /* unsigned char: the weights blob, tables appended (64-aligned) */
     int64_t scratch_at;       /* device scratch (LSTM state) goes after the plan's arena: the next
                                  free arena offset, advanced by each body that takes some */
+    int threads;              /* threads per block (the dialect's) */
+    int64_t smem_floats;      /* shared memory the bodies stage tiles in (`smem`), the most any takes */
 } bd_gpu_printer;
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d);
 /* Per-block work estimate of nest n (multiply-adds or elements moved), for the CTA assignment. */

@@ -4,7 +4,7 @@
  *
  *   BD_KERNEL / BD_DEV   a kernel entry point / a device function (BD_NOINLINE: kept a call)
  *   BD_G                 the global address space qualifier (OpenCL's __global; empty in CUDA)
- *   BD_SHARED            block-shared (local) memory
+ *   BD_SHARED, BD_LOCAL  block-shared (local) memory: a variable's, a pointer's qualifier
  *   BD_BLOCK_ID, BD_THREAD_ID, BD_THREADS   indices and the block size (1-D launches)
  *   BD_BARRIER()         the block-wide barrier, ordering global memory too
  *   BD_LOAD_ACQUIRE(p), BD_STORE_RELEASE(p, v), BD_ADD_RELEASE(p, v)
@@ -18,6 +18,7 @@ static const char *const cuda_prelude[] = {
     "#define BD_NOINLINE __noinline__",
     "#define BD_G",
     "#define BD_SHARED __shared__",
+    "#define BD_LOCAL",
     "#define BD_BLOCK_ID ((int64_t)blockIdx.x)",
     "#define BD_THREAD_ID ((int64_t)threadIdx.x)",
     "#define BD_THREADS ((int64_t)blockDim.x)",
@@ -43,6 +44,7 @@ static const char *const hip_prelude[] = {
     "#define BD_NOINLINE __noinline__",
     "#define BD_G",
     "#define BD_SHARED __shared__",
+    "#define BD_LOCAL",
     "#define BD_BLOCK_ID ((int64_t)blockIdx.x)",
     "#define BD_THREAD_ID ((int64_t)threadIdx.x)",
     "#define BD_THREADS ((int64_t)blockDim.x)",
@@ -68,9 +70,10 @@ static const char *const opencl_prelude[] = {
     "#define INT64_MIN (-9223372036854775807L - 1)",
     "#define BD_KERNEL __kernel __attribute__((reqd_work_group_size(BD_BLOCK_THREADS, 1, 1)))",
     "#define BD_DEV static",
-    "#define BD_NOINLINE __attribute__((noinline))",
+    "#define BD_NOINLINE /* PoCL inlines every function into the kernel (its barriers must be) */",
     "#define BD_G __global",
     "#define BD_SHARED __local",
+    "#define BD_LOCAL __local",
     "#define BD_BLOCK_ID ((int64_t)get_group_id(0))",
     "#define BD_THREAD_ID ((int64_t)get_local_id(0))",
     "#define BD_THREADS ((int64_t)get_local_size(0))",

@@ -35,6 +35,22 @@ static int64_t work_per_element(const bd_graph *g, const bd_nest *n) {
     }
 }
 
+bool bd_gpu_matmul_tiled(const bd_graph *g, const bd_nest *n) {
+    if (n->body != BD_BODY_MATMUL) return false;
+    const bd_matmul_params *mp = &n->params.matmul;
+    int dt = bd_graph_value((bd_graph *)g, n->operands[mp->y].value)->dtype;
+    return (dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE) && mp->m_iter >= 0 && mp->n_iter >= 0 && mp->M > 1 &&
+           mp->N > 1;
+}
+
+bool bd_gpu_conv_tiled(const bd_graph *g, const bd_nest *n) {
+    if (n->body != BD_BODY_CONV) return false;
+    const bd_conv_params *cp = &n->params.conv;
+    int dt = bd_graph_value((bd_graph *)g, n->operands[cp->y].value)->dtype;
+    return (dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE) && cp->group == 1 && (cp->nsp == 1 || cp->nsp == 2) &&
+           n->extent[1] >= 8;
+}
+
 bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
     const bd_graph *g = p->graph;
     for (size_t i = 0; i < p->nests.len; i++) {
@@ -42,6 +58,22 @@ bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
         if (n->body == BD_BODY_CONSTANT) continue; /* one block */
         if (n->body == BD_BODY_LSTM) { /* one block per direction: the recurrence runs inside */
             bd_nest_set_tile(g, n, (int64_t[]){1, n->params.lstm.batch});
+            continue;
+        }
+        if (bd_gpu_matmul_tiled(g, n)) { /* batch axes one at a time, an output tile of M x N */
+            int64_t tile[BD_MAX_RANK];
+            for (int k = 0; k < n->n_iter; k++) tile[k] = 1;
+            tile[n->params.matmul.m_iter] = BD_GPU_MM_TILE;
+            tile[n->params.matmul.n_iter] = BD_GPU_MM_TILE;
+            bd_nest_set_tile(g, n, tile);
+            continue;
+        }
+        if (bd_gpu_conv_tiled(g, n)) { /* one image, 32 channels, up to 32 positions */
+            int64_t tile[BD_MAX_RANK] = {1, BD_GPU_MM_TILE};
+            int last = n->n_iter - 1;
+            tile[last] = n->extent[last] < BD_GPU_MM_TILE ? n->extent[last] : BD_GPU_MM_TILE;
+            if (last == 3) tile[2] = BD_GPU_MM_TILE / tile[3] > 0 ? BD_GPU_MM_TILE / tile[3] : 1;
+            bd_nest_set_tile(g, n, tile);
             continue;
         }
         int64_t w = work_per_element(g, n);
