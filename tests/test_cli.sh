@@ -126,5 +126,21 @@ PY
 check huge-output-cap 4 "graph outputs included.*largest tensor 'y'" "$bdc" compile "$tmp/huge.onnx" -o "$tmp/huge"
 check profile-with-benchmark 1 "does not go with --benchmark" "$tmp/sample" models/sample.input.npy --profile "$tmp/t.json" --benchmark 2
 
+# The GPU targets' command line: options a target does not take, and a GPU executable's own.
+check target-unknown 3 "unknown target 'tpu' \(cpu, cuda, hip or opencl\)" "$bdc" compile models/sample.onnx -o "$tmp/x" --target tpu
+check opencl-no-arch 1 "--target opencl takes no --arch" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --arch sm_90
+check gpu-no-lib 3 "--lib is not available for --target cuda" "$bdc" compile models/sample.onnx -o "$tmp/x.a" --target cuda --lib
+check analyze-gpu-target 0 "critical path" "$bdc" analyze models/sample.onnx --target opencl
+check cpu-exe-no-device 1 "--device: this model was compiled for the CPU" "$tmp/sample" models/sample.input.npy --device 1
+if "$bdc" compile models/sample.onnx -o "$tmp/sample_ocl" --target opencl -q 2>/dev/null; then
+  check gpu-exe-help 0 "--device N" "$tmp/sample_ocl" --help
+  check gpu-exe-no-profile 1 "--profile records the CPU's blocks" "$tmp/sample_ocl" models/sample.input.npy --profile "$tmp/t.json"
+  check gpu-exe-no-such-device 4 "no OpenCL device 7" "$tmp/sample_ocl" models/sample.input.npy --device 7
+  check gpu-exe-benchmark-json 0 '"timer": "device events", "api": "opencl"' "$tmp/sample_ocl" models/sample.input.npy --benchmark 2 --json
+else
+  echo "FAIL  gpu-exe: bdc compile --target opencl failed"
+  fail=$((fail + 1))
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
