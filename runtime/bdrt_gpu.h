@@ -15,6 +15,9 @@
  *                     with epoch > 0, the epoch as a last 32-bit argument); cooperative: all
  *                     blocks must be co-resident (the persistent kernel), refused otherwise
  *   bdrt_gpu_resident how many blocks of kernel k can be resident at once on the device
+ *   bdrt_gpu_graph_capture / bdrt_gpu_graph_launch
+ *                     the launches a function makes, captured once as a graph and replayed
+ *                     (CUDA graphs, hipGraph; OpenCL has none: capture returns -1)
  *   bdrt_gpu_time_begin / bdrt_gpu_time_end
  *                     device events around a run; bdrt_gpu_time_end waits for the device and
  *                     gives the run's device time in milliseconds

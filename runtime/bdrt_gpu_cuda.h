@@ -36,6 +36,7 @@ typedef struct bdrt_gpu {
     int n_kernels;
     BDG(Stream_t) stream;
     BDG(Event_t) t0, t1;
+    BDG(GraphExec_t) graph; /* the captured launch sequence (--schedule op), NULL: none */
     char name[256];
 } bdrt_gpu;
 
@@ -43,6 +44,7 @@ static inline void bdrt_gpu_close(bdrt_gpu *g) {
     if (!g) return;
     if (g->t0) (void)BDG(EventDestroy)(g->t0);
     if (g->t1) (void)BDG(EventDestroy)(g->t1);
+    if (g->graph) (void)BDG(GraphExecDestroy)(g->graph);
     if (g->stream) (void)BDG(StreamDestroy)(g->stream);
     free(g);
 }
@@ -187,6 +189,34 @@ static inline int bdrt_gpu_finish(bdrt_gpu *g) {
     return BDG(StreamSynchronize)(g->stream) == BDG(Success) ? 0 : -1;
 }
 
-static const char *bdrt_gpu_name(const bdrt_gpu *g) { return g->name; }
+static inline const char *bdrt_gpu_name(const bdrt_gpu *g) { return g->name; }
+
+/* Captures the launches fn makes on the stream as a graph (CUDA graph, hipGraph), replayed by
+ * bdrt_gpu_graph_launch; -1 when capture fails (the caller launches directly instead). */
+static inline int bdrt_gpu_graph_capture(bdrt_gpu *g, int (*fn)(void *), void *ctx) {
+    BDG(Graph_t) graph = NULL;
+    if (BDG(StreamBeginCapture)(g->stream, BDG(StreamCaptureModeThreadLocal)) != BDG(Success)) return -1;
+    int rc = fn(ctx);
+    if (BDG(StreamEndCapture)(g->stream, &graph) != BDG(Success) || rc) {
+        if (graph) (void)BDG(GraphDestroy)(graph);
+        (void)BDG(GetLastError)();
+        return -1;
+    }
+#ifdef __HIPCC__
+    BDG(Error_t) e = BDG(GraphInstantiate)(&g->graph, graph, NULL, NULL, 0);
+#else
+    BDG(Error_t) e = BDG(GraphInstantiate)(&g->graph, graph, 0);
+#endif
+    (void)BDG(GraphDestroy)(graph);
+    if (e != BDG(Success)) {
+        g->graph = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static inline int bdrt_gpu_graph_launch(bdrt_gpu *g) {
+    return BDG(GraphLaunch)(g->graph, g->stream) == BDG(Success) ? 0 : -1;
+}
 
 #endif

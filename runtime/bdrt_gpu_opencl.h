@@ -187,6 +187,17 @@ static inline int bdrt_gpu_time_end(bdrt_gpu *g, double *ms) {
 
 static inline int bdrt_gpu_finish(bdrt_gpu *g) { return clFinish(g->queue) == CL_SUCCESS ? 0 : -1; }
 
-static const char *bdrt_gpu_name(const bdrt_gpu *g) { return g->name; }
+static inline const char *bdrt_gpu_name(const bdrt_gpu *g) { return g->name; }
+
+/* OpenCL 1.2 has no graphs: the caller launches directly. */
+static inline int bdrt_gpu_graph_capture(bdrt_gpu *g, int (*fn)(void *), void *ctx) {
+    (void)g, (void)fn, (void)ctx;
+    return -1;
+}
+
+static inline int bdrt_gpu_graph_launch(bdrt_gpu *g) {
+    (void)g;
+    return -1;
+}
 
 #endif

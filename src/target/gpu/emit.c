@@ -286,6 +286,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_line(h, "    bdrt_gpu_buf weights, arena, io, sync, plan;");
     bd_print_line(h, "    uint32_t epoch;");
     bd_print_line(h, "    int32_t n_ctas;");
+    bd_print_line(h, "    int graph; /* op: the launches were captured as a graph */");
     bd_print_line(h, "    double ms;");
     bd_print_line(h, "} bd_state;");
     bd_print_blank(h);
@@ -302,6 +303,28 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_close(h, NULL);
     bd_print_blank(h);
 
+    if (!block) {
+        /* one launch per nest, in the schedule's order, on one stream */
+        bd_print_open(h, "static int bd_launch_all(void *inst)");
+        bd_print_line(h, "bd_state *S = (bd_state *)inst;");
+        bd_print_line(h, "bdrt_gpu_buf bufs[3] = {S->arena, S->weights, S->io};");
+        bd_print_line(h, "(void)bufs;");
+        int k = 0;
+        int *kernel_of = calloc(p->nests.len + 1, sizeof *kernel_of);
+        BD_ASSERT(kernel_of);
+        for (size_t i = 0; i < p->nests.len; i++)
+            kernel_of[i] = BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0 ? k++ : -1;
+        for (int i = 0; i < s->n_steps; i++) {
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
+            if (n->n_blocks > 0)
+                bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return -1;",
+                              kernel_of[s->order[i]], ll(n->n_blocks));
+        }
+        free(kernel_of);
+        bd_print_line(h, "return 0;");
+        bd_print_close(h, NULL);
+        bd_print_blank(h);
+    }
     bd_print_open(h, "static void *bd_create(int threads)");
     bd_print_line(h, "(void)threads; /* the device runs the blocks */");
     bd_print_line(h, "bd_state *S = (bd_state *)calloc(1, sizeof *S);");
@@ -333,6 +356,11 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_line(h, "free(plan);");
         bd_print_line(h, "S->sync = S->plan && !rc ? bdrt_gpu_alloc(S->g, BD_SYNC_WORDS(ctas) * 4) : NULL;");
         bd_print_line(h, "if (!S->sync || bdrt_gpu_zero(S->g, S->sync, BD_SYNC_WORDS(ctas) * 4)) { bd_destroy(S); return NULL; }");
+    } else {
+        /* The launch sequence captured once and replayed (CUDA graphs, hipGraph), unless
+         * BDRT_GPU_GRAPH=0; without graphs (OpenCL) run() launches the kernels itself. */
+        bd_print_line(h, "const char *env = getenv(\"BDRT_GPU_GRAPH\");");
+        bd_print_line(h, "S->graph = !(env && !strcmp(env, \"0\")) && bdrt_gpu_graph_capture(S->g, bd_launch_all, S) == 0;");
     }
     bd_print_line(h, "return S;");
     bd_print_close(h, NULL);
@@ -353,19 +381,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_line(h, "S->epoch++;");
         bd_print_line(h, "if (BD_TASKS && bdrt_gpu_launch(S->g, 0, S->n_ctas, BD_BLOCK_THREADS, 1, 5, bufs, S->epoch)) return BDRT_EXIT_IO;");
     } else {
-        bd_print_line(h, "bdrt_gpu_buf bufs[3] = {S->arena, S->weights, S->io};");
-        int k = 0;
-        int *kernel_of = calloc(p->nests.len + 1, sizeof *kernel_of);
-        BD_ASSERT(kernel_of);
-        for (size_t i = 0; i < p->nests.len; i++)
-            kernel_of[i] = BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0 ? k++ : -1;
-        for (int i = 0; i < s->n_steps; i++) {
-            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
-            if (n->n_blocks > 0)
-                bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return BDRT_EXIT_IO;",
-                              kernel_of[s->order[i]], ll(n->n_blocks));
-        }
-        free(kernel_of);
+        bd_print_line(h, "if (S->graph ? bdrt_gpu_graph_launch(S->g) : bd_launch_all(S)) return BDRT_EXIT_IO;");
     }
     bd_print_line(h, "if (bdrt_gpu_time_end(S->g, &S->ms)) return BDRT_EXIT_IO;");
     if (block) {
