@@ -353,3 +353,27 @@ void bd_print_rnn_act(bd_printer *p, const bd_rnn_act *a, const char *in, const 
     if (sig) bd_print_line(p, "const float %s = 0.5f + 0.5f * (%s_p / %s_q);", out, out, out);
     else bd_print_line(p, "const float %s = %s_p / %s_q;", out, out, out);
 }
+
+/* ---------------------------------------------------------------- folded parameters */
+
+unsigned char *bd_batchnorm_factors(const bd_tensor *scale, const bd_tensor *bias, const bd_tensor *mean,
+                                    const bd_tensor *var, double epsilon, int64_t params, int dtype,
+                                    size_t *bytes) {
+    size_t es = dtype == BD_DT_FLOAT ? 4 : 8;
+    unsigned char *buf = malloc((size_t)(2 * params) * es + 1);
+    BD_ASSERT(buf);
+    for (int64_t i = 0; i < params; i++) {
+        double a = bd_tensor_get_f64(scale, i) / sqrt(bd_tensor_get_f64(var, i) + epsilon);
+        double b = bd_tensor_get_f64(bias, i) - bd_tensor_get_f64(mean, i) * a;
+        if (es == 4) {
+            float fa = (float)a, fb = (float)b;
+            memcpy(buf + (size_t)i * 4, &fa, 4);
+            memcpy(buf + (size_t)(params + i) * 4, &fb, 4);
+        } else {
+            memcpy(buf + (size_t)i * 8, &a, 8);
+            memcpy(buf + (size_t)(params + i) * 8, &b, 8);
+        }
+    }
+    *bytes = (size_t)(2 * params) * es;
+    return buf;
+}

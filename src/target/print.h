@@ -68,6 +68,14 @@ void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl);
 struct bd_rnn_act;
 void bd_print_rnn_act(bd_printer *p, const struct bd_rnn_act *a, const char *in, const char *out);
 
+/* An inference BatchNormalization with constant parameters as y = x * a + b: a = scale /
+ * sqrt(var + eps) then b = bias - mean * a, computed in double, params of each stored in dtype
+ * (float or double), a's first; a heap buffer of *bytes bytes for the printer's blob. */
+struct bd_tensor;
+unsigned char *bd_batchnorm_factors(const struct bd_tensor *scale, const struct bd_tensor *bias,
+                                    const struct bd_tensor *mean, const struct bd_tensor *var,
+                                    double epsilon, int64_t params, int dtype, size_t *bytes);
+
 /* How C spells the expression ops (c_dialect.c), for every C-family printer, and the C element
  * type of a dtype ("float", "int64_t", "uint8_t" for bool, "double", ...). */
 extern const bd_expr_dialect bd_c_dialect;

@@ -859,27 +859,12 @@ static void emit_batchnorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, np->x));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, np->y));
     if (np->folded) {
-        /* a = scale / sqrt(var + eps), b = B - mean * a, computed here in double. */
-        const bd_tensor *ts = operand_value(e, n, np->scale)->constant;
-        const bd_tensor *tb = operand_value(e, n, np->bias)->constant;
-        const bd_tensor *tm = operand_value(e, n, np->mean)->constant;
-        const bd_tensor *tv = operand_value(e, n, np->var)->constant;
-        size_t es = x->dtype == BD_DT_FLOAT ? 4 : 8;
-        unsigned char *buf = malloc((size_t)(2 * params) * es + 1);
-        BD_ASSERT(buf);
-        for (int64_t i = 0; i < params; i++) {
-            double a = bd_tensor_get_f64(ts, i) / sqrt(bd_tensor_get_f64(tv, i) + np->epsilon);
-            double b = bd_tensor_get_f64(tb, i) - bd_tensor_get_f64(tm, i) * a;
-            if (es == 4) {
-                float fa = (float)a, fb = (float)b;
-                memcpy(buf + (size_t)i * 4, &fa, 4);
-                memcpy(buf + (size_t)(params + i) * 4, &fb, 4);
-            } else {
-                memcpy(buf + (size_t)i * 8, &a, 8);
-                memcpy(buf + (size_t)(params + i) * 8, &b, 8);
-            }
-        }
-        int64_t off = bd_emit_blob(e, buf, (size_t)(2 * params) * es);
+        size_t nbytes;
+        unsigned char *buf = bd_batchnorm_factors(
+            operand_value(e, n, np->scale)->constant, operand_value(e, n, np->bias)->constant,
+            operand_value(e, n, np->mean)->constant, operand_value(e, n, np->var)->constant, np->epsilon,
+            params, x->dtype, &nbytes);
+        int64_t off = bd_emit_blob(e, buf, nbytes);
         free(buf);
         bd_emit(e, "const %s *Pa = (const %s *)(bd_weights + %lld);", T, T, ll(off));
         bd_emit(e, "const %s *Pb = Pa + %lld;", T, ll(params));

@@ -492,27 +492,35 @@ static void body_global_pool(bd_gpu_printer *g, const bd_nest *n) {
 
 /* ---------------------------------------------------------------- matrix products */
 
-static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
+/* C's element strides along M and N (C right-aligned on [M, N], 0 where it broadcasts), and the
+ * operand pointers both matrix-product bodies declare. Whether C enters the result. */
+static bool matmul_start(bd_gpu_printer *g, const bd_nest *n, int64_t *cs_m, int64_t *cs_n) {
     const bd_matmul_params *mp = &n->params.matmul;
-    const bd_value *y = value_of(g, n, mp->y);
-    const char *T = bd_c_type(y->dtype);
-    bool fl = is_float_dt(y->dtype);
-    int64_t lda = mp->trans_a ? mp->M : mp->K, ldb = mp->trans_b ? mp->K : mp->N, ldy = mp->N;
     bool add_c = mp->c >= 0 && mp->beta != 0.0f;
-    int64_t cs_m = 0, cs_n = 0;
+    *cs_m = *cs_n = 0;
     if (add_c) {
-        /* C is right-aligned on [M, N], broadcast where its dim is 1 */
         const bd_value *c = value_of(g, n, mp->c);
         int64_t st[BD_MAX_RANK];
         bd_dims_strides(c->rank, c->dims, st);
-        if (c->rank >= 1 && c->dims[c->rank - 1] != 1) cs_n = st[c->rank - 1];
-        if (c->rank >= 2 && c->dims[c->rank - 2] != 1) cs_m = st[c->rank - 2];
+        if (c->rank >= 1 && c->dims[c->rank - 1] != 1) *cs_n = st[c->rank - 1];
+        if (c->rank >= 2 && c->dims[c->rank - 2] != 1) *cs_m = st[c->rank - 2];
     }
     declare(g, n, mp->a, "A");
     declare(g, n, mp->b, "B");
     if (add_c) declare(g, n, mp->c, "Cv");
     if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
     declare(g, n, mp->y, "Y");
+    return add_c;
+}
+
+static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_matmul_params *mp = &n->params.matmul;
+    const bd_value *y = value_of(g, n, mp->y);
+    const char *T = bd_c_type(y->dtype);
+    bool fl = is_float_dt(y->dtype);
+    int64_t lda = mp->trans_a ? mp->M : mp->K, ldb = mp->trans_b ? mp->K : mp->N, ldy = mp->N;
+    int64_t cs_m, cs_n;
+    bool add_c = matmul_start(g, n, &cs_m, &cs_n);
     open_elements(g, n, NULL);
     const char *ao = "0", *bo = "0", *yo = "0";
     for (int j = 0; j < mp->n_batch; j++) {
@@ -561,20 +569,8 @@ static void body_matmul_tiled(bd_gpu_printer *g, const bd_nest *n) {
     int64_t need = (int64_t)KT * (TM + TN) * (y->dtype == BD_DT_DOUBLE ? 2 : 1);
     if (need > g->smem_floats) g->smem_floats = need;
     int64_t lda = mp->trans_a ? mp->M : mp->K, ldb = mp->trans_b ? mp->K : mp->N, ldy = mp->N;
-    bool add_c = mp->c >= 0 && mp->beta != 0.0f;
-    int64_t cs_m = 0, cs_n = 0;
-    if (add_c) {
-        const bd_value *c = value_of(g, n, mp->c);
-        int64_t st[BD_MAX_RANK];
-        bd_dims_strides(c->rank, c->dims, st);
-        if (c->rank >= 1 && c->dims[c->rank - 1] != 1) cs_n = st[c->rank - 1];
-        if (c->rank >= 2 && c->dims[c->rank - 2] != 1) cs_m = st[c->rank - 2];
-    }
-    declare(g, n, mp->a, "A");
-    declare(g, n, mp->b, "B");
-    if (add_c) declare(g, n, mp->c, "Cv");
-    if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
-    declare(g, n, mp->y, "Y");
+    int64_t cs_m, cs_n;
+    bool add_c = matmul_start(g, n, &cs_m, &cs_n);
     const char *ao = "0", *bo = "0", *yo = "0";
     for (int j = 0; j < mp->n_batch; j++) {
         if (mp->a_bstride[j]) ao = S("%s + lo[%d] * %lld", ao, j, ll(mp->a_bstride[j]));
@@ -725,25 +721,12 @@ static void body_batchnorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_pa
     declare(g, n, np->x, "X");
     declare(g, n, np->y, "Y");
     if (np->folded) {
-        /* a = scale / sqrt(var + eps), b = B - mean * a, computed here in double */
-        const bd_tensor *ts = value_of(g, n, np->scale)->constant, *tb = value_of(g, n, np->bias)->constant;
-        const bd_tensor *tm = value_of(g, n, np->mean)->constant, *tv = value_of(g, n, np->var)->constant;
-        size_t es = x->dtype == BD_DT_FLOAT ? 4 : 8;
-        unsigned char *buf = malloc((size_t)(2 * params) * es + 1);
-        BD_ASSERT(buf);
-        for (int64_t i = 0; i < params; i++) {
-            double a = bd_tensor_get_f64(ts, i) / sqrt(bd_tensor_get_f64(tv, i) + np->epsilon);
-            double b = bd_tensor_get_f64(tb, i) - bd_tensor_get_f64(tm, i) * a;
-            if (es == 4) {
-                float fa = (float)a, fb = (float)b;
-                memcpy(buf + (size_t)i * 4, &fa, 4);
-                memcpy(buf + (size_t)(params + i) * 4, &fb, 4);
-            } else {
-                memcpy(buf + (size_t)i * 8, &a, 8);
-                memcpy(buf + (size_t)(params + i) * 8, &b, 8);
-            }
-        }
-        int64_t off = bd_gpu_blob(g->blob, buf, (size_t)(2 * params) * es);
+        size_t nbytes;
+        unsigned char *buf = bd_batchnorm_factors(
+            value_of(g, n, np->scale)->constant, value_of(g, n, np->bias)->constant,
+            value_of(g, n, np->mean)->constant, value_of(g, n, np->var)->constant, np->epsilon, params,
+            x->dtype, &nbytes);
+        int64_t off = bd_gpu_blob(g->blob, buf, nbytes);
         free(buf);
         L("BD_G const %s *Pa = (BD_G const %s *)(weights + %lld);", T, T, ll(off));
         L("BD_G const %s *Pb = Pa + %lld;", T, ll(params));
