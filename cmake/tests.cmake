@@ -61,5 +61,12 @@ bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --targ
              --sample 6 -j 1)
 bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl
              --schedule block --sample 6 -j 1)
+# One node-suite case in 40 built (not run: no device) for cuda and hip, in both schedules.
+foreach(gpu_target cuda hip)
+  foreach(gpu_schedule op block)
+    bdc_add_test(gpu_${gpu_target}_node_build_${gpu_schedule} COMMAND ${BDC_PYTHON} tests/test_node_run.py
+                 --target ${gpu_target} --schedule ${gpu_schedule} --sample 40 -j 1)
+  endforeach()
+endforeach()
 # The GPU benchmark's trtexec/migraphx-driver parsers and adapters on fixtures (no GPU needed).
 bdc_add_test(bench_parsers COMMAND ${BDC_PYTHON} tests/test_bench_parsers.py)

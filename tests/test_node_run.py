@@ -3,7 +3,7 @@
 
 Usage: test_node_run.py [--bdc PATH] [--cache DIR] [--root LABEL=DIR ...] [--archive TGZ]
                         [--xfail FILE] [--min-pass PCT] [--keep-outputs DIR] [-k GLOB] [-j N]
-                        [--target cpu|opencl] [--schedule op|block] [--sample K] [-v]
+                        [--target cpu|opencl|cuda|hip] [--schedule op|block] [--sample K] [-v]
 
 Test roots and scope are those of tests/test_node_shapes.py (its functions are imported, so the
 two tests always agree on what is in scope): Debian's libonnx-testdata suite and the v1.22.0
@@ -45,6 +45,8 @@ in the tests), in --schedule op or block (default: bdc's); the cases GPU targets
 yet are listed, with reasons, in tests/node_run_xfail_gpu.txt, read after --xfail. --sample K
 keeps one in-scope case in K (those whose name hashes to 0 modulo K: the same sample on every
 machine, spread over every op); like -k, it reports the pass rate without enforcing it.
+--target cuda or hip only compiles (with --werror, so no warnings) and checks the executable's
+--info: there is no device to run it on here; a case passes when it builds.
 
 --keep-outputs DIR copies every file the executable writes to its --output-dir into
 DIR/<suite label>/<case>/<test_data_set_N>/ (the folder is replaced if it exists), for comparing
@@ -279,7 +281,8 @@ def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs, keep=None
     return ""
 
 
-def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None, flags=(), sample=0):
+def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None, flags=(), sample=0,
+             compile_only=False):
     try:
         with open(case.model, "rb") as f:
             model_bytes = f.read()
@@ -313,7 +316,8 @@ def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None, flags=
                     break
                 case.status, case.reason = status, message
                 return case
-            problem = run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs, keep)
+            problem = "" if compile_only else run_data_set(case, entry, data_dir, graph_inputs, frozen,
+                                                           outputs, keep)
             if problem and not keep:
                 case.status, case.reason = "fail", problem
                 return case
@@ -348,8 +352,9 @@ def main():
                          "DIR/<suite label>/<case>/<data set>/ (for comparing two bdc binaries)")
     ap.add_argument("-k", dest="pattern", help="only cases whose name matches this glob")
     ap.add_argument("-j", dest="jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--target", choices=("cpu", "opencl"), default="cpu",
-                    help="bdc compile --target (opencl: run on the OpenCL device)")
+    ap.add_argument("--target", choices=("cpu", "opencl", "cuda", "hip"), default="cpu",
+                    help="bdc compile --target (opencl: run on the OpenCL device; cuda, hip: "
+                         "build only)")
     ap.add_argument("--schedule", choices=("op", "block"), help="bdc compile --schedule")
     ap.add_argument("--sample", type=int, default=0, metavar="K",
                     help="one in-scope case in K, chosen by a hash of its name")
@@ -400,7 +405,8 @@ def main():
         cases = [Case(label, root, n) for n in names]
         with ThreadPool(max(1, args.jobs)) as pool:
             pool.map(lambda c: run_case(c, args.bdc, stamp, ops, opset_range, slots, args.cache,
-                                        args.keep_outputs, tuple(flags), args.sample),
+                                        args.keep_outputs, tuple(flags), args.sample,
+                                        args.target in ("cuda", "hip")),
                      cases, chunksize=1)
 
         in_scope = [c for c in cases if c.in_scope]
