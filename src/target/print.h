@@ -76,6 +76,11 @@ unsigned char *bd_batchnorm_factors(const struct bd_tensor *scale, const struct 
                                     const struct bd_tensor *mean, const struct bd_tensor *var,
                                     double epsilon, int64_t params, int dtype, size_t *bytes);
 
+/* The header --lib writes: NAME_create/_run/_destroy and the descriptors; `link` names what to
+ * link with besides libNAME.a; gpu: create()'s comment speaks of the device. Heap text. */
+struct bd_graph;
+char *bd_print_lib_header(struct bd_graph *g, const char *name, const char *link, bool gpu);
+
 /* How C spells the expression ops (c_dialect.c), for every C-family printer, and the C element
  * type of a dtype ("float", "int64_t", "uint8_t" for bool, "double", ...). */
 extern const bd_expr_dialect bd_c_dialect;

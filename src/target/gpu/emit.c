@@ -198,12 +198,13 @@ static void emit_persistent_kernel(bd_printer *dv, const bd_program *p, const da
     bd_print_close(dv, NULL);
 }
 
-static void emit_io_table(bd_printer *p, const char *name, bd_graph *g, const bd_vec *values) {
+/* `DECL NAME[] = {...}`: the runtime's descriptors, or --lib's exported ones. */
+static void emit_io_table(bd_printer *p, const char *decl, const char *name, bd_graph *g, const bd_vec *values) {
     if (!values->len) {
-        bd_print_line(p, "static const bdrt_io %s[1];", name);
+        bd_print_line(p, "%s %s[1];", decl, name);
         return;
     }
-    bd_print_open(p, "static const bdrt_io %s[%zu] =", name, values->len);
+    bd_print_open(p, "%s %s[%zu] =", decl, name, values->len);
     for (size_t i = 0; i < values->len; i++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(values, int, i));
         char dims[BD_MAX_RANK * 24 + 4] = "";
@@ -406,13 +407,27 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_blank(h);
     bd_print_line(h, "static double bd_device_ms(void *inst) { return ((bd_state *)inst)->ms; }");
     bd_print_line(h, "static const char *bd_device_name(void *inst) { return bdrt_gpu_name(((bd_state *)inst)->g); }");
-    emit_io_table(h, "bd_inputs", g, &g->inputs);
-    emit_io_table(h, "bd_outputs", g, &g->outputs);
+    emit_io_table(h, "static const bdrt_io", "bd_inputs", g, &g->inputs);
+    emit_io_table(h, "static const bdrt_io", "bd_outputs", g, &g->outputs);
     bd_print_open(h, "static const bdrt_model bd_model =");
     bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name",
                   bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name));
     bd_print_close(h, ";");
-    bd_print_line(h, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
+    if (!o->library) {
+        bd_print_line(h, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
+        return;
+    }
+    /* --lib: the header's entry points (C linkage from the C++ of nvcc and hipcc) */
+    const char *nm = o->lib_name, *ex = dl->cplusplus ? "extern \"C\" " : "";
+    bd_print_line(h, "typedef struct %s_io { const char *name; int dtype; int rank; int64_t dims[12]; } %s_io;", nm, nm);
+    const char *decl = bd_print_str(h, "%sconst %s_io", dl->cplusplus ? "extern \"C\" " : "", nm);
+    emit_io_table(h, decl, bd_print_str(h, "%s_inputs", nm), g, &g->inputs);
+    emit_io_table(h, decl, bd_print_str(h, "%s_outputs", nm), g, &g->outputs);
+    bd_print_line(h, "%svoid *%s_create(int threads) { return bd_create(threads); }", ex, nm);
+    bd_print_line(h, "%sint %s_run(void *instance, const void *const *inputs, void *const *outputs) "
+                     "{ return bd_run(instance, inputs, outputs); }", ex, nm);
+    bd_print_line(h, "%svoid %s_destroy(void *instance) { bd_destroy(instance); }", ex, nm);
+    bd_print_line(h, "%sconst bdrt_model *%s_descriptor(void) { return &bd_model; }", ex, nm);
 }
 
 bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
@@ -420,9 +435,6 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     memset(out, 0, sizeof *out);
     const bd_gpu_dialect *dl = o->target->gpu;
     BD_ASSERT(dl);
-    if (o->library)
-        return bd_fail(d, BD_ERR_UNSUPPORTED, "--lib is not available for --target %s yet: build the executable",
-                       o->target->name);
     bd_graph *g = p->graph;
     bd_vec blob = BD_VEC(unsigned char);
     for (size_t i = 0; i < m->constants.len; i++) {
@@ -518,6 +530,8 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
         out->source = hp.text.data;
         out->source_len = hp.text.len - 1;
         hp.text = BD_VEC(char);
+        if (o->library)
+            out->header = bd_print_lib_header(g, o->lib_name, dl->link_note, true);
         out->weights = blob.data;
         out->weights_len = blob.len;
         blob = BD_VEC(unsigned char);

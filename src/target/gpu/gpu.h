@@ -32,6 +32,7 @@ typedef struct bd_gpu_dialect {
     bool embedded_source;          /* OpenCL: device code is a string built at create() */
     const char *host_header;       /* the runtime header implementing bdrt_gpu.h */
     bool cplusplus;                /* the file is compiled as C++ (nvcc, hipcc) */
+    const char *link_note;         /* --lib: what a program links besides the archive */
 } bd_gpu_dialect;
 
 extern const bd_gpu_dialect bd_gpu_cuda, bd_gpu_hip, bd_gpu_opencl;

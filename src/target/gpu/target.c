@@ -116,13 +116,15 @@ static const char *const opencl_prelude[] = {
 
 const bd_gpu_dialect bd_gpu_cuda = {
     .name = "cuda", .prelude = cuda_prelude, .fn = "static __device__ inline __attribute__((unused))", .warp = 32,
-    .threads = 128, .host_header = "bdrt_gpu_cuda.h", .cplusplus = true};
+    .threads = 128, .host_header = "bdrt_gpu_cuda.h", .cplusplus = true,
+    .link_note = "the CUDA runtime (-lcudart_static -ldl -lrt, or link with nvcc), -lstdc++ -lpthread -lm"};
 const bd_gpu_dialect bd_gpu_hip = {
     .name = "hip", .prelude = hip_prelude, .fn = "static __device__ inline __attribute__((unused))", .warp = 64,
-    .threads = 128, .host_header = "bdrt_gpu_cuda.h", .cplusplus = true};
+    .threads = 128, .host_header = "bdrt_gpu_cuda.h", .cplusplus = true,
+    .link_note = "-lamdhip64 (or link with hipcc), -lstdc++ -lpthread -lm"};
 const bd_gpu_dialect bd_gpu_opencl = {
     .name = "opencl", .prelude = opencl_prelude, .fn = "static inline", .warp = 32, .threads = 64,
-    .embedded_source = true, .host_header = "bdrt_gpu_opencl.h"};
+    .embedded_source = true, .host_header = "bdrt_gpu_opencl.h", .link_note = "-lOpenCL -lpthread -lm"};
 
 /* nvcc: -Xcompiler passes the host compiler's own flags; the CUDA runtime is linked statically
  * (nvcc's default), so the executable needs the driver only. */
