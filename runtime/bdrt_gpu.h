@@ -11,7 +11,10 @@
  *   bdrt_gpu_alloc    device memory (bytes may be 0), NULL when out of memory
  *   bdrt_gpu_write / bdrt_gpu_read / bdrt_gpu_zero
  *                     copies between host and device buffers at a byte offset
- *   bdrt_gpu_launch   kernel k over `blocks` blocks of `threads` threads with the buffers (and,
+ *   bdrt_gpu_streams  more streams (in-order queues) and events, for independent branches
+ *   bdrt_gpu_record / bdrt_gpu_wait
+ *                     an event marks what a stream has been given; a stream waits for an event
+ *   bdrt_gpu_launch   on stream q, kernel k over `blocks` blocks of `threads` threads with the buffers (and,
  *                     with epoch > 0, the epoch as a last 32-bit argument); cooperative: all
  *                     blocks must be co-resident (the persistent kernel), refused otherwise
  *   bdrt_gpu_resident how many blocks of kernel k can be resident at once on the device
@@ -33,6 +36,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define BDRT_GPU_MAX_STREAMS 4 /* streams a model's branches run on under --schedule op */
 
 /* List scheduling of the persistent kernel's tasks onto n_ctas CTAs. Tasks are numbered in a
  * topological order and every CTA runs its own in increasing order, which guarantees progress

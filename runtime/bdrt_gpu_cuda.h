@@ -34,7 +34,11 @@ typedef struct bdrt_gpu {
     int device, sms, coop;
     const void *const *fns;
     int n_kernels;
-    BDG(Stream_t) stream;
+    BDG(Stream_t) stream; /* stream 0: copies, timing, the persistent kernel */
+    int n_streams;        /* streams[1 .. n_streams) beside it (--schedule op branches) */
+    BDG(Stream_t) streams[BDRT_GPU_MAX_STREAMS];
+    int n_events;
+    BDG(Event_t) *events;
     BDG(Event_t) t0, t1;
     BDG(GraphExec_t) graph; /* the captured launch sequence (--schedule op), NULL: none */
     char name[256];
@@ -45,6 +49,9 @@ static inline void bdrt_gpu_close(bdrt_gpu *g) {
     if (g->t0) (void)BDG(EventDestroy)(g->t0);
     if (g->t1) (void)BDG(EventDestroy)(g->t1);
     if (g->graph) (void)BDG(GraphExecDestroy)(g->graph);
+    for (int i = 1; i < g->n_streams; i++) (void)BDG(StreamDestroy)(g->streams[i]);
+    for (int i = 0; i < g->n_events; i++) (void)BDG(EventDestroy)(g->events[i]);
+    free(g->events);
     if (g->stream) (void)BDG(StreamDestroy)(g->stream);
     free(g);
 }
@@ -68,6 +75,7 @@ static bdrt_gpu *bdrt_gpu_open(int device, const char *source, const char *arch,
     bdrt_gpu *g = (bdrt_gpu *)calloc(1, sizeof *g);
     if (!g) return NULL;
     g->device = device;
+    g->n_streams = 1;
     g->fns = kernel_fns;
     g->n_kernels = n_kernels;
     BDG_PROP prop;
@@ -95,7 +103,7 @@ static bdrt_gpu *bdrt_gpu_open(int device, const char *source, const char *arch,
 #endif
     (void)BDG(DeviceGetAttribute)(&g->sms, BDG_ATTR_SMS, device);
     (void)BDG(DeviceGetAttribute)(&g->coop, BDG_ATTR_COOP, device);
-    if (BDG(StreamCreate)(&g->stream) != BDG(Success) || BDG(EventCreate)(&g->t0) != BDG(Success) ||
+    if (BDG(StreamCreate)(&g->stream) != BDG(Success) || (g->streams[0] = g->stream, 0) || BDG(EventCreate)(&g->t0) != BDG(Success) ||
         BDG(EventCreate)(&g->t1) != BDG(Success)) {
         bdrt_errorf(BDG_API " device %d: cannot create a stream", device);
         bdrt_gpu_close(g);
@@ -141,7 +149,28 @@ static inline int bdrt_gpu_resident(bdrt_gpu *g, int k, int threads) {
     return per_sm * g->sms;
 }
 
-static inline int bdrt_gpu_launch(bdrt_gpu *g, int k, int64_t blocks, int threads, int cooperative,
+/* n streams in all (stream 0 included) and n events for bdrt_gpu_record / bdrt_gpu_wait. */
+static inline int bdrt_gpu_streams(bdrt_gpu *g, int n, int n_events) {
+    if (n > BDRT_GPU_MAX_STREAMS) n = BDRT_GPU_MAX_STREAMS;
+    for (; g->n_streams < n; g->n_streams++)
+        if (BDG(StreamCreateWithFlags)(&g->streams[g->n_streams], BDG(StreamNonBlocking)) != BDG(Success)) return -1;
+    g->events = (BDG(Event_t) *)calloc((size_t)n_events + 1, sizeof *g->events);
+    if (!g->events) return -1;
+    for (; g->n_events < n_events; g->n_events++)
+        if (BDG(EventCreateWithFlags)(&g->events[g->n_events], BDG(EventDisableTiming)) != BDG(Success)) return -1;
+    return 0;
+}
+
+/* Event ev marks what stream q has been given so far; stream q waits for event ev. */
+static inline int bdrt_gpu_record(bdrt_gpu *g, int q, int ev) {
+    return BDG(EventRecord)(g->events[ev], g->streams[q % g->n_streams]) == BDG(Success) ? 0 : -1;
+}
+
+static inline int bdrt_gpu_wait(bdrt_gpu *g, int q, int ev) {
+    return BDG(StreamWaitEvent)(g->streams[q % g->n_streams], g->events[ev], 0) == BDG(Success) ? 0 : -1;
+}
+
+static inline int bdrt_gpu_launch(bdrt_gpu *g, int q, int k, int64_t blocks, int threads, int cooperative,
                            int n_bufs, const bdrt_gpu_buf *bufs, uint32_t epoch) {
     void *args[8];
     bdrt_gpu_buf copy[8];
@@ -157,9 +186,9 @@ static inline int bdrt_gpu_launch(bdrt_gpu *g, int k, int64_t blocks, int thread
             bdrt_errorf("persistent kernel: %lld blocks cannot all be resident on '%s'", (long long)blocks, g->name);
             return -1;
         }
-        e = BDG(LaunchCooperativeKernel)(g->fns[k], grid, block, args, 0, g->stream);
+        e = BDG(LaunchCooperativeKernel)(g->fns[k], grid, block, args, 0, g->streams[q % g->n_streams]);
     } else {
-        e = BDG(LaunchKernel)(g->fns[k], grid, block, args, 0, g->stream);
+        e = BDG(LaunchKernel)(g->fns[k], grid, block, args, 0, g->streams[q % g->n_streams]);
     }
     if (e != BDG(Success)) {
         bdrt_errorf(BDG_API ": launching kernel %d failed: %s", k, BDG(GetErrorString)(e));

@@ -18,7 +18,11 @@ typedef cl_mem bdrt_gpu_buf;
 
 typedef struct bdrt_gpu {
     cl_context ctx;
-    cl_command_queue queue;
+    cl_command_queue queue; /* queue 0: copies, timing, the persistent kernel */
+    int n_streams;          /* in-order queues, queue 0 included (--schedule op branches) */
+    cl_command_queue queues[BDRT_GPU_MAX_STREAMS];
+    int n_events;
+    cl_event *events;
     cl_program program;
     cl_device_id device;
     int n_kernels;
@@ -32,6 +36,10 @@ static inline void bdrt_gpu_close(bdrt_gpu *g) {
     if (!g) return;
     for (int i = 0; g->kernels && i < g->n_kernels; i++)
         if (g->kernels[i]) clReleaseKernel(g->kernels[i]);
+    for (int i = 0; g->events && i < g->n_events; i++)
+        if (g->events[i]) clReleaseEvent(g->events[i]);
+    free(g->events);
+    for (int i = 1; i < g->n_streams; i++) clReleaseCommandQueue(g->queues[i]);
     free(g->kernels);
     if (g->program) clReleaseProgram(g->program);
     if (g->queue) clReleaseCommandQueue(g->queue);
@@ -79,6 +87,8 @@ static bdrt_gpu *bdrt_gpu_open(int device, const char *source, const char *arch,
     clGetDeviceInfo(g->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof g->compute_units, &g->compute_units, NULL);
     g->ctx = clCreateContext(NULL, 1, &g->device, NULL, NULL, &err);
     if (g->ctx) g->queue = clCreateCommandQueue(g->ctx, g->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    g->queues[0] = g->queue;
+    g->n_streams = 1;
     size_t len = strlen(source);
     if (g->queue) g->program = clCreateProgramWithSource(g->ctx, 1, &source, &len, &err);
     if (!g->program) {
@@ -148,7 +158,30 @@ static inline int bdrt_gpu_resident(bdrt_gpu *g, int k, int threads) {
     return g->compute_units > 0 ? (int)g->compute_units : 1;
 }
 
-static inline int bdrt_gpu_launch(bdrt_gpu *g, int k, int64_t blocks, int threads, int cooperative,
+/* n in-order queues in all (queue 0 included) and n events for bdrt_gpu_record / bdrt_gpu_wait. */
+static inline int bdrt_gpu_streams(bdrt_gpu *g, int n, int n_events) {
+    cl_int err;
+    if (n > BDRT_GPU_MAX_STREAMS) n = BDRT_GPU_MAX_STREAMS;
+    for (; g->n_streams < n; g->n_streams++)
+        if (!(g->queues[g->n_streams] = clCreateCommandQueue(g->ctx, g->device, 0, &err))) return -1;
+    g->events = (cl_event *)calloc((size_t)n_events + 1, sizeof *g->events);
+    g->n_events = n_events;
+    return g->events ? 0 : -1;
+}
+
+/* Event ev marks what queue q has been given so far (a marker); queue q waits for event ev (a
+ * barrier on it). */
+static inline int bdrt_gpu_record(bdrt_gpu *g, int q, int ev) {
+    if (g->events[ev]) clReleaseEvent(g->events[ev]);
+    g->events[ev] = NULL;
+    return clEnqueueMarkerWithWaitList(g->queues[q % g->n_streams], 0, NULL, &g->events[ev]) == CL_SUCCESS ? 0 : -1;
+}
+
+static inline int bdrt_gpu_wait(bdrt_gpu *g, int q, int ev) {
+    return clEnqueueBarrierWithWaitList(g->queues[q % g->n_streams], 1, &g->events[ev], NULL) == CL_SUCCESS ? 0 : -1;
+}
+
+static inline int bdrt_gpu_launch(bdrt_gpu *g, int q, int k, int64_t blocks, int threads, int cooperative,
                            int n_bufs, const bdrt_gpu_buf *bufs, uint32_t epoch) {
     cl_kernel kern = g->kernels[k];
     if (cooperative && blocks > bdrt_gpu_resident(g, k, threads)) {
@@ -158,7 +191,7 @@ static inline int bdrt_gpu_launch(bdrt_gpu *g, int k, int64_t blocks, int thread
     for (int i = 0; i < n_bufs; i++) clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &bufs[i]);
     if (epoch) clSetKernelArg(kern, (cl_uint)n_bufs, sizeof(cl_uint), &epoch);
     size_t local = (size_t)threads, global = (size_t)blocks * local;
-    cl_int err = clEnqueueNDRangeKernel(g->queue, kern, 1, NULL, &global, &local, 0, NULL, NULL);
+    cl_int err = clEnqueueNDRangeKernel(g->queues[q % g->n_streams], kern, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         bdrt_errorf("OpenCL: launching kernel %d failed (error %d)", k, (int)err);
         return -1;
@@ -175,6 +208,8 @@ static inline int bdrt_gpu_time_begin(bdrt_gpu *g) {
 static inline int bdrt_gpu_time_end(bdrt_gpu *g, double *ms) {
     if (g->t1) clReleaseEvent(g->t1);
     g->t1 = NULL;
+    /* the other queues' commands must be submitted for queue 0's waits on them to end */
+    for (int i = 1; i < g->n_streams; i++) clFlush(g->queues[i]);
     if (clEnqueueMarkerWithWaitList(g->queue, 0, NULL, &g->t1) != CL_SUCCESS || clFinish(g->queue) != CL_SUCCESS) return -1;
     cl_ulong a = 0, b = 0;
     if (clGetEventProfilingInfo(g->t0, CL_PROFILING_COMMAND_END, sizeof a, &a, NULL) != CL_SUCCESS ||

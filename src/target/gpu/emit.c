@@ -224,8 +224,144 @@ static int64_t value_bytes(bd_graph *g, int v) {
     return nb;
 }
 
+/* ---------------------------------------------------------------- streams (--schedule op) */
+
+/* What a nest touches in device memory: byte ranges of the arena (buffer 0) and the io buffer
+ * (1); constants are read-only and need no order. */
+typedef struct span {
+    int buf;
+    int64_t lo, hi; /* [lo, hi) */
+    bool write;
+} span;
+
+static int nest_spans(const bd_program *p, const bd_memory_plan *m, const int64_t *in_off,
+                      const int64_t *out_off, const bd_nest *n, span *out) {
+    int c = 0;
+    for (int k = 0; k < n->n_operands; k++) {
+        int v = n->operands[k].value;
+        const bd_storage *st = &m->storage[v];
+        int64_t at;
+        int buf;
+        switch (st->kind) {
+        case BD_STORE_ARENA: buf = 0, at = st->where; break;
+        case BD_STORE_INPUT: buf = 1, at = in_off[st->where]; break;
+        case BD_STORE_OUTPUT: buf = 1, at = out_off[st->where]; break;
+        default: continue;
+        }
+        out[c++] = (span){buf, at, at + value_bytes(p->graph, v), n->operands[k].write};
+    }
+    return c;
+}
+
+static bool spans_conflict(const span *a, int na, const span *b, int nb) {
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if (a[i].buf == b[j].buf && a[i].lo < b[j].hi && b[j].lo < a[i].hi && (a[i].write || b[j].write))
+                return true;
+    return false;
+}
+
+/* The op schedule's launches spread over streams: nest j must finish before nest k (later in
+ * the schedule's order) when they touch common bytes and one of them writes (a dependency, or a
+ * reuse of memory the plan made for one order). Each nest continues the stream of the
+ * predecessor that is last on its stream, else takes the stream free first (list scheduling by
+ * the nests' work); it waits for the last predecessor on every other stream, through an event
+ * that predecessor records. So independent branches run side by side as far as the memory plan
+ * lets them (reused bytes order them, as TensorRT notes of its streams). */
+typedef struct stream_plan {
+    int n_streams, n_events;
+    int *stream;    /* per order position */
+    int *event;     /* per order position: the event it records, -1 */
+    int *wait_start, *waits; /* per position: the events it waits for */
+} stream_plan;
+
+static void plan_streams(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                         const int64_t *in_off, const int64_t *out_off, stream_plan *sp) {
+    int n = s->n_steps;
+    span *spans = malloc(((size_t)n * BD_NEST_MAX_OPERANDS + 1) * sizeof *spans);
+    int *ns = calloc((size_t)n + 1, sizeof *ns);
+    double *finish = calloc((size_t)n + 1, sizeof *finish), free_at[BD_GPU_MAX_STREAMS] = {0};
+    int last[BD_GPU_MAX_STREAMS], *last_wait = malloc(((size_t)BD_GPU_MAX_STREAMS * BD_GPU_MAX_STREAMS) * sizeof *last_wait);
+    sp->stream = malloc(((size_t)n + 1) * sizeof *sp->stream);
+    sp->event = malloc(((size_t)n + 1) * sizeof *sp->event);
+    sp->wait_start = malloc(((size_t)n + 2) * sizeof *sp->wait_start);
+    bd_vec waits = BD_VEC(int);
+    BD_ASSERT(spans && ns && finish && last_wait && sp->stream && sp->event && sp->wait_start);
+    for (int q = 0; q < BD_GPU_MAX_STREAMS; q++) last[q] = -1;
+    for (int q = 0; q < BD_GPU_MAX_STREAMS * BD_GPU_MAX_STREAMS; q++) last_wait[q] = -1;
+    sp->n_streams = 1;
+    int *pending = malloc(((size_t)n + 1) * sizeof *pending); /* per position: waits, as positions */
+    int *pend_start = malloc(((size_t)n + 2) * sizeof *pend_start);
+    bd_vec pend = BD_VEC(int);
+    BD_ASSERT(pending && pend_start);
+    for (int i = 0; i < n; i++) {
+        const bd_nest *nk = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
+        ns[i] = nest_spans(p, m, in_off, out_off, nk, spans + (size_t)i * BD_NEST_MAX_OPERANDS);
+        sp->event[i] = -1;
+        pend_start[i] = (int)pend.len;
+        sp->stream[i] = 0;
+        if (!nk->n_blocks) continue; /* nothing launched */
+        double ready = 0;
+        int latest[BD_GPU_MAX_STREAMS];
+        for (int q = 0; q < BD_GPU_MAX_STREAMS; q++) latest[q] = -1;
+        for (int j = 0; j < i; j++) {
+            if (!spans_conflict(spans + (size_t)j * BD_NEST_MAX_OPERANDS, ns[j], spans + (size_t)i * BD_NEST_MAX_OPERANDS, ns[i]))
+                continue;
+            if (finish[j] > ready) ready = finish[j];
+            if (j > latest[sp->stream[j]]) latest[sp->stream[j]] = j;
+        }
+        int q = -1;
+        for (int r = 0; r < BD_GPU_MAX_STREAMS; r++) /* continue the chain of the latest predecessor that ends a stream */
+            if (latest[r] >= 0 && latest[r] == last[r] && (q < 0 || finish[latest[r]] > finish[latest[q]])) q = r;
+        if (q < 0) {
+            q = 0;
+            for (int r = 1; r < BD_GPU_MAX_STREAMS; r++)
+                if (free_at[r] < free_at[q]) q = r;
+        }
+        double cost = bd_gpu_block_cost(p->graph, nk) * (double)nk->n_blocks + 1;
+        finish[i] = (free_at[q] > ready ? free_at[q] : ready) + cost;
+        free_at[q] = finish[i];
+        last[q] = i;
+        sp->stream[i] = q;
+        if (q + 1 > sp->n_streams) sp->n_streams = q + 1;
+        for (int r = 0; r < BD_GPU_MAX_STREAMS; r++) {
+            if (r == q || latest[r] < 0 || last_wait[q * BD_GPU_MAX_STREAMS + r] >= latest[r]) continue;
+            last_wait[q * BD_GPU_MAX_STREAMS + r] = latest[r];
+            *(int *)bd_vec_push(&pend) = latest[r];
+        }
+    }
+    pend_start[n] = (int)pend.len;
+    /* events: one per position some other stream waits for */
+    sp->n_events = 0;
+    for (size_t w = 0; w < pend.len; w++) {
+        int j = BD_VEC_AT(&pend, int, w);
+        if (sp->event[j] < 0) sp->event[j] = sp->n_events++;
+    }
+    for (int i = 0; i < n; i++) {
+        sp->wait_start[i] = (int)waits.len;
+        for (int w = pend_start[i]; w < pend_start[i + 1]; w++)
+            *(int *)bd_vec_push(&waits) = sp->event[BD_VEC_AT(&pend, int, w)];
+    }
+    sp->wait_start[n] = (int)waits.len;
+    sp->waits = waits.data;
+    free(spans);
+    free(ns);
+    free(finish);
+    free(last_wait);
+    free(pending);
+    free(pend_start);
+    bd_vec_free(&pend);
+}
+
+static void stream_plan_free(stream_plan *sp) {
+    free(sp->stream);
+    free(sp->event);
+    free(sp->wait_start);
+    free(sp->waits);
+}
+
 static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program *p, const bd_schedule *s,
-                      int64_t arena_bytes, const bd_emit_opts *o, const dag_tables *t,
+                      const bd_memory_plan *m_, int64_t arena_bytes, const bd_emit_opts *o, const dag_tables *t,
                       int64_t io_bytes, const int64_t *in_off, const int64_t *out_off, size_t blob_len) {
     bd_graph *g = p->graph;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
@@ -304,12 +440,22 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_close(h, NULL);
     bd_print_blank(h);
 
+    stream_plan sp = {0};
     if (!block) {
-        /* one launch per nest, in the schedule's order, on one stream */
+        /* one launch per nest, in the schedule's order, spread over streams (plan_streams); the
+         * other streams fork from stream 0 and join it again */
+        plan_streams(p, s, m_, in_off, out_off, &sp);
+        int fork = sp.n_events, join = sp.n_events + 1;
+        bd_print_line(h, "#define BD_STREAMS %d", sp.n_streams);
+        bd_print_line(h, "#define BD_EVENTS %d", sp.n_events + sp.n_streams);
         bd_print_open(h, "static int bd_launch_all(void *inst)");
         bd_print_line(h, "bd_state *S = (bd_state *)inst;");
         bd_print_line(h, "bdrt_gpu_buf bufs[3] = {S->arena, S->weights, S->io};");
         bd_print_line(h, "(void)bufs;");
+        if (sp.n_streams > 1) {
+            bd_print_line(h, "if (bdrt_gpu_record(S->g, 0, %d)) return -1;", fork);
+            for (int q = 1; q < sp.n_streams; q++) bd_print_line(h, "if (bdrt_gpu_wait(S->g, %d, %d)) return -1;", q, fork);
+        }
         int k = 0;
         int *kernel_of = calloc(p->nests.len + 1, sizeof *kernel_of);
         BD_ASSERT(kernel_of);
@@ -317,11 +463,17 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
             kernel_of[i] = BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0 ? k++ : -1;
         for (int i = 0; i < s->n_steps; i++) {
             const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
-            if (n->n_blocks > 0)
-                bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return -1;",
-                              kernel_of[s->order[i]], ll(n->n_blocks));
+            if (!n->n_blocks) continue;
+            for (int w = sp.wait_start[i]; w < sp.wait_start[i + 1]; w++)
+                bd_print_line(h, "if (bdrt_gpu_wait(S->g, %d, %d)) return -1;", sp.stream[i], sp.waits[w]);
+            bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return -1;",
+                          sp.stream[i], kernel_of[s->order[i]], ll(n->n_blocks));
+            if (sp.event[i] >= 0) bd_print_line(h, "if (bdrt_gpu_record(S->g, %d, %d)) return -1;", sp.stream[i], sp.event[i]);
         }
         free(kernel_of);
+        for (int q = 1; q < sp.n_streams; q++)
+            bd_print_line(h, "if (bdrt_gpu_record(S->g, %d, %d) || bdrt_gpu_wait(S->g, 0, %d)) return -1;", q,
+                          join + q - 1, join + q - 1);
         bd_print_line(h, "return 0;");
         bd_print_close(h, NULL);
         bd_print_blank(h);
@@ -360,7 +512,10 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     } else {
         /* The launch sequence captured once and replayed (CUDA graphs, hipGraph), unless
          * BDRT_GPU_GRAPH=0; without graphs (OpenCL) run() launches the kernels itself. */
-        bd_print_line(h, "const char *env = getenv(\"BDRT_GPU_GRAPH\");");
+        bd_print_line(h, "const char *env = getenv(\"BDRT_GPU_STREAMS\"); /* 1: every launch on stream 0 */");
+        bd_print_line(h, "const int streams = env && atoi(env) > 0 && atoi(env) < BD_STREAMS ? atoi(env) : BD_STREAMS;");
+        bd_print_line(h, "if (bdrt_gpu_streams(S->g, streams, BD_EVENTS)) { bdrt_errorf(\"cannot create %%d streams on '%%s'\", streams, bdrt_gpu_name(S->g)); bd_destroy(S); return NULL; }");
+        bd_print_line(h, "env = getenv(\"BDRT_GPU_GRAPH\");");
         bd_print_line(h, "S->graph = !(env && !strcmp(env, \"0\")) && bdrt_gpu_graph_capture(S->g, bd_launch_all, S) == 0;");
     }
     bd_print_line(h, "return S;");
@@ -380,7 +535,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_line(h, "S->epoch = 0;");
         bd_print_close(h, NULL);
         bd_print_line(h, "S->epoch++;");
-        bd_print_line(h, "if (BD_TASKS && bdrt_gpu_launch(S->g, 0, S->n_ctas, BD_BLOCK_THREADS, 1, 5, bufs, S->epoch)) return BDRT_EXIT_IO;");
+        bd_print_line(h, "if (BD_TASKS && bdrt_gpu_launch(S->g, 0, 0, S->n_ctas, BD_BLOCK_THREADS, 1, 5, bufs, S->epoch)) return BDRT_EXIT_IO;");
     } else {
         bd_print_line(h, "if (S->graph ? bdrt_gpu_graph_launch(S->g) : bd_launch_all(S)) return BDRT_EXIT_IO;");
     }
@@ -413,6 +568,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name",
                   bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name));
     bd_print_close(h, ";");
+    stream_plan_free(&sp);
     if (!o->library) {
         bd_print_line(h, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
         return;
@@ -525,7 +681,7 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
             for (size_t i = 0; i < dv->text.len; i++) *(char *)bd_vec_push(&hp.text) = BD_VEC_AT(&dv->text, char, i);
         }
         bd_print_blank(&hp);
-        emit_host(&hp, dl, p, s, gp.scratch_at, o, &t, io, in_off, out_off, blob.len);
+        emit_host(&hp, dl, p, s, m, gp.scratch_at, o, &t, io, in_off, out_off, blob.len);
         *(char *)bd_vec_push(&hp.text) = 0;
         out->source = hp.text.data;
         out->source_len = hp.text.len - 1;

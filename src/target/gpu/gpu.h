@@ -42,6 +42,8 @@ extern const bd_target bd_target_cuda, bd_target_hip, bd_target_opencl;
  * product's block is a BD_GPU_MM_TILE x BD_GPU_MM_TILE tile of its output, which its threads
  * compute from K slices staged in shared memory (bodies.c). */
 enum { BD_GPU_MM_TILE = 32, BD_GPU_MM_KSLICE = 32 };
+/* Streams the op schedule spreads independent branches over (the runtime's BDRT_GPU_MAX_STREAMS). */
+enum { BD_GPU_MAX_STREAMS = 4 };
 bd_status bd_gpu_tile(bd_program *p, bd_diag *d);
 bool bd_gpu_matmul_tiled(const bd_graph *g, const bd_nest *n);
 /* A float, ungrouped 1-D or 2-D convolution runs as an implicit GEMM the same way: a block is
