@@ -61,6 +61,11 @@ bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --targ
              --sample 6 -j 1)
 bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl
              --schedule block --sample 6 -j 1)
+# --precision on PoCL: the error against the fp32 reference, printed and bounded (PRECISION_TOL).
+foreach(gpu_precision tf32 fp16 bf16)
+  bdc_add_test(gpu_opencl_real_${gpu_precision} COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
+               --schedule op --precision ${gpu_precision} resnet18 bert mobilenet_v2)
+endforeach()
 # One node-suite case in 40 built (not run: no device) for cuda and hip, in both schedules.
 foreach(gpu_target cuda hip)
   foreach(gpu_schedule op block)

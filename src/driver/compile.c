@@ -292,6 +292,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
                     "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
     const bd_target *t = o->target ? o->target : bd_targets[0];
+    if (!s && o->precision != BD_PRECISION_FP32 && !t->gpu)
+        s = bd_fail(d, BD_ERR_USAGE, "--precision is for the GPU targets: --target %s computes in fp32", t->name);
     if (!s && o->arch && !t->build.default_arch)
         s = bd_fail(d, BD_ERR_USAGE, "--target %s takes no --arch (the device's driver compiles its code)", t->name);
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes};
@@ -301,7 +303,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
-    bd_emit_opts eo = {.target = t, .arch = o->arch, .library = o->library, .lib_name = prefix, .weights_symbol = wsym};
+    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .library = o->library, .lib_name = prefix, .weights_symbol = wsym};
     if (!s) s = t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
     if (!s) progress_step(&pr, t->gpu ? "emit device and host code" : "emit C");
     if (!s) s = bd_workdir_create(&w, o->keep_temps, d);

@@ -9,10 +9,15 @@
 #include "plan/plan.h"
 #include "target/print.h"
 
+/* --precision: what a GPU target's tiled matrix products and convolutions multiply in (fp32
+ * accumulation always); the CPU computes in fp32. */
+typedef enum bd_precision { BD_PRECISION_FP32 = 0, BD_PRECISION_TF32, BD_PRECISION_FP16, BD_PRECISION_BF16 } bd_precision;
+
 /* What the printer is asked for. */
 typedef struct bd_emit_opts {
     const struct bd_target *target; /* the target printing (its dialect tables) */
     const char *arch;               /* --arch, NULL: the target's default */
+    bd_precision precision;         /* --precision */
     bool library;               /* <name>_create/_run/_destroy + a header instead of main() */
     const char *lib_name;       /* C identifier prefix for --lib (already sanitised) */
     const char *weights_symbol; /* assembler symbol of the embedded constants */

@@ -118,6 +118,19 @@ static const char *act(bd_gpu_printer *g, const bd_nest *n, const char *v) {
 
 static bool is_float_dt(int dt) { return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE; }
 
+/* A tile operand as --precision has it multiplied: float32 rounded to tf32, fp16 or bf16 (the
+ * products and sums stay float32); other dtypes as they are. */
+static const char *staged(bd_gpu_printer *g, int dtype, const char *v) {
+    if (dtype != BD_DT_FLOAT) return v;
+    switch (g->precision) {
+    case BD_PRECISION_TF32: return S("bd_tf32(%s)", v);
+    case BD_PRECISION_FP16: return S("bd_h2f(bd_f2h(%s))", v);
+    case BD_PRECISION_BF16: return S("bd_bf2f(bd_f2bf(%s))", v);
+    default: return v;
+    }
+}
+
+
 /* ---------------------------------------------------------------- maps and copies */
 
 static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "k",
@@ -345,7 +358,8 @@ static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
     OPEN("for (int64_t k0 = 0; k0 < %lld; k0 += %d)", ll(K), KT);
     OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TM);
     L("const int64_t mm = e / %d, kk = e %% %d, m = m0 + mm, k = k0 + kk;", KT, KT);
-    L("As[kk * %d + mm] = m < m1 && k < %lld ? Wt[m * %lld + k] : (%s)0;", TM, ll(K), ll(K), T);
+    L("As[kk * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", TM, ll(K),
+      staged(g, y->dtype, S("Wt[m * %lld + k]", ll(K))), T);
     CLOSE();
     OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TN);
     L("const int64_t kk = e / %d, p = e %% %d, k = k0 + kk;", TN, TN);
@@ -354,7 +368,8 @@ static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
     L("const int64_t c = k / %lld, tap = k %% %lld, kh = tap / %lld, kw = tap %% %lld;", ll(KS), ll(KS), ll(KW), ll(KW));
     L("const int64_t ih = (oh0 + p / tw) * %lld - %lld + kh * %lld, iw = (ow0 + p %% tw) * %lld - %lld + kw * %lld;",
       ll(sh), ll(ph), ll(dh), ll(sw), ll(pw), ll(dw));
-    L("if (ih >= 0 && ih < %lld && iw >= 0 && iw < %lld) v = xi[(c * %lld + ih) * %lld + iw];", ll(IH), ll(IW), ll(IH), ll(IW));
+    L("if (ih >= 0 && ih < %lld && iw >= 0 && iw < %lld) v = %s;", ll(IH), ll(IW),
+      staged(g, y->dtype, S("xi[(c * %lld + ih) * %lld + iw]", ll(IH), ll(IW))));
     L("(void)kh;");
     CLOSE();
     L("Bs[kk * %d + p] = v;", TN);
@@ -591,15 +606,15 @@ static void body_matmul_tiled(bd_gpu_printer *g, const bd_nest *n) {
     if (mp->trans_a) L("const int64_t kk = e / %d, mm = e %% %d;", TM, TM);
     else L("const int64_t mm = e / %d, kk = e %% %d;", KT, KT);
     L("const int64_t m = m0 + mm, k = k0 + kk;");
-    L("As[kk * %d + mm] = m < m1 && k < %lld ? Ab[%s] : (%s)0;", TM, ll(mp->K),
-      mp->trans_a ? S("k * %lld + m", ll(lda)) : S("m * %lld + k", ll(lda)), T);
+    L("As[kk * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", TM, ll(mp->K),
+      staged(g, y->dtype, S("Ab[%s]", mp->trans_a ? S("k * %lld + m", ll(lda)) : S("m * %lld + k", ll(lda)))), T);
     CLOSE();
     OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TN);
     if (mp->trans_b) L("const int64_t nn = e / %d, kk = e %% %d;", KT, KT);
     else L("const int64_t kk = e / %d, nn = e %% %d;", TN, TN);
     L("const int64_t c = n0 + nn, k = k0 + kk;");
-    L("Bs[kk * %d + nn] = c < n1 && k < %lld ? Bb[%s] : (%s)0;", TN, ll(mp->K),
-      mp->trans_b ? S("c * %lld + k", ll(ldb)) : S("k * %lld + c", ll(ldb)), T);
+    L("Bs[kk * %d + nn] = c < n1 && k < %lld ? %s : (%s)0;", TN, ll(mp->K),
+      staged(g, y->dtype, S("Bb[%s]", mp->trans_b ? S("c * %lld + k", ll(ldb)) : S("k * %lld + c", ll(ldb)))), T);
     CLOSE();
     L("BD_BARRIER();");
     OPEN("for (int kk = 0; kk < %d; kk++)", KT);

@@ -612,7 +612,8 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     }
 
     bd_gpu_printer gp = {.prog = p, .graph = g, .storage = m->storage, .in_off = in_off, .out_off = out_off,
-                         .blob = &blob, .scratch_at = m->arena_bytes, .threads = dl->threads};
+                         .blob = &blob, .scratch_at = m->arena_bytes, .threads = dl->threads,
+                         .precision = o->precision};
     gp.pr.text = BD_VEC(char);
     bd_printer *dv = &gp.pr;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
@@ -626,6 +627,9 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     bd_print_line(dv, "#define bd_tanh_v tanhf");
     bd_print_line(dv, "#define bd_erf_v erff");
     bd_print_scalar_helpers(dv, dl->fn, dl->embedded_source);
+    /* --precision tf32: float rounded to nearest even at 10 mantissa bits (infinities and NaN kept) */
+    bd_print_line(dv, "%s float bd_tf32(float x) { const uint32_t u = bd_f2u(x); return (u & 0x7f800000u) == 0x7f800000u ? x : "
+                      "bd_u2f((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u); }", dl->fn);
     for (size_t i = 0; i < p->nests.len && !st; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         if (!n->n_blocks) continue;

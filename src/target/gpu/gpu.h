@@ -68,6 +68,7 @@ typedef struct bd_gpu_printer {
                                  free arena offset, advanced by each body that takes some */
     int threads;              /* threads per block (the dialect's) */
     int64_t smem_floats;      /* shared memory the bodies stage tiles in (`smem`), the most any takes */
+    bd_precision precision;   /* what float32 tile operands are rounded to as they are staged */
 } bd_gpu_printer;
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d);
 /* Per-block work estimate of nest n (multiply-adds or elements moved), for the CTA assignment. */
