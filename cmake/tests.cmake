@@ -48,9 +48,9 @@ bdc_add_test(fold_conv COMMAND ${BDC_PYTHON} tests/test_fold_conv.py)
 bdc_add_test(fold_conv_nofusion COMMAND ${BDC_PYTHON} tests/test_fold_conv.py --fusion none)
 # src/'s include arrows run one way, down the pipeline.
 bdc_add_test(layering COMMAND bash tests/test_layering.sh)
-# The GPU targets without a GPU. Every real model (densenet121 in the manual full sweep:
-# BDC_GPU_BUILD_ALL=1) builds for cuda (nvcc, sm_90) and hip (hipcc, gfx90a) in both schedules
-# with --werror, deterministically; the opencl executables run on PoCL against onnxruntime: the
+# The GPU targets without a GPU. Every real model builds for cuda (nvcc, sm_90) and hip (hipcc,
+# gfx90a) with --werror, deterministically, the schedules alternating between models (every
+# model in both, densenet121 included, in the manual full sweep: BDC_GPU_BUILD_ALL=1); the opencl executables run on PoCL against onnxruntime: the
 # real models in both schedules (the persistent kernel also with random CTA assignments and one
 # CTA) and one node-suite case in six (the full sweep: tests/test_node_run.py --target opencl).
 bdc_add_test(gpu_build COMMAND bash tests/test_gpu_build.sh $<TARGET_FILE:bdc>)
