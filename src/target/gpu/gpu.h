@@ -1,11 +1,13 @@
 /* gpu.h — the GPU targets (CUDA, HIP, OpenCL C): one printer, three dialects as tables.
  *
  * The printer (emit.c) turns the planned nest program into device code and a C host program:
- *   - every nest with blocks becomes a device function b<i>(arena, weights, io, block) whose
- *     thread block computes block `block` of the nest, each thread taking elements of the block
- *     in turn (the SIMT body of its kind: bodies.c);
+ *   - every nest with blocks becomes a device function b<i>(arena, weights, io, block, smem)
+ *     whose thread block computes block `block` of the nest, each thread taking elements of the
+ *     block in turn, or (float matrix products, convolutions) a register column of a tile staged
+ *     in shared memory `smem` (the SIMT body of its kind: bodies.c);
  *   - `--schedule op`: kernel k<i> runs b<i> over a grid of the nest's blocks, launched in the
- *     schedule's order (one kernel per fused group);
+ *     schedule's order (one kernel per fused group), independent branches on parallel streams
+ *     joined by events, the sequence captured once as a CUDA/HIP graph;
  *   - `--schedule block`: one persistent kernel runs the block DAG (schedule/schedule.c): every
  *     CTA walks its own list of tasks, waits on its producers' counters, runs the block, then
  *     signals (see docs/architecture.md, "The GPU targets");
