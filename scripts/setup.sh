@@ -43,8 +43,15 @@ PY
   fi
 fi
 
+# nvcc: the CUDA toolkit where it is (PATH, /usr/local/cuda), else Debian's nvidia-cuda-toolkit
+# (in non-free: it installs only where that component is enabled).
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: warning: nvcc not found (install the CUDA toolkit): --target cuda cannot build here"
+  if [ -z "${BDC_NO_INSTALL:-}" ]; then
+    echo "setup: nvcc not found: trying Debian's nvidia-cuda-toolkit"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit >/dev/null 2>&1 || true
+  fi
+  command -v nvcc >/dev/null ||
+    echo "setup: warning: nvcc not found (install the CUDA toolkit): --target cuda cannot build here, and its tests fail"
 fi
 
 build_type="${BDC_BUILD_TYPE:-Release}"
