@@ -294,6 +294,11 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     const bd_target *t = o->target ? o->target : bd_targets[0];
     if (!s && o->precision != BD_PRECISION_FP32 && !t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--precision is for the GPU targets: --target %s computes in fp32", t->name);
+    /* the persistent kernel's acquire/release atomics and nanosleep are sm_70 and newer */
+    if (!s && o->arch && t->gpu && !strcmp(t->name, "cuda") &&
+        (strncmp(o->arch, "sm_", 3) || atoi(o->arch + 3) < 70))
+        s = bd_fail(d, BD_ERR_USAGE, "--target cuda --arch '%s': expected sm_70 or newer (sm_80, sm_90, ...)",
+                    bd_quote(o->arch));
     if (!s && o->arch && !t->build.default_arch)
         s = bd_fail(d, BD_ERR_USAGE, "--target %s takes no --arch (the device's driver compiles its code)", t->name);
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes};
