@@ -61,6 +61,9 @@ bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --targ
              --sample 6 -j 1)
 bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl
              --schedule block --sample 6 -j 1)
+# --branches fuse (small independent siblings in one kernel) on the branchy models.
+bdc_add_test(gpu_opencl_real_fuse COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl --schedule op
+             --branches fuse googlenet squeezenet1_1 shufflenet_v2_x1_0 densenet121)
 # --precision on PoCL: the error against the fp32 reference, printed and bounded (PRECISION_TOL).
 foreach(gpu_precision tf32 fp16 bf16)
   bdc_add_test(gpu_opencl_real_${gpu_precision} COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl

@@ -132,6 +132,8 @@ check opencl-no-arch 1 "--target opencl takes no --arch" "$bdc" compile models/s
 check precision-cpu 1 "--precision is for the GPU targets" "$bdc" compile models/sample.onnx -o "$tmp/x" --precision fp16
 check precision-bad 1 "--precision 'fp8': expected fp32, tf32, fp16 or bf16" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --precision fp8
 check cuda-old-arch 1 "expected sm_70 or newer" "$bdc" compile models/sample.onnx -o "$tmp/x" --target cuda --arch sm_60
+check branches-cpu 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --branches fuse
+check branches-block 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --branches fuse
 check analyze-gpu-target 0 "critical path" "$bdc" analyze models/sample.onnx --target opencl
 check cpu-exe-no-device 1 "--device: this model was compiled for the CPU" "$tmp/sample" models/sample.input.npy --device 1
 if "$bdc" compile models/sample.onnx -o "$tmp/sample_ocl" --target opencl -q 2>/dev/null; then

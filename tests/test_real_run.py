@@ -4,6 +4,7 @@
 Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
                         [--fusion none|op|block] [--schedule op|block] [--check-seeds N]
                         [--target cpu|opencl] [--precision fp32|tf32|fp16|bf16]
+                        [--branches streams|fuse]
                         [--keep-outputs DIR] [NAME ...]
   --bdc           the bdc binary (default: $BDC, else <repo>/build/bdc)
   --cache         where compiled executables are kept (default: $BDC_CACHE, else build/cache)
@@ -23,6 +24,8 @@ Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
   --precision     `bdc compile --precision` (GPU targets): outputs are then compared with the
                   fp32 reference by their largest error relative to the reference's largest
                   magnitude (PRECISION_TOL), which is printed as the accuracy against fp32
+  --branches      `bdc compile --branches` (GPU targets, --schedule op): streams, or small
+                  independent siblings fused into one kernel
   --keep-outputs  copy every file the executable writes to its --output-dir into
                   DIR/<name>/fusion-<mode>/ (replaced if it exists), with inputs.sha256 naming
                   the model and sample inputs it ran on; for comparing two bdc binaries byte for
@@ -79,6 +82,7 @@ RTOL, ATOL = 1e-3, 1e-4
 # The error itself is always printed.
 PRECISION_TOL = {"tf32": 2e-2, "fp16": 2e-2, "bf16": 1e-1}
 precision = "fp32"
+branches = "streams"
 
 
 def bdc_stamp(bdc):
@@ -248,6 +252,8 @@ def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", s
         flags += ("--target", target)
     if precision != "fp32":
         flags += ("--precision", precision)
+    if branches != "streams":
+        flags += ("--branches", branches)
     entry, problem = compile_cached(bdc, cache, name, path, flags)
     if target != "cpu" and name in GPU_UNSUPPORTED:
         if problem and problem.startswith("bdc compile exit 3"):
@@ -306,12 +312,16 @@ def main():
                          "DIR/<name>/fusion-<mode>/ (for comparing two bdc binaries)")
     ap.add_argument("--target", choices=("cpu", "opencl"), default="cpu",
                     help="bdc compile --target: opencl runs on the OpenCL device (PoCL)")
+    ap.add_argument("--branches", choices=("streams", "fuse"), default="streams",
+                    help="bdc compile --branches (GPU targets, --schedule op)")
     ap.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16"), default="fp32",
                     help="bdc compile --precision (GPU targets): compared by relative error")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
-    global precision
+    ap_branches = args.branches
+    global precision, branches
     precision = args.precision
+    branches = ap_branches
 
     known = real.model_names()
     names = args.models or known

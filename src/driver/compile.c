@@ -292,6 +292,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
                     "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
     const bd_target *t = o->target ? o->target : bd_targets[0];
+    if (!s && o->fuse_branches && (!t->gpu || o->schedule != BD_SCHEDULE_OP))
+        s = bd_fail(d, BD_ERR_USAGE, "--branches is for the GPU targets' --schedule op");
     if (!s && o->precision != BD_PRECISION_FP32 && !t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--precision is for the GPU targets: --target %s computes in fp32", t->name);
     /* the persistent kernel's acquire/release atomics and nanosleep are sm_70 and newer */
@@ -308,7 +310,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
-    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .library = o->library, .lib_name = prefix, .weights_symbol = wsym};
+    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .fuse_branches = o->fuse_branches, .library = o->library, .lib_name = prefix, .weights_symbol = wsym};
     if (!s) s = t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
     if (!s) progress_step(&pr, t->gpu ? "emit device and host code" : "emit C");
     if (!s) s = bd_workdir_create(&w, o->keep_temps, d);

@@ -15,6 +15,7 @@ typedef struct bd_compile_opts {
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
     const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
     bd_precision precision; /* --precision fp32|tf32|fp16|bf16 (GPU targets) */
+    bool fuse_branches;     /* --branches fuse (GPU targets, --schedule op) */
     bool keep_temps;   /* --keep-temps */
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */

@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                                cuda: sm_XX (default sm_90); hip: gfxNNN (default gfx90a)\n"
     "      --precision fp32|tf32|fp16|bf16  GPU targets: the inputs of tiled matrix products and\n"
     "                                convolutions rounded to it (fp32 sums); default fp32\n"
+    "      --branches streams|fuse   GPU --schedule op: independent branches on parallel streams\n"
+    "                                (default), or small siblings fused into one kernel\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
     "      --fusion none|op|block    op (default): Conv/Gemm/MatMul absorb a following bias,\n"
     "                                residual Add and activation; block: op, and chains of\n"
@@ -203,7 +205,7 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
         if (taken) continue;
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
             strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0 ||
-            strcmp(a, "--schedule") == 0 || strcmp(a, "--precision") == 0) {
+            strcmp(a, "--schedule") == 0 || strcmp(a, "--precision") == 0 || strcmp(a, "--branches") == 0) {
             if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
             const char *v = argv[++i];
             if (strcmp(a, "-o") == 0) o.output = v;
@@ -213,6 +215,10 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
                 else if (strcmp(v, "op") == 0) o.fusion = BD_FUSION_OP;
                 else if (strcmp(v, "block") == 0) o.fusion = BD_FUSION_BLOCK;
                 else return usage_error("compile: --fusion '%s': expected none, op or block", v);
+            } else if (strcmp(a, "--branches") == 0) {
+                if (strcmp(v, "streams") == 0) o.fuse_branches = false;
+                else if (strcmp(v, "fuse") == 0) o.fuse_branches = true;
+                else return usage_error("compile: --branches '%s': expected streams or fuse", v);
             } else if (strcmp(a, "--precision") == 0) {
                 if (strcmp(v, "fp32") == 0) o.precision = BD_PRECISION_FP32;
                 else if (strcmp(v, "tf32") == 0) o.precision = BD_PRECISION_TF32;

@@ -18,6 +18,7 @@ typedef struct bd_emit_opts {
     const struct bd_target *target; /* the target printing (its dialect tables) */
     const char *arch;               /* --arch, NULL: the target's default */
     bd_precision precision;         /* --precision */
+    bool fuse_branches;             /* --branches fuse: GPU op schedule, small siblings in one kernel */
     bool library;               /* <name>_create/_run/_destroy + a header instead of main() */
     const char *lib_name;       /* C identifier prefix for --lib (already sanitised) */
     const char *weights_symbol; /* assembler symbol of the embedded constants */

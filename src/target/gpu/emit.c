@@ -353,6 +353,51 @@ static void plan_streams(const bd_program *p, const bd_schedule *s, const bd_mem
     bd_vec_free(&pend);
 }
 
+/* Horizontal fusion (--branches fuse, Rammer's approach): consecutive nests of the op schedule
+ * that touch no common bytes (none waits for another) and are each too small to fill the device
+ * alone (fewer than FILL_BLOCKS blocks) become one kernel, whose blocks dispatch on block-index
+ * ranges to the members' bodies. Without it every nest is its own launch (and branches go on
+ * streams instead). */
+enum { FILL_BLOCKS = 264 /* two blocks per SM of a 132-SM device */ };
+
+typedef struct launch_groups {
+    int n;
+    int *start;  /* group k's members: member[start[k] .. start[k + 1]), as order positions */
+    int *member;
+} launch_groups;
+
+static void plan_groups(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
+                        const int64_t *in_off, const int64_t *out_off, bool fuse, launch_groups *lg) {
+    int n = s->n_steps;
+    lg->start = malloc(((size_t)n + 2) * sizeof *lg->start);
+    lg->member = malloc(((size_t)n + 1) * sizeof *lg->member);
+    span *spans = malloc(((size_t)n * BD_NEST_MAX_OPERANDS + 1) * sizeof *spans);
+    int *ns = calloc((size_t)n + 1, sizeof *ns);
+    BD_ASSERT(lg->start && lg->member && spans && ns);
+    lg->n = 0;
+    int members = 0, open = 0; /* members of the open group */
+    for (int i = 0; i < n; i++) {
+        const bd_nest *nk = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
+        if (!nk->n_blocks) continue;
+        ns[i] = nest_spans(p, m, in_off, out_off, nk, spans + (size_t)i * BD_NEST_MAX_OPERANDS);
+        bool joins = fuse && open > 0 && nk->n_blocks < FILL_BLOCKS;
+        for (int j = members - open; joins && j < members; j++) {
+            int q = lg->member[j];
+            joins = BD_VEC_AT(&p->nests, bd_nest, s->order[q]).n_blocks < FILL_BLOCKS &&
+                    !spans_conflict(spans + (size_t)q * BD_NEST_MAX_OPERANDS, ns[q], spans + (size_t)i * BD_NEST_MAX_OPERANDS, ns[i]);
+        }
+        if (!joins) {
+            lg->start[lg->n++] = members;
+            open = 0;
+        }
+        lg->member[members++] = i;
+        open++;
+    }
+    lg->start[lg->n] = members;
+    free(spans);
+    free(ns);
+}
+
 static void stream_plan_free(stream_plan *sp) {
     free(sp->stream);
     free(sp->event);
@@ -361,7 +406,8 @@ static void stream_plan_free(stream_plan *sp) {
 }
 
 static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program *p, const bd_schedule *s,
-                      const bd_memory_plan *m_, int64_t arena_bytes, const bd_emit_opts *o, const dag_tables *t,
+                      const bd_memory_plan *m_, const launch_groups *lg, bool fuse, int64_t arena_bytes,
+                      const bd_emit_opts *o, const dag_tables *t,
                       int64_t io_bytes, const int64_t *in_off, const int64_t *out_off, size_t blob_len) {
     bd_graph *g = p->graph;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
@@ -393,11 +439,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_line(h, "\"bd_persistent\",");
         n_kernels = 1;
     } else {
-        for (size_t i = 0; i < p->nests.len; i++)
-            if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0) {
-                bd_print_line(h, "\"k%zu\",", i);
-                n_kernels++;
-            }
+        for (int k = 0; k < lg->n; k++, n_kernels++) bd_print_line(h, "\"k%d\",", s->order[lg->member[lg->start[k]]]);
     }
     if (!n_kernels) bd_print_line(h, "\"\"");
     bd_print_close(h, ";");
@@ -407,8 +449,7 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         bd_print_open(h, "static const void *const bd_kernel_fns[] =");
         if (block) bd_print_line(h, "(const void *)bd_persistent,");
         else
-            for (size_t i = 0; i < p->nests.len; i++)
-                if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0) bd_print_line(h, "(const void *)k%zu,", i);
+            for (int k = 0; k < lg->n; k++) bd_print_line(h, "(const void *)k%d,", s->order[lg->member[lg->start[k]]]);
         if (!n_kernels) bd_print_line(h, "NULL");
         bd_print_close(h, ";");
     }
@@ -442,9 +483,18 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
 
     stream_plan sp = {0};
     if (!block) {
-        /* one launch per nest, in the schedule's order, spread over streams (plan_streams); the
-         * other streams fork from stream 0 and join it again */
-        plan_streams(p, s, m_, in_off, out_off, &sp);
+        /* one launch per group (a nest, or siblings fused horizontally), in the schedule's order,
+         * spread over streams (plan_streams; one stream with fused siblings); the other streams
+         * fork from stream 0 and join it again */
+        if (!fuse) plan_streams(p, s, m_, in_off, out_off, &sp);
+        else {
+            sp.n_streams = 1;
+            sp.stream = calloc((size_t)s->n_steps + 1, sizeof *sp.stream);
+            sp.event = malloc(((size_t)s->n_steps + 1) * sizeof *sp.event);
+            sp.wait_start = calloc((size_t)s->n_steps + 2, sizeof *sp.wait_start);
+            BD_ASSERT(sp.stream && sp.event && sp.wait_start);
+            for (int i = 0; i < s->n_steps; i++) sp.event[i] = -1;
+        }
         int fork = sp.n_events, join = sp.n_events + 1;
         bd_print_line(h, "#define BD_STREAMS %d", sp.n_streams);
         bd_print_line(h, "#define BD_EVENTS %d", sp.n_events + sp.n_streams);
@@ -456,21 +506,17 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
             bd_print_line(h, "if (bdrt_gpu_record(S->g, 0, %d)) return -1;", fork);
             for (int q = 1; q < sp.n_streams; q++) bd_print_line(h, "if (bdrt_gpu_wait(S->g, %d, %d)) return -1;", q, fork);
         }
-        int k = 0;
-        int *kernel_of = calloc(p->nests.len + 1, sizeof *kernel_of);
-        BD_ASSERT(kernel_of);
-        for (size_t i = 0; i < p->nests.len; i++)
-            kernel_of[i] = BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0 ? k++ : -1;
-        for (int i = 0; i < s->n_steps; i++) {
-            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
-            if (!n->n_blocks) continue;
+        for (int k = 0; k < lg->n; k++) {
+            int i = lg->member[lg->start[k]]; /* streams are planned per nest: one member unless fused */
+            int64_t blocks = 0;
+            for (int j = lg->start[k]; j < lg->start[k + 1]; j++)
+                blocks += BD_VEC_AT(&p->nests, bd_nest, s->order[lg->member[j]]).n_blocks;
             for (int w = sp.wait_start[i]; w < sp.wait_start[i + 1]; w++)
                 bd_print_line(h, "if (bdrt_gpu_wait(S->g, %d, %d)) return -1;", sp.stream[i], sp.waits[w]);
             bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return -1;",
-                          sp.stream[i], kernel_of[s->order[i]], ll(n->n_blocks));
+                          sp.stream[i], k, ll(blocks));
             if (sp.event[i] >= 0) bd_print_line(h, "if (bdrt_gpu_record(S->g, %d, %d)) return -1;", sp.stream[i], sp.event[i]);
         }
-        free(kernel_of);
         for (int q = 1; q < sp.n_streams; q++)
             bd_print_line(h, "if (bdrt_gpu_record(S->g, %d, %d) || bdrt_gpu_wait(S->g, 0, %d)) return -1;", q,
                           join + q - 1, join + q - 1);
@@ -642,13 +688,22 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
         bd_print_block_decode(dv, n);
         st = bd_gpu_body(&gp, n, d);
         bd_print_close(dv, NULL);
-        if (!block) {
-            bd_print_open(dv, "BD_KERNEL void k%zu(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
-                              "BD_G unsigned char *io)", i);
-            bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS];");
-            bd_print_line(dv, "b%zu(arena, weights, io, BD_BLOCK_ID, smem);", i);
-            bd_print_close(dv, NULL);
+    }
+    /* --schedule op: a kernel per launch group, its blocks dispatched on index ranges */
+    launch_groups lg = {0};
+    if (!block) plan_groups(p, s, m, in_off, out_off, o->fuse_branches, &lg);
+    for (int k = 0; k < lg.n && !st; k++) {
+        bd_print_open(dv, "BD_KERNEL void k%d(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
+                          "BD_G unsigned char *io)", s->order[lg.member[lg.start[k]]]);
+        bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS];");
+        bd_print_line(dv, "int64_t b = BD_BLOCK_ID;");
+        for (int j = lg.start[k]; j < lg.start[k + 1]; j++) {
+            int nest = s->order[lg.member[j]];
+            int64_t nb = BD_VEC_AT(&p->nests, bd_nest, nest).n_blocks;
+            if (lg.start[k + 1] - lg.start[k] == 1) bd_print_line(dv, "b%d(arena, weights, io, b, smem);", nest);
+            else bd_print_line(dv, "if (b < %lld) { b%d(arena, weights, io, b, smem); return; } b -= %lld;", ll(nb), nest, ll(nb));
         }
+        bd_print_close(dv, NULL);
     }
     if (!st) {
         char def[64];
@@ -685,7 +740,7 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
             for (size_t i = 0; i < dv->text.len; i++) *(char *)bd_vec_push(&hp.text) = BD_VEC_AT(&dv->text, char, i);
         }
         bd_print_blank(&hp);
-        emit_host(&hp, dl, p, s, m, gp.scratch_at, o, &t, io, in_off, out_off, blob.len);
+        emit_host(&hp, dl, p, s, m, &lg, o->fuse_branches, gp.scratch_at, o, &t, io, in_off, out_off, blob.len);
         *(char *)bd_vec_push(&hp.text) = 0;
         out->source = hp.text.data;
         out->source_len = hp.text.len - 1;
@@ -698,6 +753,8 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     }
     bd_printer_free(&hp);
     bd_printer_free(&gp.pr);
+    free(lg.start);
+    free(lg.member);
     bd_vec_free(&blob);
     free(t.cost);
     free(in_off);
