@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 from peers import common  # noqa: E402
 
 # column order of the table: bdc's executables first, then the peers
-ORDER = ["bdc-op", "bdc-block", "torch-eager", "torch-cudagraph", "torch-compile", "trtexec",
+ORDER = ["bdc-op", "bdc-block", "bdc-fuse", "torch-eager", "torch-cudagraph", "torch-compile", "trtexec",
          "migraphx"]
 
 

@@ -13,7 +13,9 @@
 # this machine if its Python can (after the others; meta.json lists them as exported_here, since
 # another PyTorch may export a different graph). For every model, smallest .onnx first:
 #   bdc-op, bdc-block  `bdc compile M.onnx -o OUTDIR/bin/M-S --target cuda --arch sm_90
-#                      --schedule S`; run once on the sample input and compared with
+#                      --schedule S` (and bdc-fuse: --schedule op --branches fuse, small
+#                      independent nests in one kernel instead of on streams); run once on the
+#                      sample input and compared with
 #                      onnxruntime (CPU), then `--benchmark N --warmup W --json --device 0`
 #                      (bench/gpu_rows.py exe)
 #   torch-*            bench/gpu_peers.py (the same module, weights and inputs)
@@ -145,12 +147,17 @@ for M in $ORDERED; do
         fi
         EXPORTED_HERE="$EXPORTED_HERE $M"
     fi
-    for S in op block; do
+    # op, block, and op with small sibling nests fused into one kernel instead of on streams
+    VARIANTS="op block"
+    [ "$TARGET" != cpu ] && VARIANTS="op block fuse"
+    for S in $VARIANTS; do
         P=bdc-$S EXE=$OUTDIR/bin/$M-$S LOG=$OUTDIR/logs/$M-$S
+        SCHED_ARGS=(--schedule "$S")
+        [ "$S" = fuse ] && SCHED_ARGS=(--schedule op --branches fuse)
         budget_spent "$M" "$P" && continue
         echo "$M $P: compile" >&2
         timeout -k 5 "$(cap $COMPILE_S)" "$BDC" compile "$ONNX" -o "$EXE" --target "$TARGET" \
-            "${ARCH_ARGS[@]}" --schedule "$S" > "$LOG.compile.log" 2>&1
+            "${ARCH_ARGS[@]}" "${SCHED_ARGS[@]}" > "$LOG.compile.log" 2>&1
         rc=$?
         if [ $rc = 124 ] || [ $rc = 137 ]; then
             error_row "$M" "$P" "bdc compile timed out" "$LOG.compile.log"; continue
