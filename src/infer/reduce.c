@@ -134,3 +134,51 @@ bd_status bd_infer_cumsum(bd_graph *g, bd_node *n, bd_diag *d) {
     if (x->rank == 0) return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (x) must have rank >= 1");
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
 }
+
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: input [N, C, d1..dk] (float), target
+ * [N, d1..dk] (int32/int64), optional weight [C]; the loss has the target's shape with reduction
+ * 'none', else it is a scalar; SoftmaxCrossEntropyLoss's optional output 1 (log_prob) has the
+ * input's shape. */
+bd_status bd_infer_loss(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *t = bd_node_in(g, n, 1), *w = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_present(d, n, t, 1, "target")) ||
+        (s = bd_need_float(d, n, x, 0, "input")) ||
+        (s = bd_need_int_indices(d, n, t, 1, "target")) ||
+        (s = bd_need_same_dtype(d, n, w, 2, "weight", x)) ||
+        (s = bd_need_rank(d, n, w, 2, "weight", 1)))
+        return s;
+    const char *red = bd_attr_string(g, n, "reduction", "mean");
+    bool none = strcmp(red, "none") == 0;
+    if (!none && strcmp(red, "sum") != 0 && strcmp(red, "mean") != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'reduction' '%s' is not one of none, "
+                            "sum, mean", bd_quote(red));
+    if (x->rank >= 0 && x->rank < 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected at least 2",
+                            x->rank);
+    if (x->rank >= 0 && t->rank >= 0 && t->rank != x->rank - 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (target) has rank %d, expected %d",
+                            t->rank, x->rank - 1);
+    if (x->rank >= 0 && t->rank >= 0)
+        for (int i = 0; i < t->rank; i++) {
+            int64_t a = x->dims[i == 0 ? 0 : i + 1], b = t->dims[i];
+            if (a >= 0 && b >= 0 && a != b)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (target) dim %d is %lld, "
+                                    "input 0's matching dim is %lld", i, (long long)b,
+                                    (long long)a);
+        }
+    int64_t c = bd_dim_of(x, 1), wc = bd_dim_of(w, 0);
+    if (c >= 0 && wc >= 0 && c != wc)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (weight) has %lld classes, input 0 has "
+                            "%lld", (long long)wc, (long long)c);
+    int64_t dims[BD_MAX_RANK];
+    int rank = none ? t->rank : 0;
+    for (int i = 0; i < rank; i++)
+        dims[i] = t->dims[i] >= 0 ? t->dims[i] : bd_dim_of(x, i == 0 ? 0 : i + 1);
+    if ((s = bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, rank, dims))) return s;
+    bd_value *lp = bd_node_out(g, n, 1);
+    if (lp && n->op != BD_OP_SOFTMAX_CROSS_ENTROPY_LOSS)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "has an output 1, which only "
+                            "SoftmaxCrossEntropyLoss has");
+    return lp ? bd_value_set(d, n, lp, x->dtype, x->rank, x->dims) : BD_OK;
+}

@@ -14,6 +14,8 @@
  * log(sum x), ReduceLogSumExp = log(sum exp x) (as the reference computes it, without a shift),
  * and ReduceMin = -max(-x), or ~max(~x) for integers, whose minimum has no negation. An empty
  * reduction then gives what the reference gives: 0, -inf for the logarithms, +inf for Min. */
+#include <string.h>
+
 #include "lower/lower.h"
 
 static bool is_empty(const bd_value *v) {
@@ -484,6 +486,27 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- softmax */
 
+/* A SOFTMAX nest from value in to value out (one shape) along dims first..last. */
+static void softmax_nest(bd_program *p, int node, int in, int out, bool log, int first, int last) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, in);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_SOFTMAX, bd_graph_value(g, out));
+    bd_softmax_params *prm = BD_NEST_PARAMS(nest, softmax);
+    prm->log = log;
+    prm->first = first;
+    prm->last = last;
+
+    bd_operand *op_in = bd_nest_operand(nest, in, false, x->rank);
+    bd_access_identity(op_in, 0);
+    for (int k = first; k <= last; k++) {
+        nest->whole[k] = true; /* softmax runs along these */
+        op_in->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+        if (nest->n_reduce < 4) nest->reduce_extent[nest->n_reduce++] = x->dims[k];
+        else nest->reduce_extent[3] *= x->dims[k];
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, x->rank), 0);
+}
+
 bd_status bd_lower_softmax(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -502,20 +525,159 @@ bd_status bd_lower_softmax(bd_program *p, int node, bd_diag *d) {
                             "input 0 of rank %d", (long long)axis, x->rank);
     BD_ASSERT(y->rank == x->rank);
 
-    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_SOFTMAX, y);
-    bd_softmax_params *prm = BD_NEST_PARAMS(nest, softmax);
-    prm->log = n->op == BD_OP_LOG_SOFTMAX;
-    prm->first = a;
-    prm->last = n->opset < 13 ? x->rank - 1 : a;
+    softmax_nest(p, node, n->inputs[0], n->outputs[0], n->op == BD_OP_LOG_SOFTMAX, a,
+                 n->opset < 13 ? x->rank - 1 : a);
+    return BD_OK;
+}
 
-    bd_operand *in = bd_nest_operand(nest, n->inputs[0], false, x->rank);
-    bd_access_identity(in, 0);
-    for (int k = prm->first; k <= prm->last; k++) {
-        nest->whole[k] = true; /* softmax runs along these */
-        in->dims[k] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
-        if (nest->n_reduce < 4) nest->reduce_extent[nest->n_reduce++] = x->dims[k];
-        else nest->reduce_extent[3] *= x->dims[k];
+/* ---------------------------------------------------------------- losses */
+
+/* A reshape of value in into value out (same element count, row-major order): a COPY nest. */
+static void reshape_nest(bd_program *p, int node, int in, int out) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, in), *y = bd_graph_value(g, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
+    bd_nest_operand(nest, in, false, x->rank);
+    bd_access_identity(bd_nest_operand(nest, out, true, y->rank), 0);
+    bd_copy_params *cp = BD_NEST_PARAMS(nest, copy);
+    memset(cp, 0, sizeof *cp);
+    bd_dims_strides(y->rank, y->dims, cp->in_stride);
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+    cp->reshape = true;
+    bd_nest_set_tile(g, nest, nest->tile); /* x's map follows the tile (nest.c) */
+}
+
+/* A GATHER nest out[i...] = data[idx[i...]] along axis 0 of the 1-D value data. */
+static void gather_flat_nest(bd_program *p, int node, int data, int idx, int out) {
+    bd_graph *g = p->graph;
+    const bd_value *iv = bd_graph_value(g, idx);
+    int q = iv->rank;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, out));
+    bd_nest_operand(nest, data, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, idx, false, q), 0);
+    bd_access_identity(bd_nest_operand(nest, out, true, q), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = q;
+}
+
+/* NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss as a LogSoftmax along the class axis
+ * (into its output 1, or an unnamed value) followed by it. With the input x [N, C, D...]
+ * flattened, the element target t picks at (n, d) is flat index base(n, d) + t * prod(D), base a
+ * compile-time table, gathered as GatherElements does; the weight w[t] is a GATHER of w by t; an
+ * elementwise nest makes the loss -x[t] w[t], 0 where t is ignore_index. 'sum' reduces it; 'mean'
+ * divides its sum by the sum of the weights that count (without weights: the targets that are not
+ * ignored, which is the spec's definition; onnx's reference divides by all targets when
+ * ignore_index is -1 and there are no weights). GATHER clamps its indices, so an ignored target
+ * outside [0, C) reads an element that the mask then drops. */
+bd_status bd_lower_loss(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *t = bd_node_in(g, n, 1), *w = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0), *lp = bd_node_out(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0")) || (s = bd_need_static(d, n, t, "input 1")) ||
+        (s = bd_need_static(d, n, w, "input 2")) || (s = bd_need_static(d, n, y, "output 0")) ||
+        (s = bd_need_static(d, n, lp, "output 1")))
+        return s;
+    int dt = x->dtype, it = t->dtype, r = x->rank;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (it != BD_DT_INT32 && it != BD_DT_INT64)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (target) has dtype %s, expected int32 "
+                            "or int64", bd_dtype_name(it));
+    const char *red = bd_attr_string(g, n, "reduction", "mean");
+    bool none = strcmp(red, "none") == 0, mean = strcmp(red, "mean") == 0;
+    bool has_ii = bd_node_attr(n, "ignore_index") != NULL;
+    double ii = (double)bd_attr_int(n, "ignore_index", 0);
+    int64_t xdims[BD_MAX_RANK], tdims[BD_MAX_RANK], total = 1, inner = 1;
+    for (int k = 0; k < r; k++) xdims[k] = x->dims[k], total *= x->dims[k];
+    for (int k = 2; k < r; k++) inner *= x->dims[k];
+    for (int k = 0; k < r - 1; k++) tdims[k] = t->dims[k];
+    if (total == 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "an empty input is not supported");
+    if ((s = bd_need_table(d, n, total / xdims[1], "the flat index offsets"))) return s;
+    int xv = n->inputs[0], tv = n->inputs[1], yv = n->outputs[0];
+    int wv = w ? n->inputs[2] : -1, q = r - 1;
+    int lpv = lp ? n->outputs[1] : -1;
+    /* (adding values moves x, t, w, y and lp: only indices from here) */
+
+    int src = xv;
+    if (n->op == BD_OP_SOFTMAX_CROSS_ENTROPY_LOSS) {
+        src = lpv >= 0 ? lpv : scratch_value(g, dt, r, xdims);
+        softmax_nest(p, node, xv, src, true, 1, 1);
     }
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, q, tdims);
+    if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index offsets");
+    for (int64_t i = 0; i < base->numel; i++) /* i = n * inner + d */
+        ((int64_t *)base->data)[i] = i / inner * xdims[1] * inner + i % inner;
+    int bv = scratch_value(g, BD_DT_INT64, q, tdims);
+    bd_graph_value(g, bv)->constant = base;
+    int flat_x = scratch_value(g, dt, 1, &total), flat_i = scratch_value(g, BD_DT_INT64, q, tdims);
+    reshape_nest(p, node, src, flat_x);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, flat_i));
+    bd_access_identity(bd_nest_operand(nest, tv, false, q), 0);
+    bd_access_identity(bd_nest_operand(nest, bv, false, q), 0);
+    bd_access_identity(bd_nest_operand(nest, flat_i, true, q), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int ti = bd_expr_cast(e, BD_DT_INT64, bd_expr_load(e, 0, it));
+    ti = bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, ti,
+                        bd_expr_const(e, (double)inner, BD_DT_INT64));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64,
+                                      bd_expr_load(e, 1, BD_DT_INT64), ti));
+    int picked = scratch_value(g, dt, q, tdims);
+    gather_flat_nest(p, node, flat_x, flat_i, picked);
+    int wsel = -1;
+    if (wv >= 0) {
+        wsel = scratch_value(g, dt, q, tdims);
+        gather_flat_nest(p, node, wv, tv, wsel);
+    }
+
+    /* the loss per target, and for 'mean' with weights or ignore_index the weights that count */
+    int loss = none ? yv : scratch_value(g, dt, q, tdims);
+    for (int pass = 0; pass < 2; pass++) {
+        bool weights = pass == 1;
+        if (weights && !(mean && (wv >= 0 || has_ii))) break;
+        int out = weights ? scratch_value(g, dt, q, tdims) : loss;
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+        bd_access_identity(bd_nest_operand(nest, tv, false, q), 0);
+        bd_access_identity(bd_nest_operand(nest, picked, false, q), 0);
+        if (wsel >= 0) bd_access_identity(bd_nest_operand(nest, wsel, false, q), 0);
+        bd_access_identity(bd_nest_operand(nest, out, true, q), 0);
+        e = BD_NEST_PARAMS(nest, expr);
+        int v = weights ? bd_expr_const(e, 1, dt)
+                        : bd_expr_unary(e, BD_EXPR_NEG, dt, bd_expr_load(e, 1, dt));
+        if (wsel >= 0)
+            v = weights ? bd_expr_load(e, 2, dt)
+                        : bd_expr_binary(e, BD_EXPR_MUL, dt, v, bd_expr_load(e, 2, dt));
+        if (has_ii) {
+            int ign = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL,
+                                     bd_expr_cast(e, BD_DT_INT64, bd_expr_load(e, 0, it)),
+                                     bd_expr_const(e, ii, BD_DT_INT64));
+            v = bd_expr_select(e, dt, ign, bd_expr_const(e, 0, dt), v);
+        }
+        bd_expr_compact(e, v);
+        if (!weights) continue;
+        /* mean = sum(loss) / sum(weights) */
+        bool all[BD_MAX_RANK];
+        for (int k = 0; k < q; k++) all[k] = true;
+        int num = scratch_value(g, dt, 0, NULL), den = scratch_value(g, dt, 0, NULL);
+        reduce_nest(p, node, loss, num, BD_REDUCE_SUM, all);
+        reduce_nest(p, node, out, den, BD_REDUCE_SUM, all);
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+        bd_nest_operand(nest, num, false, 0);
+        bd_nest_operand(nest, den, false, 0);
+        bd_nest_operand(nest, yv, true, 0);
+        e = BD_NEST_PARAMS(nest, expr);
+        bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_DIV, dt, bd_expr_load(e, 0, dt),
+                                          bd_expr_load(e, 1, dt)));
+        return BD_OK;
+    }
+    if (!none) {
+        bool all[BD_MAX_RANK];
+        for (int k = 0; k < q; k++) all[k] = true;
+        reduce_nest(p, node, loss, yv, mean ? BD_REDUCE_MEAN : BD_REDUCE_SUM, all);
+    }
     return BD_OK;
 }
