@@ -26,6 +26,8 @@ static bool is_empty(const bd_value *v) {
 
 /* ---------------------------------------------------------------- reductions */
 
+static void reshape_nest(bd_program *p, int node, int in, int out);
+
 /* The reduced input dims of a ReduceSum/Mean/Max node, as inference resolved them: axes from the
  * attribute (before ReduceSum-13 and the others' opset 18) or from constant input 1; no axes means
  * every dim, or none with noop_with_empty_axes. */
@@ -413,6 +415,100 @@ static bd_status lower_arg_reduce(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* A COPY nest of value out (x's shape but for dim axis) from value in at `offset` along axis. */
+static void slice_nest(bd_program *p, int node, int in, int out, int axis, int64_t offset) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, in), *y = bd_graph_value(g, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
+    bd_operand *xo = bd_nest_operand(nest, in, false, x->rank);
+    bd_access_identity(xo, 0);
+    xo->dims[axis].offset = offset;
+    bd_access_identity(bd_nest_operand(nest, out, true, y->rank), 0);
+    bd_copy_params *cp = BD_NEST_PARAMS(nest, copy);
+    memset(cp, 0, sizeof *cp);
+    bd_dims_strides(x->rank, x->dims, cp->in_stride);
+    cp->in_base = offset * cp->in_stride[axis];
+    bd_dims_strides(y->rank, y->dims, cp->out_stride);
+}
+
+/* ReduceProd, which the REDUCE body does not have: the reduced dims padded with ones to powers of
+ * two (a PAD nest), then per halving of a dim two COPY nests of its halves and an elementwise
+ * product, the last one writing the output; log2(extent) levels per dim, exact for integers,
+ * which wrap as the reference's do. An empty reduction is 1. */
+static bd_status lower_reduce_prod(bd_program *p, int node, const bool *reduced, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0], yr = y->rank;
+    int64_t cur[BD_MAX_RANK], padded[BD_MAX_RANK], grown = 1;
+    int iter_of[BD_MAX_RANK], levels = 0;
+    bool pad = false, empty = false;
+    for (int k = 0, o = 0; k < r; k++) {
+        cur[k] = padded[k] = x->dims[k];
+        iter_of[k] = reduced[k] ? -1 : o;
+        if (!reduced[k] || yr == r) o++;
+        if (!reduced[k]) continue;
+        empty = empty || x->dims[k] == 0;
+        while (padded[k] < x->dims[k] || (padded[k] & (padded[k] - 1)) != 0) padded[k]++;
+        for (int64_t e = padded[k]; e > 1; e /= 2) levels++;
+        grown *= padded[k] / (x->dims[k] ? x->dims[k] : 1);
+        pad = pad || padded[k] != x->dims[k];
+    }
+    if (empty) { /* 1 everywhere */
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+        bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        bd_expr_compact(e, bd_expr_const(e, 1, dt));
+        return BD_OK;
+    }
+    if (levels == 0) { /* only dims of extent 1 reduced: a reshape of x */
+        reshape_nest(p, node, xv, yv);
+        return BD_OK;
+    }
+    if (grown > 64)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "padding the reduced dims to powers of two "
+                            "would grow the input %lld times", (long long)grown);
+    int v = xv;
+    if (pad) {
+        v = scratch_value(g, dt, r, padded);
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, bd_graph_value(g, v));
+        bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+        bd_access_identity(xo, 0);
+        bd_access_identity(bd_nest_operand(nest, v, true, r), 0);
+        bd_pad_params *pp = BD_NEST_PARAMS(nest, pad);
+        memset(pp, 0, sizeof *pp);
+        pp->mode = BD_PAD_CONSTANT;
+        pp->value = 1;
+        pp->value_operand = -1;
+        for (int k = 0; k < r; k++) pp->kept[k] = cur[k];
+        for (int k = 0; k < r; k++) cur[k] = padded[k];
+    }
+    for (int k = 0; k < r; k++) {
+        while (reduced[k] && cur[k] > 1) {
+            cur[k] /= 2;
+            int lo = scratch_value(g, dt, r, cur), hi = scratch_value(g, dt, r, cur);
+            slice_nest(p, node, v, lo, k, 0);
+            slice_nest(p, node, v, hi, k, cur[k]);
+            bool last = --levels == 0;
+            v = last ? yv : scratch_value(g, dt, r, cur);
+            bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, v));
+            for (int i = 0; i < 2; i++) {
+                bd_operand *o = bd_nest_operand(nest, i ? hi : lo, false, r);
+                bd_access_identity(o, 0);
+                if (last) /* the output drops or keeps the reduced dims, now of extent 1 */
+                    for (int j = 0; j < r; j++)
+                        o->dims[j] = (bd_access_dim){BD_ACCESS_AFFINE, iter_of[j],
+                                                     iter_of[j] >= 0, 0, 0};
+            }
+            bd_access_identity(bd_nest_operand(nest, v, true, last ? yr : r), 0);
+            bd_expr *e = BD_NEST_PARAMS(nest, expr);
+            bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, 0, dt),
+                                              bd_expr_load(e, 1, dt)));
+        }
+    }
+    return BD_OK;
+}
+
 bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -445,6 +541,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
         pre = post = is_float ? BD_EXPR_NEG : is_int ? BD_EXPR_BIT_NOT : BD_EXPR_NOT;
         ok = ok || dt == BD_DT_BOOL;
         break;
+    case BD_OP_REDUCE_PROD: break;
     case BD_OP_REDUCE_L1: pre = BD_EXPR_ABS; break;
     case BD_OP_REDUCE_SUM_SQUARE: pre = BD_EXPR_MUL; break;
     case BD_OP_REDUCE_L2:
@@ -468,6 +565,7 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     bool reduced[BD_MAX_RANK];
     bd_status s = reduced_dims(g, n, x, reduced, d);
     if (s) return s;
+    if (n->op == BD_OP_REDUCE_PROD) return lower_reduce_prod(p, node, reduced, d);
     int in = n->inputs[0], out = n->outputs[0];
     int64_t x_dims[BD_MAX_RANK], y_dims[BD_MAX_RANK];
     int x_rank = x->rank, y_rank = y->rank;
