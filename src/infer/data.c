@@ -896,6 +896,52 @@ bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
 }
 
+/* Scatter (opsets 9-10), ScatterElements and ScatterND: the output is the data. ScatterElements'
+ * indices have the data's rank and the updates their shape; ScatterND's indices are [q..., k]
+ * with k <= rank, and its updates [q..., data dims k...]. */
+bd_status bd_infer_scatter(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *u = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_need_present(d, n, idx, 1, "indices")) ||
+        (s = bd_need_present(d, n, u, 2, "updates")) ||
+        (s = bd_need_int_indices(d, n, idx, 1, "indices")) ||
+        (s = bd_need_same_dtype(d, n, u, 2, "updates", x)))
+        return s;
+    const char *red = bd_attr_string(g, n, "reduction", "none");
+    bool known = !strcmp(red, "none") || ((!strcmp(red, "add") || !strcmp(red, "mul")) &&
+                                          n->opset >= 16) ||
+                 ((!strcmp(red, "max") || !strcmp(red, "min")) && n->opset >= 18);
+    if (!known || (n->op == BD_OP_SCATTER && bd_node_attr(n, "reduction")))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'reduction' '%s' is not defined at "
+                            "opset %d", bd_quote(red), n->opset);
+    if (x->rank >= 0 && idx->rank >= 0 && u->rank >= 0) {
+        if (n->op != BD_OP_SCATTER_ND) {
+            int axis;
+            if (idx->rank != x->rank || u->rank != idx->rank)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "indices and updates must have the "
+                                    "data's rank %d", x->rank);
+            if (x->rank < 1 || !bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+            for (int k = 0; k < idx->rank; k++)
+                if (idx->dims[k] >= 0 && u->dims[k] >= 0 && idx->dims[k] != u->dims[k])
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "updates dim %d is %lld, indices "
+                                        "dim %d is %lld", k, (long long)u->dims[k], k,
+                                        (long long)idx->dims[k]);
+        } else {
+            int64_t k = idx->rank >= 1 ? idx->dims[idx->rank - 1] : -1;
+            if (idx->rank < 1 || (k >= 0 && k > x->rank))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) must be [..., k] "
+                                    "with k at most the data's rank %d", x->rank);
+            if (k >= 0 && u->rank != idx->rank - 1 + x->rank - (int)k)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (updates) has rank %d, "
+                                    "expected %lld", u->rank,
+                                    (long long)(idx->rank - 1 + x->rank - k));
+        }
+    }
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
 /* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
 bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);

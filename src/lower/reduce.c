@@ -431,15 +431,16 @@ static void slice_nest(bd_program *p, int node, int in, int out, int axis, int64
     bd_dims_strides(y->rank, y->dims, cp->out_stride);
 }
 
-/* ReduceProd, which the REDUCE body does not have: the reduced dims padded with ones to powers of
- * two (a PAD nest), then per halving of a dim two COPY nests of its halves and an elementwise
+/* A product over the reduced dims of value xv into value yv (ReduceProd, a scatter's 'mul'), which
+ * the REDUCE body does not have: the reduced dims padded with ones to powers of two (a PAD nest), then per halving of a dim two COPY nests of its halves and an elementwise
  * product, the last one writing the output; log2(extent) levels per dim, exact for integers,
  * which wrap as the reference's do. An empty reduction is 1. */
-static bd_status lower_reduce_prod(bd_program *p, int node, const bool *reduced, bd_diag *d) {
+static bd_status prod_nests(bd_program *p, int node, int xv, int yv, const bool *reduced,
+                            bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
-    const bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
-    int r = x->rank, dt = x->dtype, xv = n->inputs[0], yv = n->outputs[0], yr = y->rank;
+    const bd_value *x = bd_graph_value(g, xv), *y = bd_graph_value(g, yv);
+    int r = x->rank, dt = x->dtype, yr = y->rank;
     int64_t cur[BD_MAX_RANK], padded[BD_MAX_RANK], grown = 1;
     int iter_of[BD_MAX_RANK], levels = 0;
     bool pad = false, empty = false;
@@ -565,8 +566,8 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     bool reduced[BD_MAX_RANK];
     bd_status s = reduced_dims(g, n, x, reduced, d);
     if (s) return s;
-    if (n->op == BD_OP_REDUCE_PROD) return lower_reduce_prod(p, node, reduced, d);
     int in = n->inputs[0], out = n->outputs[0];
+    if (n->op == BD_OP_REDUCE_PROD) return prod_nests(p, node, in, out, reduced, d);
     int64_t x_dims[BD_MAX_RANK], y_dims[BD_MAX_RANK];
     int x_rank = x->rank, y_rank = y->rank;
     for (int k = 0; k < x_rank; k++) x_dims[k] = x->dims[k];
@@ -778,4 +779,242 @@ bd_status bd_lower_loss(bd_program *p, int node, bd_diag *d) {
         reduce_nest(p, node, loss, yv, mean ? BD_REDUCE_MEAN : BD_REDUCE_SUM, all);
     }
     return BD_OK;
+}
+
+/* ---------------------------------------------------------------- scatters */
+
+/* A constant PAD nest growing value in to dims `to` (at the tail of each dim) with `value`. */
+static int pad_value(bd_program *p, int node, int in, const int64_t *to, double value) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, in);
+    int r = x->rank, dt = x->dtype;
+    int64_t kept[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) kept[k] = x->dims[k];
+    int v = scratch_value(g, dt, r, to);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, bd_graph_value(g, v));
+    bd_access_identity(bd_nest_operand(nest, in, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, v, true, r), 0);
+    bd_pad_params *pp = BD_NEST_PARAMS(nest, pad);
+    memset(pp, 0, sizeof *pp);
+    pp->mode = BD_PAD_CONSTANT;
+    pp->value = value;
+    pp->value_operand = -1;
+    for (int k = 0; k < r; k++) pp->kept[k] = kept[k];
+    return v;
+}
+
+enum { SCATTER_NONE, SCATTER_ADD, SCATTER_MUL, SCATTER_MAX, SCATTER_MIN };
+
+/* A scatter seen from its output ("pull"): output element p takes the updates whose indices name
+ * it. The nests run over a wide domain, the data's dims then the dims an update position varies
+ * along, where index operand i (with the wide map idx_map) must equal data dim target[i]; the
+ * updates are read through upd_map. */
+typedef struct scatter_plan {
+    int r, nw, dt, it;
+    int64_t wide[BD_MAX_RANK];
+    int data, upd, n_idx, idx[BD_MAX_RANK], target[BD_MAX_RANK], iota[BD_MAX_RANK];
+    int upd_rank, idx_rank;
+    bd_access_dim upd_map[BD_MAX_RANK], idx_map[BD_MAX_RANK];
+} scatter_plan;
+
+/* The wide nest into value out: whether the element's update lands on its output element (hit),
+ * or the term a reduction over the update dims folds: the update where it lands, else the
+ * reduction's identity (for max and min the data element itself, negated for min). */
+static bool scatter_wide_nest(bd_program *p, int node, const scatter_plan *sp, int out, bool hit,
+                              int red) {
+    bd_graph *g = p->graph;
+    int dt = sp->dt, it = sp->it;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+    bd_access_identity(bd_nest_operand(nest, sp->data, false, sp->r), 0);
+    bd_operand *uo = bd_nest_operand(nest, sp->upd, false, sp->upd_rank);
+    for (int k = 0; k < sp->upd_rank; k++) uo->dims[k] = sp->upd_map[k];
+    for (int i = 0; i < sp->n_idx; i++) {
+        bd_operand *io = bd_nest_operand(nest, sp->idx[i], false, sp->idx_rank);
+        for (int k = 0; k < sp->idx_rank; k++) io->dims[k] = sp->idx_map[k];
+        bd_nest_operand(nest, sp->iota[i], false, 1)->dims[0] =
+            (bd_access_dim){BD_ACCESS_AFFINE, sp->target[i], 1, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, sp->nw), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int match = -1;
+    for (int i = 0; i < sp->n_idx; i++) { /* negative indices count from the back */
+        int v = bd_expr_cast(e, BD_DT_INT64, bd_expr_load(e, 2 + 2 * i, it));
+        int neg = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, v, bd_expr_const(e, 0, BD_DT_INT64));
+        v = bd_expr_select(e, BD_DT_INT64, neg,
+                           bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, v,
+                                          bd_expr_const(e, (double)sp->wide[sp->target[i]],
+                                                        BD_DT_INT64)), v);
+        int eq = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, v,
+                                bd_expr_load(e, 3 + 2 * i, BD_DT_INT64));
+        match = match < 0 ? eq : bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL, match, eq);
+    }
+    if (!hit) {
+        bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE;
+        int other = red == SCATTER_MUL ? bd_expr_const(e, 1, dt)
+                    : red == SCATTER_MAX || red == SCATTER_MIN ? bd_expr_load(e, 0, dt)
+                                                                : bd_expr_const(e, 0, dt);
+        match = bd_expr_select(e, dt, match, bd_expr_load(e, 1, dt), other);
+        if (red == SCATTER_MIN)
+            match = bd_expr_unary(e, is_float ? BD_EXPR_NEG : BD_EXPR_BIT_NOT, dt, match);
+    }
+    bd_expr_compact(e, match);
+    return !e->overflow;
+}
+
+/* The nests of a planned scatter into value yv: the wide terms reduced over the update dims, then
+ * combined with the data (none: the update where one lands, else the data; add, mul: the data
+ * plus or times the sum or product; max, min: the larger or smaller of the data and the maximum,
+ * negated back for min). */
+static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int red, int yv,
+                               bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    int dt = sp->dt, r = sp->r;
+    int64_t numel = 1;
+    for (int k = 0; k < sp->nw; k++) numel *= sp->wide[k];
+    bd_status s = bd_need_table(d, n, numel, "the pairs of output and update positions");
+    if (s) return s;
+    for (int i = 0; i < sp->n_idx; i++) { /* the data dim's indices, to compare with */
+        int64_t len = sp->wide[sp->target[i]];
+        bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &len);
+        if (!iota) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+        for (int64_t j = 0; j < len; j++) ((int64_t *)iota->data)[j] = j;
+        sp->iota[i] = scratch_value(g, BD_DT_INT64, 1, &len);
+        bd_graph_value(g, sp->iota[i])->constant = iota;
+    }
+    bool reduced[BD_MAX_RANK];
+    for (int k = 0; k < sp->nw; k++) reduced[k] = k >= r;
+    int64_t dims[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = sp->wide[k];
+    int terms = scratch_value(g, dt, sp->nw, sp->wide);
+    if (!scatter_wide_nest(p, node, sp, terms, false, red))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "too many index components to compare");
+    int folded = scratch_value(g, dt, r, dims), hits = -1;
+    if (red == SCATTER_MAX || red == SCATTER_MIN) {
+        reduce_nest(p, node, terms, folded, BD_REDUCE_MAX, reduced);
+    } else if (red == SCATTER_MUL) {
+        if ((s = prod_nests(p, node, terms, folded, reduced, d))) return s;
+    } else {
+        reduce_nest(p, node, terms, folded, BD_REDUCE_SUM, reduced);
+    }
+    if (red == SCATTER_NONE) {
+        int wide_hits = scratch_value(g, BD_DT_BOOL, sp->nw, sp->wide);
+        scatter_wide_nest(p, node, sp, wide_hits, true, red);
+        hits = scratch_value(g, BD_DT_BOOL, r, dims);
+        reduce_nest(p, node, wide_hits, hits, BD_REDUCE_MAX, reduced);
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_identity(bd_nest_operand(nest, sp->data, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, folded, false, r), 0);
+    if (hits >= 0) bd_access_identity(bd_nest_operand(nest, hits, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_load(e, 0, dt), b = bd_expr_load(e, 1, dt);
+    if (red == SCATTER_MIN)
+        b = bd_expr_unary(e, dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE ? BD_EXPR_NEG
+                                                                   : BD_EXPR_BIT_NOT, dt, b);
+    if (red == SCATTER_MAX || red == SCATTER_MIN) { /* the data counts even where all land */
+        bd_expr_compact(e, bd_expr_binary(e, red == SCATTER_MAX ? BD_EXPR_MAX : BD_EXPR_MIN, dt,
+                                          a, b));
+        return BD_OK;
+    }
+    bd_expr_compact(e, red == SCATTER_NONE
+                           ? bd_expr_select(e, dt, bd_expr_load(e, 2, BD_DT_BOOL), b, a)
+                           : bd_expr_binary(e, red == SCATTER_MUL ? BD_EXPR_MUL : BD_EXPR_ADD,
+                                            dt, a, b));
+    return BD_OK;
+}
+
+/* Scatter (opsets 9-10), ScatterElements and ScatterND, as a pull (scatter_plan): the output
+ * element takes the updates whose indices name it, found by comparing every index with the
+ * element's position over a wide domain (output x update positions) and reduced over the update
+ * positions: the work is numel(data) x the updates per position, fine for the small scatters
+ * exporters emit (capped by the table limit). With reduction 'none' an output element that
+ * several updates name gets their sum (the spec leaves duplicates undefined there). Indices
+ * smaller than the data along the other dims (ScatterElements) are padded with an index that
+ * names nothing. ScatterND's index tuples are split into one COPY slice per component. */
+bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *iv = bd_node_in(g, n, 1), *uv = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0")) || (s = bd_need_static(d, n, iv, "input 1")) ||
+        (s = bd_need_static(d, n, uv, "input 2")) || (s = bd_need_static(d, n, y, "output")))
+        return s;
+    scatter_plan sp;
+    memset(&sp, 0, sizeof sp);
+    sp.r = x->rank, sp.dt = x->dtype, sp.it = iv->dtype;
+    int r = sp.r, q = iv->rank, dt = sp.dt;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (sp.it != BD_DT_INT32 && sp.it != BD_DT_INT64)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) has dtype %s, expected int32 "
+                            "or int64", bd_dtype_name(sp.it));
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const char *rs = bd_attr_string(g, n, "reduction", "none");
+    int red = -1;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(rs, names[i]) == 0) red = i;
+    if (red < 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'reduction' '%s' is not "
+                            "supported", bd_quote(rs));
+    int64_t xd[BD_MAX_RANK], id[BD_MAX_RANK], numel = 1;
+    for (int k = 0; k < r; k++) xd[k] = x->dims[k], sp.wide[k] = x->dims[k], numel *= xd[k];
+    for (int k = 0; k < q; k++) id[k] = iv->dims[k], numel *= iv->dims[k] == 0 ? 0 : 1;
+    int xv = n->inputs[0], idxv = n->inputs[1], updv = n->inputs[2], yv = n->outputs[0];
+    if (numel == 0) return BD_OK; /* an empty output or no updates: y is the data */
+    sp.data = xv;
+    /* (adding values moves x, iv, uv and y: only indices from here) */
+
+    if (n->op == BD_OP_SCATTER_ND) {
+        int k = (int)id[q - 1], nq = q - 1;
+        if (nq < 1 || r + nq > BD_MAX_RANK || k < 1 || k > r || k > 6)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "indices of shape rank %d into data of "
+                                "rank %d are not supported", q, r);
+        sp.nw = r + nq;
+        for (int j = 0; j < nq; j++) sp.wide[r + j] = id[j];
+        sp.n_idx = k, sp.idx_rank = q, sp.upd = updv, sp.upd_rank = nq + r - k;
+        for (int j = 0; j < q; j++)
+            sp.idx_map[j] = (bd_access_dim){BD_ACCESS_AFFINE, j < nq ? r + j : -1, j < nq, 0, 0};
+        for (int j = 0; j < sp.upd_rank; j++)
+            sp.upd_map[j] = (bd_access_dim){BD_ACCESS_AFFINE, j < nq ? r + j : k + j - nq, 1, 0, 0};
+        int64_t part[BD_MAX_RANK];
+        for (int j = 0; j < q; j++) part[j] = j < nq ? id[j] : 1;
+        for (int m = 0; m < k; m++) { /* component m of every index tuple */
+            sp.idx[m] = scratch_value(g, sp.it, q, part);
+            sp.target[m] = m;
+            slice_nest(p, node, idxv, sp.idx[m], q - 1, m);
+        }
+    } else {
+        int axis;
+        if (q != r || !bd_norm_axis(bd_attr_int(n, "axis", 0), r, &axis))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' or the indices' rank is "
+                                "out of range");
+        if (r + 1 > BD_MAX_RANK)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d", r,
+                                BD_MAX_RANK - 1);
+        sp.nw = r + 1;
+        sp.wide[r] = id[axis];
+        sp.n_idx = 1, sp.target[0] = axis, sp.idx_rank = r, sp.upd_rank = r;
+        for (int j = 0; j < r; j++)
+            sp.idx_map[j] = sp.upd_map[j] =
+                (bd_access_dim){BD_ACCESS_AFFINE, j == axis ? r : j, 1, 0, 0};
+        bool short_dims = false;
+        int64_t to[BD_MAX_RANK];
+        for (int j = 0; j < r; j++) {
+            to[j] = j == axis ? id[j] : xd[j];
+            if (id[j] > to[j])
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) dim %d is larger "
+                                    "than the data's", j);
+            short_dims = short_dims || id[j] != to[j];
+        }
+        sp.idx[0] = idxv, sp.upd = updv;
+        if (short_dims) { /* an index that names no element even from the back: -2 D - 1 */
+            sp.idx[0] = pad_value(p, node, idxv, to, (double)(-2 * xd[axis] - 1));
+            sp.upd = pad_value(p, node, updv, to, 0);
+        }
+    }
+    return scatter_nests(p, node, &sp, red, yv, d);
 }
