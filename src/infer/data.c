@@ -896,6 +896,40 @@ bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
 }
 
+/* GatherND: indices [q..., k] with batch_dims b leading dims shared with the data; the output is
+ * [q..., data dims b + k...]. */
+bd_status bd_infer_gather_nd(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_need_present(d, n, idx, 1, "indices")) ||
+        (s = bd_need_dtype(d, n, idx, 1, "indices", BD_DT_INT64)))
+        return s;
+    int64_t b = n->opset >= 12 ? bd_attr_int(n, "batch_dims", 0) : 0;
+    if (x->rank < 0 || idx->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (b < 0 || idx->rank < 1 || b >= idx->rank || b >= x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "batch_dims %lld does not fit indices of rank %d "
+                            "and data of rank %d", (long long)b, idx->rank, x->rank);
+    int64_t k = idx->dims[idx->rank - 1];
+    if (k < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (k < 1 || b + k > x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "index tuples of %lld components into data of "
+                            "rank %d with batch_dims %lld", (long long)k, x->rank, (long long)b);
+    for (int i = 0; i < b; i++)
+        if (x->dims[i] >= 0 && idx->dims[i] >= 0 && x->dims[i] != idx->dims[i])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "batch dim %d is %lld in the data and %lld "
+                                "in the indices", i, (long long)x->dims[i],
+                                (long long)idx->dims[i]);
+    int rank = idx->rank - 1 + x->rank - (int)(b + k);
+    if (rank > BD_MAX_RANK) return fail_rank_limit(d, n, rank);
+    int64_t dims[BD_MAX_RANK];
+    int o = 0;
+    for (int i = 0; i < idx->rank - 1; i++) dims[o++] = idx->dims[i];
+    for (int i = (int)(b + k); i < x->rank; i++) dims[o++] = x->dims[i];
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
 /* Scatter (opsets 9-10), ScatterElements and ScatterND: the output is the data. ScatterElements'
  * indices have the data's rank and the updates their shape; ScatterND's indices are [q..., k]
  * with k <= rank, and its updates [q..., data dims k...]. */

@@ -725,6 +725,114 @@ bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* GatherND: with the data's first b + k dims (batch_dims b, k index components) flattened into
+ * one, each index tuple is one flat index: an elementwise nest over the tuples adds its
+ * components (negative ones counting from the back), each a COPY slice of the indices' last dim,
+ * times their strides to a compile-time table of the batch offsets; a GATHER along the flat dim
+ * then reads the rest, clamping as it does for Gather. */
+bd_status bd_lower_gather_nd(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")) ||
+        (s = bd_need_static(d, n, idx, "input 1 (indices)")))
+        return s;
+    int r = x->rank, q = idx->rank, b = n->opset >= 12 ? (int)bd_attr_int(n, "batch_dims", 0) : 0;
+    int k = (int)idx->dims[q - 1], lead = b + k, nt = q - 1, dt = x->dtype;
+    if (numel_of(y) == 0) return BD_OK;
+    if (k > 12 || 1 + r - lead > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "index tuples of %d components are not "
+                            "supported", k);
+    int64_t xd[BD_MAX_RANK], xs[BD_MAX_RANK], td[BD_MAX_RANK], part[BD_MAX_RANK], ts[BD_MAX_RANK];
+    int64_t flat[BD_MAX_RANK], fl = 1, ntup = 1;
+    for (int i = 0; i < r; i++) xd[i] = x->dims[i];
+    for (int i = 0; i < lead; i++) fl *= xd[i];
+    bd_dims_strides(lead, xd, xs); /* strides within the flattened dims */
+    for (int i = 0; i < nt; i++) td[i] = idx->dims[i], ntup *= td[i];
+    for (int i = 0; i < q; i++) part[i] = i < nt ? idx->dims[i] : 1;
+    flat[0] = fl;
+    for (int i = lead; i < r; i++) flat[1 + i - lead] = xd[i];
+    if ((s = bd_need_table(d, n, ntup, "the batch offsets"))) return s;
+    bd_dims_strides(nt, td, ts);
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, nt, td);
+    if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the batch offsets");
+    for (int64_t t = 0; t < ntup; t++) {
+        int64_t off = 0;
+        for (int i = 0; i < b; i++) off += (t / ts[i] % td[i]) * xs[i];
+        ((int64_t *)base->data)[t] = off;
+    }
+    int xv = n->inputs[0], iv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x, idx and y: only indices from here) */
+    int fx = bd_graph_add_value(g, ""), bv = bd_graph_add_value(g, ""), fi = bd_graph_add_value(g, "");
+    int comp[16];
+    for (int m = 0; m < k; m++) comp[m] = bd_graph_add_value(g, "");
+    bd_value *v = bd_graph_value(g, fx);
+    v->dtype = dt, v->rank = 1 + r - lead;
+    memcpy(v->dims, flat, (size_t)v->rank * sizeof *flat);
+    v = bd_graph_value(g, bv);
+    v->dtype = BD_DT_INT64, v->rank = nt, v->constant = base;
+    memcpy(v->dims, td, (size_t)nt * sizeof *td);
+    v = bd_graph_value(g, fi);
+    v->dtype = BD_DT_INT64, v->rank = nt;
+    memcpy(v->dims, td, (size_t)nt * sizeof *td);
+    for (int m = 0; m < k; m++) {
+        v = bd_graph_value(g, comp[m]);
+        v->dtype = BD_DT_INT64, v->rank = q;
+        memcpy(v->dims, part, (size_t)q * sizeof *part);
+    }
+    if ((s = lower_reshape_copy(p, node, xv, fx))) return s;
+    int64_t is[BD_MAX_RANK];
+    bd_dims_strides(q, bd_graph_value(g, iv)->dims, is);
+    for (int m = 0; m < k; m++) { /* component m: indices[..., m] */
+        bd_nest *nest = copy_nest(p, node, iv, comp[m]);
+        bd_access_identity(&nest->operands[0], 0);
+        nest->operands[0].dims[q - 1].offset = m;
+        copy_finish(nest, comp[m], q);
+        bd_copy_params *cp = copy_params(nest);
+        memcpy(cp->in_stride, is, sizeof is);
+        cp->in_base = m;
+        bd_dims_strides(q, part, cp->out_stride);
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+    bd_access_identity(bd_nest_operand(nest, bv, false, nt), 0);
+    for (int m = 0; m < k; m++) {
+        bd_operand *o = bd_nest_operand(nest, comp[m], false, q);
+        bd_access_identity(o, 0);
+        o->dims[q - 1] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, fi, true, nt), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int sum = bd_expr_load(e, 0, BD_DT_INT64);
+    for (int m = 0; m < k; m++) {
+        int c = bd_expr_load(e, 1 + m, BD_DT_INT64);
+        int neg = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, c, bd_expr_const(e, 0, BD_DT_INT64));
+        c = bd_expr_select(e, BD_DT_INT64, neg,
+                           bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, c,
+                                          bd_expr_const(e, (double)xd[b + m], BD_DT_INT64)), c);
+        c = bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, c,
+                           bd_expr_const(e, (double)xs[b + m], BD_DT_INT64));
+        sum = bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, sum, c);
+    }
+    if (e->overflow)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "index tuples of %d components are not "
+                            "supported", k);
+    bd_expr_compact(e, sum);
+
+    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_operand *xo = bd_nest_operand(nest, fx, false, 1 + r - lead);
+    xo->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    for (int i = 1; i < 1 + r - lead; i++)
+        xo->dims[i] = (bd_access_dim){BD_ACCESS_AFFINE, nt + i - 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, fi, false, nt), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, nt + r - lead), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = nt;
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- Resize */
 
 static bool resize_uses_filter(const bd_resize_params *p) {
