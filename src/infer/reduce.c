@@ -182,3 +182,37 @@ bd_status bd_infer_loss(bd_graph *g, bd_node *n, bd_diag *d) {
                             "SoftmaxCrossEntropyLoss has");
     return lp ? bd_value_set(d, n, lp, x->dtype, x->rank, x->dims) : BD_OK;
 }
+
+/* TopK: values and int64 indices of the input's shape with the axis cut to K (attribute k before
+ * opset 10, else constant input 1). */
+bd_status bd_infer_topk(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *kv = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X"))) return s;
+    int64_t k = -1;
+    int nk = 0;
+    if (n->opset < 10) {
+        k = bd_attr_int(n, "k", -1);
+        if (k < 0) return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'k' (>= 0) is required");
+    } else {
+        if ((s = bd_need_present(d, n, kv, 1, "K")) ||
+            (s = bd_need_dtype(d, n, kv, 1, "K", BD_DT_INT64)))
+            return s;
+        if (kv->constant && (!bd_value_const_ints(kv, &k, 1, &nk) || nk != 1 || k < 0))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (K) must hold one value >= 0");
+    }
+    bd_value *vals = bd_node_out(g, n, 0), *idx = bd_node_out(g, n, 1);
+    if (x->rank < 0) {
+        if ((s = bd_value_set(d, n, vals, x->dtype, -1, NULL))) return s;
+        return idx ? bd_value_set(d, n, idx, BD_DT_INT64, -1, NULL) : BD_OK;
+    }
+    int64_t axis = bd_attr_int(n, "axis", -1);
+    if ((s = bd_norm_axes(d, n, "attribute 'axis'", &axis, 1, x->rank))) return s;
+    if (k >= 0 && x->dims[axis] >= 0 && k > x->dims[axis])
+        return bd_node_fail(d, BD_ERR_INVALID, n, "K = %lld is larger than the axis extent %lld",
+                            (long long)k, (long long)x->dims[axis]);
+    int64_t dims[BD_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) dims[i] = i == axis ? k : x->dims[i];
+    if ((s = bd_value_set(d, n, vals, x->dtype, x->rank, dims))) return s;
+    return idx ? bd_value_set(d, n, idx, BD_DT_INT64, x->rank, dims) : BD_OK;
+}

@@ -1018,3 +1018,129 @@ bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
     }
     return scatter_nests(p, node, &sp, red, yv, d);
 }
+
+/* ---------------------------------------------------------------- TopK */
+
+/* TopK along an axis of extent L as counting, without a sort: element i's rank is how many
+ * elements j come before it (larger, or equal with j < i; smaller for largest = 0: the
+ * reference's order), an elementwise nest over (i, j) summed over j; output position k's index is
+ * the i whose rank is k (a nest over (k, i) selecting i there, summed over i: one term is not 0);
+ * the values are gathered at those indices as GatherElements does. L^2 work per row, capped by
+ * the table limit; the output is sorted whatever 'sorted' says. NaNs are not ordered. */
+bd_status bd_lower_topk(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0), *yi = bd_node_out(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0")) || (s = bd_need_static(d, n, y, "output 0")) ||
+        (s = bd_need_static(d, n, yi, "output 1")))
+        return s;
+    int r = x->rank, dt = x->dtype, axis;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    BD_ASSERT(bd_norm_axis(bd_attr_int(n, "axis", -1), r, &axis)); /* inference checked it */
+    bool largest = n->opset < 11 || bd_attr_int(n, "largest", 1) != 0;
+    if (r + 1 > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d", r,
+                            BD_MAX_RANK - 1);
+    int64_t L = x->dims[axis], xd[BD_MAX_RANK], yd[BD_MAX_RANK];
+    int64_t w1[BD_MAX_RANK], w2[BD_MAX_RANK], rows = 1, yn = 1;
+    for (int k = 0; k < r; k++) {
+        xd[k] = x->dims[k], yd[k] = y->dims[k], yn *= yd[k];
+        if (k != axis) rows *= xd[k];
+    }
+    if (yn == 0) return BD_OK;
+    if ((s = bd_need_table(d, n, rows * L > BD_LOWER_MAX_TABLE_ELEMS ? rows * L : rows * L * L,
+                           "the pairs of elements compared")))
+        return s;
+    for (int k = 0, o = 0; k < r; k++) {
+        w1[o] = xd[k], w2[o++] = yd[k];
+        if (k == axis) w1[o] = L, w2[o++] = L; /* j (i) right after i (k) */
+    }
+    int xv = n->inputs[0], yv = n->outputs[0], iv = yi ? n->outputs[1] : -1;
+    /* (adding values moves x, y and yi: only indices from here) */
+    bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
+    if (!iota) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
+    for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = i;
+    int io = scratch_value(g, BD_DT_INT64, 1, &L);
+    bd_graph_value(g, io)->constant = iota;
+
+    /* before[i, j]: element j comes before element i */
+    int before = scratch_value(g, BD_DT_INT64, r + 1, w1);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, before));
+    for (int t = 0; t < 2; t++) { /* x[.., i, ..] and x[.., j, ..] */
+        bd_operand *o = bd_nest_operand(nest, xv, false, r);
+        for (int k = 0; k < r; k++)
+            o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1 - (k == axis && !t),
+                                         1, 0, 0};
+    }
+    bd_nest_operand(nest, io, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_nest_operand(nest, io, false, 1)->dims[0] =
+        (bd_access_dim){BD_ACCESS_AFFINE, axis + 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, before, true, r + 1), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int xi = bd_expr_load(e, 0, dt), xj = bd_expr_load(e, 1, dt);
+    int first = bd_expr_binary(e, largest ? BD_EXPR_GREATER : BD_EXPR_LESS, BD_DT_BOOL, xj, xi);
+    int tie = bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL,
+                             bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, xj, xi),
+                             bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL,
+                                            bd_expr_load(e, 3, BD_DT_INT64),
+                                            bd_expr_load(e, 2, BD_DT_INT64)));
+    bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64,
+                                      bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL, first, tie),
+                                      bd_expr_const(e, 1, BD_DT_INT64),
+                                      bd_expr_const(e, 0, BD_DT_INT64)));
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis + 1] = true;
+    int rank = scratch_value(g, BD_DT_INT64, r, xd);
+    reduce_nest(p, node, before, rank, BD_REDUCE_SUM, reduced);
+
+    /* at[k, i]: i where i's rank is k, else 0; summed over i */
+    int at = scratch_value(g, BD_DT_INT64, r + 1, w2);
+    nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, at));
+    bd_operand *o = bd_nest_operand(nest, rank, false, r);
+    for (int k = 0; k < r; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1, 1, 0, 0};
+    bd_nest_operand(nest, io, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_nest_operand(nest, io, false, 1)->dims[0] =
+        (bd_access_dim){BD_ACCESS_AFFINE, axis + 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, at, true, r + 1), 0);
+    e = BD_NEST_PARAMS(nest, expr);
+    int hit = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, bd_expr_load(e, 0, BD_DT_INT64),
+                             bd_expr_load(e, 1, BD_DT_INT64));
+    bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, hit, bd_expr_load(e, 2, BD_DT_INT64),
+                                      bd_expr_const(e, 0, BD_DT_INT64)));
+    int idx = iv >= 0 ? iv : scratch_value(g, BD_DT_INT64, r, yd);
+    reduce_nest(p, node, at, idx, BD_REDUCE_SUM, reduced);
+
+    /* the values: x at (.., idx, ..), through x flattened */
+    int64_t xs[BD_MAX_RANK], ys[BD_MAX_RANK], total = 1;
+    bd_dims_strides(r, xd, xs);
+    bd_dims_strides(r, yd, ys);
+    for (int k = 0; k < r; k++) total *= xd[k];
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, r, yd);
+    if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index offsets");
+    for (int64_t i = 0; i < yn; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < r; k++)
+            if (k != axis) off += (i / ys[k] % yd[k]) * xs[k];
+        ((int64_t *)base->data)[i] = off;
+    }
+    int bv = scratch_value(g, BD_DT_INT64, r, yd), fx = scratch_value(g, dt, 1, &total);
+    int fi = scratch_value(g, BD_DT_INT64, r, yd);
+    bd_graph_value(g, bv)->constant = base;
+    reshape_nest(p, node, xv, fx);
+    nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+    bd_access_identity(bd_nest_operand(nest, idx, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, bv, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, fi, true, r), 0);
+    e = BD_NEST_PARAMS(nest, expr);
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, bd_expr_load(e, 1, BD_DT_INT64),
+                                      bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64,
+                                                     bd_expr_load(e, 0, BD_DT_INT64),
+                                                     bd_expr_const(e, (double)xs[axis],
+                                                                   BD_DT_INT64))));
+    gather_flat_nest(p, node, fx, fi, yv);
+    return BD_OK;
+}
