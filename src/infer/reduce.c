@@ -216,3 +216,149 @@ bd_status bd_infer_topk(bd_graph *g, bd_node *n, bd_diag *d) {
     if ((s = bd_value_set(d, n, vals, x->dtype, x->rank, dims))) return s;
     return idx ? bd_value_set(d, n, idx, BD_DT_INT64, x->rank, dims) : BD_OK;
 }
+
+/* ---------------------------------------------------------------- Einsum */
+
+/* One term of the equation: its letters (0..51) and where its ellipsis is (-1: none). */
+typedef struct einsum_term {
+    int n, ell, letter[BD_MAX_RANK];
+} einsum_term;
+
+static int einsum_letter(char c) {
+    return c >= 'a' && c <= 'z' ? c - 'a' : c >= 'A' && c <= 'Z' ? 26 + c - 'A' : -1;
+}
+
+/* Parses the term starting at *s up to ',', '-' or the end, skipping spaces. */
+static bool einsum_term_of(const char **s, einsum_term *t) {
+    t->n = 0, t->ell = -1;
+    for (; **s && **s != ',' && **s != '-'; (*s)++) {
+        if (**s == ' ') continue;
+        if (**s == '.') {
+            if (t->ell >= 0 || strncmp(*s, "...", 3) != 0) return false;
+            t->ell = t->n;
+            *s += 2;
+            continue;
+        }
+        int l = einsum_letter(**s);
+        if (l < 0 || t->n >= BD_MAX_RANK) return false;
+        t->letter[t->n++] = l;
+    }
+    return true;
+}
+
+bd_status bd_einsum_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_einsum_plan *p) {
+    const char *eq = bd_attr_string(g, n, "equation", NULL), *s = eq;
+    if (!eq) return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'equation' is required");
+    memset(p, 0, sizeof *p);
+    p->n_in = n->n_inputs;
+    if (p->n_in < 1 || p->n_in > BD_EINSUM_MAX_INPUTS)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%d inputs are not supported (at most %d)",
+                            p->n_in, BD_EINSUM_MAX_INPUTS);
+    einsum_term in[BD_EINSUM_MAX_INPUTS], out;
+    int nt = 0, n_ell = 0;
+    for (;;) {
+        if (nt == p->n_in || !einsum_term_of(&s, &in[nt]))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "equation '%s' does not match its %d "
+                                "inputs", bd_quote(eq), p->n_in);
+        nt++;
+        if (*s != ',') break;
+        s++;
+    }
+    bool explicit_out = *s == '-';
+    if (explicit_out && (s[1] != '>' || (s += 2, !einsum_term_of(&s, &out)) || *s))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "equation '%s' is malformed", bd_quote(eq));
+    if (nt != p->n_in)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "equation '%s' has %d terms for %d inputs",
+                            bd_quote(eq), nt, p->n_in);
+    int count[52] = {0};
+    for (int k = 0; k < nt; k++) {
+        const bd_value *v = bd_node_in(g, n, k);
+        if (!v || v->rank < 0)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d has no known rank", k);
+        int e = v->rank - in[k].n;
+        if (e < 0 || (e > 0 && in[k].ell < 0))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d has rank %d, its term has %d "
+                                "labels", k, v->rank, in[k].n);
+        if (e > n_ell) n_ell = e;
+        for (int j = 0; j < in[k].n; j++) count[in[k].letter[j]]++;
+    }
+    if (!explicit_out) { /* the ellipsis, then the letters used once, in alphabetical order */
+        out.n = 0, out.ell = n_ell > 0 ? 0 : -1;
+        for (int l = 0; l < 52; l++)
+            if (count[l] == 1) out.letter[out.n++] = l;
+    }
+    /* labels: the ellipsis dims are 52.., letters their own ids; output ones first */
+    int id_of[52 + BD_MAX_RANK];
+    for (int i = 0; i < 52 + BD_MAX_RANK; i++) id_of[i] = -1;
+    int nl = 0;
+    for (int j = 0; j <= out.n; j++) {
+        if (j == out.ell)
+            for (int e = 0; e < n_ell; e++) {
+                if (nl >= BD_MAX_RANK) goto too_many;
+                id_of[52 + e] = nl++;
+            }
+        if (j == out.n) break;
+        int l = out.letter[j];
+        if (id_of[l] >= 0 || !count[l])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "output label '%c' of '%s' is repeated or "
+                                "in no input", l < 26 ? 'a' + l : 'A' + l - 26, bd_quote(eq));
+        if (nl >= BD_MAX_RANK) goto too_many;
+        id_of[l] = nl++;
+    }
+    if (n_ell > 0 && out.ell < 0) /* ellipsis dims summed */
+        for (int e = 0; e < n_ell; e++) {
+            if (nl >= BD_MAX_RANK) goto too_many;
+            id_of[52 + e] = nl++;
+        }
+    p->n_out = out.n + (out.ell >= 0 ? n_ell : 0);
+    for (int l = 0; l < 52; l++)
+        if (count[l] && id_of[l] < 0) {
+            if (nl >= BD_MAX_RANK) goto too_many;
+            id_of[l] = nl++;
+        }
+    p->n_labels = nl;
+    for (int i = 0; i < nl; i++) p->extent[i] = 1;
+    for (int k = 0; k < nt; k++) {
+        const bd_value *v = bd_node_in(g, n, k);
+        int e = v->rank - in[k].n;
+        p->in_rank[k] = v->rank;
+        for (int j = 0, o = 0; j <= in[k].n; j++) {
+            if (j == in[k].ell) /* its e ellipsis dims are the last e of all n_ell */
+                for (int i = 0; i < e; i++) p->label_of[k][o++] = id_of[52 + n_ell - e + i];
+            if (j < in[k].n) p->label_of[k][o++] = id_of[in[k].letter[j]];
+        }
+        for (int j = 0; j < v->rank; j++) {
+            int64_t *x = &p->extent[p->label_of[k][j]], dim = v->dims[j];
+            if (dim < 0) { /* unknown: a known extent elsewhere decides */
+                if (*x == 1) *x = -1;
+                continue;
+            }
+            if (dim == 1 || *x == dim) continue; /* an extent of 1 broadcasts */
+            if (*x == 1 || *x == -1) {
+                *x = dim;
+                continue;
+            }
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d dim %d is %lld, another input's "
+                                "dim of that label %lld", k, j, (long long)dim, (long long)*x);
+        }
+    }
+    return BD_OK;
+too_many:
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "equation '%s' has more than %d labels",
+                        bd_quote(eq), BD_MAX_RANK);
+}
+
+/* Einsum: the output's labels' extents; the dtype of the inputs (all alike). */
+bd_status bd_infer_einsum(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "Inputs"))) return s;
+    for (int k = 1; k < n->n_inputs; k++)
+        if ((s = bd_need_same_dtype(d, n, bd_node_in(g, n, k), k, "Inputs", x))) return s;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (!bd_node_in(g, n, k) || bd_node_in(g, n, k)->rank < 0)
+            return bd_value_set(d, n, y, x->dtype, -1, NULL);
+    bd_einsum_plan p;
+    if ((s = bd_einsum_plan_of(g, n, d, &p))) return s;
+    return bd_value_set(d, n, y, x->dtype, p.n_out, p.extent);
+}

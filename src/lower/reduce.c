@@ -1144,3 +1144,58 @@ bd_status bd_lower_topk(bd_program *p, int node, bd_diag *d) {
     gather_flat_nest(p, node, fx, fi, yv);
     return BD_OK;
 }
+
+/* ---------------------------------------------------------------- Einsum */
+
+/* Einsum over its plan's domain (bd_einsum_plan: the output's labels, then the summed ones): one
+ * elementwise nest multiplying the inputs, each read with its dims mapped to their labels' dims
+ * (a label repeated in one input maps two dims to one: its diagonal; a dim of 1 broadcasts), then
+ * a REDUCE SUM over the summed labels, or the product is the output when none is summed. Any
+ * equation compiles; a contraction costs its whole domain in memory (capped by the table limit). */
+bd_status bd_lower_einsum(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output"))) return s;
+    for (int k = 0; k < n->n_inputs; k++)
+        if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
+    int dt = y->dtype, yv = n->outputs[0];
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && !bd_dtype_is_int(dt))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    bd_einsum_plan ep;
+    if ((s = bd_einsum_plan_of(g, n, d, &ep))) return s;
+    int64_t numel = 1;
+    for (int i = 0; i < ep.n_labels; i++) numel *= ep.extent[i];
+    for (int i = 0; i < ep.n_out; i++)
+        if (ep.extent[i] == 0) return BD_OK; /* an empty output */
+    bool summed = ep.n_labels > ep.n_out;
+    if (summed && (s = bd_need_table(d, n, numel, "the products summed"))) return s;
+    int in[BD_EINSUM_MAX_INPUTS];
+    for (int k = 0; k < ep.n_in; k++) in[k] = n->inputs[k];
+    /* (adding values moves y: only indices from here) */
+    int prod = summed ? scratch_value(g, dt, ep.n_labels, ep.extent) : yv;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, prod));
+    for (int k = 0; k < ep.n_in; k++) {
+        const bd_value *v = bd_graph_value(g, in[k]);
+        bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
+        for (int j = 0; j < v->rank; j++) {
+            int l = ep.label_of[k][j];
+            bool bcast = v->dims[j] == 1 && ep.extent[l] != 1;
+            o->dims[j] = (bd_access_dim){BD_ACCESS_AFFINE, bcast ? -1 : l, !bcast, 0, 0};
+        }
+    }
+    bd_access_identity(bd_nest_operand(nest, prod, true, ep.n_labels), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int v = bd_expr_load(e, 0, dt);
+    for (int k = 1; k < ep.n_in; k++)
+        v = bd_expr_binary(e, BD_EXPR_MUL, dt, v, bd_expr_load(e, k, dt));
+    bd_expr_compact(e, v);
+    if (summed) {
+        bool reduced[BD_MAX_RANK];
+        for (int i = 0; i < ep.n_labels; i++) reduced[i] = i >= ep.n_out;
+        reduce_nest(p, node, prod, yv, BD_REDUCE_SUM, reduced);
+    }
+    return BD_OK;
+}
