@@ -472,7 +472,8 @@ static bd_status lstm_check(bd_diag *d, const bd_node *n, const bd_value *v, int
     return BD_OK;
 }
 
-static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t num_dir) {
+static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t num_dir,
+                                        int per_dir) {
     /* The functions the RNN ops define; onnxruntime matches them case-insensitively. */
     static const char *const known[] = {
         "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
@@ -480,21 +481,25 @@ static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t nu
     };
     const bd_attr *a = bd_node_attr(n, "activations");
     if (!a) return BD_OK;
-    if (a->type != BD_ATTR_STRINGS || a->n != 3 * num_dir)
+    if (a->type != BD_ATTR_STRINGS || a->n != per_dir * num_dir)
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'activations' must list %lld names "
-                            "(3 per direction)", (long long)(3 * num_dir));
+                            "(%d per direction)", (long long)(per_dir * num_dir), per_dir);
     for (int i = 0; i < a->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < BD_COUNT(known) && !ok; k++)
             ok = bd_bytes_equal_nocase(&a->strings[i], known[k]);
         if (!ok)
             return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'activations' value %d is not "
-                                "an activation function LSTM defines", i);
+                                "an activation function the RNN ops define", i);
     }
     return BD_OK;
 }
 
-bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
+/* LSTM, GRU and RNN: 4, 3 and 1 gates (W, R and B hold them stacked), 3, 2 and 1 activations per
+ * direction; only LSTM has a cell state (initial_c, P, Y_c). */
+bd_status bd_infer_rnn(bd_graph *g, bd_node *n, bd_diag *d) {
+    bool lstm = n->op == BD_OP_LSTM;
+    int gates = lstm ? 4 : n->op == BD_OP_GRU ? 3 : 1, acts = lstm ? 3 : n->op == BD_OP_GRU ? 2 : 1;
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *r = bd_node_in(g, n, 2);
     bd_value *b = bd_node_in(g, n, 3), *lens = bd_node_in(g, n, 4), *h0 = bd_node_in(g, n, 5);
     bd_value *c0 = bd_node_in(g, n, 6), *p = bd_node_in(g, n, 7);
@@ -519,7 +524,7 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
     bool batch_major = false, input_forget;
     if (n->opset >= 14 && (s = bd_read_flag(d, n, "layout", 0, &batch_major))) return s;
     if ((s = bd_read_flag(d, n, "input_forget", 0, &input_forget)) ||
-        (s = lstm_check_activations(d, n, num_dir)))
+        (s = lstm_check_activations(d, n, num_dir, acts)))
         return s;
     int64_t hidden = -1;
     if (bd_node_attr(n, "hidden_size")) {
@@ -537,11 +542,14 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
         want_x[0] = (lstm_dim){&batch, 1, "batch_size"};
         want_x[1] = (lstm_dim){&seq, 1, "seq_length"};
     }
-    const lstm_dim want_w[3] = {{&num_dir, 1, "num_directions"}, {&hidden, 4, "4 * hidden_size"},
+    const lstm_dim want_w[3] = {{&num_dir, 1, "num_directions"},
+                                {&hidden, gates, "gates x hidden_size"},
                                 {&in_size, 1, "input_size"}};
-    const lstm_dim want_r[3] = {{&num_dir, 1, "num_directions"}, {&hidden, 4, "4 * hidden_size"},
+    const lstm_dim want_r[3] = {{&num_dir, 1, "num_directions"},
+                                {&hidden, gates, "gates x hidden_size"},
                                 {&hidden, 1, "hidden_size"}};
-    const lstm_dim want_b[2] = {{&num_dir, 1, "num_directions"}, {&hidden, 8, "8 * hidden_size"}};
+    const lstm_dim want_b[2] = {{&num_dir, 1, "num_directions"},
+                                {&hidden, 2 * gates, "2 x gates x hidden_size"}};
     const lstm_dim want_lens[1] = {{&batch, 1, "batch_size"}};
     lstm_dim want_state[3] = {{&num_dir, 1, "num_directions"}, {&batch, 1, "batch_size"},
                               {&hidden, 1, "hidden_size"}};
@@ -572,5 +580,7 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
     if ((s = bd_value_set(d, n, bd_node_out(g, n, 0), dtype, 4, y)) ||
         (s = bd_value_set(d, n, bd_node_out(g, n, 1), dtype, 3, state)))
         return s;
+    if (!lstm && bd_node_out(g, n, 2))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "has an output 2, which only LSTM has");
     return bd_value_set(d, n, bd_node_out(g, n, 2), dtype, 3, state);
 }

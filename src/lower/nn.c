@@ -582,22 +582,23 @@ static const struct {
     {"Softplus", BD_RNN_SOFTPLUS, false, false, 0, 0},
 };
 
-static bd_status lstm_activations(const bd_node *n, bd_diag *d, bd_lstm_params *lp) {
-    static const int defaults[3] = {BD_RNN_SIGMOID, BD_RNN_TANH, BD_RNN_TANH};
+/* The per_dir activations of each of num_dir directions (defaults where absent) into act. */
+static bd_status rnn_activations(const bd_node *n, bd_diag *d, int num_dir, int per_dir,
+                                 const int *defaults, bd_rnn_act act_of[2][3]) {
     for (int dir = 0; dir < 2; dir++)
-        for (int k = 0; k < 3; k++) lp->act[dir][k] = (bd_rnn_act){defaults[k], 0, 0};
+        for (int k = 0; k < per_dir; k++) act_of[dir][k] = (bd_rnn_act){defaults[k], 0, 0};
     const bd_attr *names = bd_node_attr(n, "activations");
     if (!names) return BD_OK;
     const bd_attr *al = bd_node_attr(n, "activation_alpha"), *be = bd_node_attr(n, "activation_beta");
     int na = al && al->type == BD_ATTR_FLOATS ? al->n : 0, nb = be && be->type == BD_ATTR_FLOATS ? be->n : 0;
     int ia = 0, ib = 0;
-    for (int i = 0; i < names->n && i < 3 * lp->num_dir; i++) {
+    for (int i = 0; i < names->n && i < per_dir * num_dir; i++) {
         size_t k = 0;
         while (k < BD_COUNT(rnn_acts) && !bd_bytes_equal_nocase(&names->strings[i], rnn_acts[k].name)) k++;
         if (k == BD_COUNT(rnn_acts))
             return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'activations' value %d is "
                                 "not a supported function", i);
-        bd_rnn_act *act = &lp->act[i / 3][i % 3];
+        bd_rnn_act *act = &act_of[i / per_dir][i % per_dir];
         act->fn = rnn_acts[k].fn;
         act->alpha = rnn_acts[k].alpha;
         act->beta = rnn_acts[k].beta;
@@ -646,7 +647,8 @@ bd_status bd_lower_lstm(bd_program *p, int node, bd_diag *d) {
     if (lp.has_clip && !(lp.clip > 0.0f))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'clip' = %g, expected a positive "
                             "threshold", (double)lp.clip);
-    if ((s = lstm_activations(n, d, &lp))) return s;
+    static const int lstm_defaults[3] = {BD_RNN_SIGMOID, BD_RNN_TANH, BD_RNN_TANH};
+    if ((s = rnn_activations(n, d, lp.num_dir, 3, lstm_defaults, lp.act))) return s;
 
     /* The body keeps the input projections of every step of a batch row in scratch. */
     int64_t per_row = lp.seq * 4 * lp.hidden;
@@ -692,6 +694,299 @@ bd_status bd_lower_lstm(bd_program *p, int node, bd_diag *d) {
         } else {
             o->dims[sdir] = affine(0, 1, 0, 0);
             o->dims[sbatch] = affine(1, 1, 0, 0);
+        }
+    }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- GRU, RNN */
+
+/* A COPY nest of value out (rank r) from value in: out index i reads in element base + sum(i_k
+ * in_stride[k]); in's map is given per in dim (map), out is written at offset out_off[k] of its
+ * own dims, as Concat's parts are, into a value of dims outd (out_base the matching element). */
+static void copy_into(bd_program *p, int node, int in, const bd_access_dim *map, int64_t base,
+                      const int64_t *in_stride, int out, int r, const int64_t *ext,
+                      const int64_t *out_off) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, in), *y = bd_graph_value(g, out);
+    bd_value dom = *y; /* the iteration domain: ext */
+    dom.rank = r;
+    for (int k = 0; k < r; k++) dom.dims[k] = ext[k];
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, &dom);
+    bd_operand *xo = bd_nest_operand(nest, in, false, x->rank);
+    for (int k = 0; k < x->rank; k++) xo->dims[k] = map[k];
+    bd_operand *yo = bd_nest_operand(nest, out, true, y->rank);
+    int64_t ys[BD_MAX_RANK];
+    bd_dims_strides(y->rank, y->dims, ys);
+    bd_copy_params *cp = BD_NEST_PARAMS(nest, copy);
+    memset(cp, 0, sizeof *cp);
+    cp->in_base = base;
+    for (int k = 0; k < r; k++) cp->in_stride[k] = in_stride[k];
+    /* y's dims: the last r are the domain's, the ones before it fixed at out_off */
+    int lead = y->rank - r;
+    for (int k = 0; k < y->rank; k++) {
+        if (k < lead) {
+            yo->dims[k] = affine(-1, 0, out_off[k], 0);
+            cp->out_base += out_off[k] * ys[k];
+        } else {
+            yo->dims[k] = affine(k - lead, 1, 0, 0);
+            cp->out_stride[k - lead] = ys[k];
+        }
+    }
+}
+
+/* The expression of activation a applied to node v. */
+static int rnn_act_expr(bd_expr *e, int dt, const bd_rnn_act *a, int v) {
+    switch (a->fn) {
+    case BD_RNN_SIGMOID: return bd_expr_unary(e, BD_EXPR_SIGMOID, dt, v);
+    case BD_RNN_TANH: return bd_expr_unary(e, BD_EXPR_TANH, dt, v);
+    case BD_RNN_RELU: return bd_expr_unary(e, BD_EXPR_RELU, dt, v);
+    case BD_RNN_AFFINE:
+        return bd_expr_binary(e, BD_EXPR_ADD, dt,
+                              bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_const(e, a->alpha, dt), v),
+                              bd_expr_const(e, a->beta, dt));
+    case BD_RNN_LEAKY_RELU: return bd_expr_unary_k(e, BD_EXPR_LEAKY_RELU, dt, v, a->alpha, 0);
+    case BD_RNN_THRESHOLDED_RELU:
+        return bd_expr_unary_k(e, BD_EXPR_THRESHOLDED_RELU, dt, v, a->alpha, 0);
+    case BD_RNN_SCALED_TANH:
+        return bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_const(e, a->alpha, dt),
+                              bd_expr_unary(e, BD_EXPR_TANH, dt,
+                                            bd_expr_binary(e, BD_EXPR_MUL, dt,
+                                                           bd_expr_const(e, a->beta, dt), v)));
+    case BD_RNN_HARD_SIGMOID:
+        return bd_expr_unary_k(e, BD_EXPR_HARD_SIGMOID, dt, v, a->alpha, a->beta);
+    case BD_RNN_ELU: return bd_expr_unary_k(e, BD_EXPR_ELU, dt, v, a->alpha, 0);
+    case BD_RNN_SOFTSIGN: return bd_expr_unary(e, BD_EXPR_SOFTSIGN, dt, v);
+    default: return bd_expr_unary(e, BD_EXPR_SOFTPLUS, dt, v);
+    }
+}
+
+/* The clipped activation of the sum of the loaded operands a and b (b < 0: a alone). */
+static int rnn_gate(bd_expr *e, int dt, const bd_rnn_act *act, bool clip, double c, int a) {
+    if (clip)
+        a = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt,
+                           bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, a, bd_expr_const(e, -c, dt)),
+                           bd_expr_const(e, c, dt));
+    return rnn_act_expr(e, dt, act, a);
+}
+
+/* A Gemm nest y[M, N] = a[M, K] b[N, K]^T (+ c[N] when c >= 0). */
+static void gemm_nest(bd_program *p, int node, int a, int b, int c, int y) {
+    bd_graph *g = p->graph;
+    const bd_value *av = bd_graph_value(g, a), *yv = bd_graph_value(g, y);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_MATMUL, yv);
+    bd_matmul_params *mp = BD_NEST_PARAMS(nest, matmul);
+    memset(mp, 0, sizeof *mp);
+    mp->gemm = true;
+    mp->trans_b = true;
+    mp->alpha = mp->beta = 1.0f;
+    mp->M = yv->dims[0], mp->N = yv->dims[1], mp->K = av->dims[1];
+    mp->m_iter = 0, mp->n_iter = 1;
+    bd_nest_operand(nest, a, false, 2)->dims[0] = affine(0, 1, 0, 0);
+    bd_operand *ob = bd_nest_operand(nest, b, false, 2);
+    ob->dims[0] = affine(1, 1, 0, 0);
+    mp->a = 0, mp->b = 1, mp->c = -1;
+    if (c >= 0) {
+        mp->c = nest->n_operands;
+        bd_nest_operand(nest, c, false, 1)->dims[0] = affine(1, 1, 0, 0);
+    }
+    mp->y = nest->n_operands;
+    bd_access_identity(bd_nest_operand(nest, y, true, 2), 0);
+}
+
+/* GRU and RNN, unrolled over the (static) sequence: per direction the gates' weights, recurrence
+ * weights and biases are COPY slices of W, R and B; per step X_t is a COPY slice, every gate's
+ * projections X_t W^T + Wb and H R^T + Rb are Gemm nests, and an elementwise nest makes the new
+ * state from them (RNN: f(x + h); GRU: z = f(x_z + h_z), r = f(x_r + h_r), the candidate
+ * g(x_h + r (H R_h^T + Rb_h)) with linear_before_reset, else g(x_h + (r H) R_h^T + Rb_h) through
+ * one more elementwise and Gemm nest, and (1 - z) candidate + z H), which COPY nests store into
+ * Y and Y_h. About 6 nests a step for RNN and 12 for GRU: for the short sequences these ops see;
+ * the LSTM body does its recurrence in one nest. sequence_lens is compiled only when it is a
+ * constant equal to seq_length everywhere (no padding). */
+bd_status bd_lower_rnn(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bool gru = n->op == BD_OP_GRU;
+    bd_value *in[6], *out[2];
+    for (int k = 0; k < 6; k++) in[k] = bd_node_in(g, n, k);
+    for (int k = 0; k < 2; k++) out[k] = bd_node_out(g, n, k);
+    if ((!out[0] || out[0]->constant) && (!out[1] || out[1]->constant)) return BD_OK;
+    bd_status s;
+    for (int k = 0; k < 6; k++)
+        if ((s = bd_need_static(d, n, in[k], "an input"))) return s;
+    for (int k = 0; k < 2; k++)
+        if ((s = bd_need_static(d, n, out[k], "an output"))) return s;
+    int dt = in[0]->dtype;
+    if ((s = need_dtype_float(d, n, in[0], "input 0 (X)"))) return s;
+    const char *dir = bd_attr_string(g, n, "direction", "forward");
+    int nd = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+    bool rev = strcmp(dir, "reverse") == 0;
+    bool bm = n->opset >= 14 && bd_attr_int(n, "layout", 0) != 0;
+    int64_t S = in[0]->dims[bm ? 1 : 0], B = in[0]->dims[bm ? 0 : 1], I = in[0]->dims[2];
+    int64_t H = in[2]->dims[2];
+    int G = gru ? 3 : 1;
+    bool lbr = gru && bd_attr_int(n, "linear_before_reset", 0) != 0;
+    const bd_attr *ca = bd_node_attr(n, "clip");
+    bool clip = ca != NULL;
+    double cv = ca ? ca->f : 0;
+    if (clip && !(cv > 0))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'clip' = %g, expected a positive "
+                            "threshold", cv);
+    if (in[4]) { /* sequence_lens: only the trivial one */
+        const bd_tensor *t = in[4]->constant;
+        bool full = t != NULL;
+        for (int64_t i = 0; full && i < t->numel; i++) full = bd_tensor_get_i64(t, i) == S;
+        if (!full)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 4 (sequence_lens) is compiled "
+                                "only as a constant equal to seq_length everywhere");
+    }
+    if (S * nd * (gru ? 12 : 6) > 4096)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "seq_length %lld is too long for the "
+                            "unrolled recurrence", (long long)S);
+    bd_rnn_act act[2][3];
+    static const int gru_defaults[2] = {BD_RNN_SIGMOID, BD_RNN_TANH};
+    static const int rnn_defaults[1] = {BD_RNN_TANH};
+    if ((s = rnn_activations(n, d, nd, gru ? 2 : 1, gru ? gru_defaults : rnn_defaults, act)))
+        return s;
+    int xv = n->inputs[0], wv = n->inputs[1], rv = n->inputs[2];
+    int bv = in[3] ? n->inputs[3] : -1, h0v = in[5] ? n->inputs[5] : -1;
+    int yv = out[0] ? n->outputs[0] : -1, yhv = out[1] ? n->outputs[1] : -1;
+    /* (adding values moves every bd_value: only indices from here) */
+
+    int64_t bh[2] = {B, H}, hi[2] = {H, I}, hh[2] = {H, H}, bi[2] = {B, I};
+    for (int dn = 0; dn < nd; dn++) {
+        bool back = rev || dn == 1;
+        int w[3], r[3], wb[3] = {-1, -1, -1}, rb[3] = {-1, -1, -1};
+        for (int k = 0; k < G; k++) { /* gate k's slices of W [nd, G H, I], R, B [nd, 2 G H] */
+            int64_t st2[2] = {I, 1}, str[2] = {H, 1}, st1 = 1, off[1] = {0};
+            bd_access_dim mw[3] = {affine(-1, 0, dn, 0), affine(0, 1, k * H, 0), affine(1, 1, 0, 0)};
+            w[k] = bd_lower_temp(g, dt, 2, hi);
+            copy_into(p, node, wv, mw, (dn * G + k) * H * I, st2, w[k], 2, hi, off);
+            r[k] = bd_lower_temp(g, dt, 2, hh);
+            copy_into(p, node, rv, mw, (dn * G + k) * H * H, str, r[k], 2, hh, off);
+            if (bv < 0) continue;
+            for (int t = 0; t < 2; t++) {
+                int64_t o = (dn * 2 * G + t * G + k) * H;
+                bd_access_dim mb[2] = {affine(-1, 0, dn, 0), affine(0, 1, o - dn * 2 * G * H, 0)};
+                int *dst = t ? &rb[k] : &wb[k];
+                *dst = bd_lower_temp(g, dt, 1, &H);
+                copy_into(p, node, bv, mb, o, &st1, *dst, 1, &H, off);
+            }
+        }
+        int h = -1; /* the state: initial_h's slice, or zeros */
+        if (h0v >= 0) {
+            int64_t st[2] = {bm ? nd * H : H, 1}, off[1] = {0};
+            bd_access_dim m0[3] = {affine(-1, 0, dn, 0), affine(0, 1, 0, 0), affine(1, 1, 0, 0)};
+            if (bm) m0[0] = affine(0, 1, 0, 0), m0[1] = affine(-1, 0, dn, 0);
+            h = bd_lower_temp(g, dt, 2, bh);
+            copy_into(p, node, h0v, m0, bm ? dn * H : dn * B * H, st, h, 2, bh, off);
+        } else {
+            bd_tensor *z = bd_tensor_new(&g->model->arena, dt, 2, bh);
+            if (!z) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the initial state");
+            h = bd_lower_temp(g, dt, 2, bh);
+            bd_graph_value(g, h)->constant = z;
+        }
+        for (int step = 0; step < S; step++) {
+            int64_t t = back ? S - 1 - step : step;
+            int64_t xs[2] = {bm ? S * I : I, 1}, off[1] = {0};
+            bd_access_dim mx[3] = {affine(-1, 0, t, 0), affine(0, 1, 0, 0), affine(1, 1, 0, 0)};
+            if (bm) mx[0] = affine(0, 1, 0, 0), mx[1] = affine(-1, 0, t, 0);
+            int xt = bd_lower_temp(g, dt, 2, bi);
+            copy_into(p, node, xv, mx, bm ? t * I : t * B * I, xs, xt, 2, bi, off);
+            int xg[3], hg[3];
+            for (int k = 0; k < G; k++) {
+                xg[k] = bd_lower_temp(g, dt, 2, bh);
+                gemm_nest(p, node, xt, w[k], wb[k], xg[k]);
+                if (gru && k == 2 && !lbr) continue; /* needs r first */
+                hg[k] = bd_lower_temp(g, dt, 2, bh);
+                gemm_nest(p, node, h, r[k], rb[k], hg[k]);
+            }
+            int next = bd_lower_temp(g, dt, 2, bh);
+            bd_nest *nest;
+            bd_expr *e;
+            if (gru && !lbr) { /* (r H) R_h^T + Rb_h */
+                int rh = bd_lower_temp(g, dt, 2, bh);
+                nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, rh));
+                int ops[3] = {xg[1], hg[1], h};
+                for (int k = 0; k < 3; k++)
+                    bd_access_identity(bd_nest_operand(nest, ops[k], false, 2), 0);
+                bd_access_identity(bd_nest_operand(nest, rh, true, 2), 0);
+                e = BD_NEST_PARAMS(nest, expr);
+                int rg = rnn_gate(e, dt, &act[dn][0], clip, cv,
+                                  bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_load(e, 0, dt),
+                                                 bd_expr_load(e, 1, dt)));
+                bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_MUL, dt, rg, bd_expr_load(e, 2, dt)));
+                hg[2] = bd_lower_temp(g, dt, 2, bh);
+                gemm_nest(p, node, rh, r[2], rb[2], hg[2]);
+            }
+            nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, next));
+            bd_access_identity(bd_nest_operand(nest, h, false, 2), 0);
+            for (int k = 0; k < G; k++) {
+                bd_access_identity(bd_nest_operand(nest, xg[k], false, 2), 0);
+                bd_access_identity(bd_nest_operand(nest, hg[k], false, 2), 0);
+            }
+            bd_access_identity(bd_nest_operand(nest, next, true, 2), 0);
+            e = BD_NEST_PARAMS(nest, expr);
+            int hp = bd_expr_load(e, 0, dt);
+#define GATE_SUM(k) bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_load(e, 1 + 2 * (k), dt), \
+                                   bd_expr_load(e, 2 + 2 * (k), dt))
+            int res;
+            if (!gru) {
+                res = rnn_gate(e, dt, &act[dn][0], clip, cv, GATE_SUM(0));
+            } else {
+                int z = rnn_gate(e, dt, &act[dn][0], clip, cv, GATE_SUM(0));
+                int cand;
+                if (lbr) {
+                    int rg = rnn_gate(e, dt, &act[dn][0], clip, cv, GATE_SUM(1));
+                    cand = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_load(e, 5, dt),
+                                          bd_expr_binary(e, BD_EXPR_MUL, dt, rg,
+                                                         bd_expr_load(e, 6, dt)));
+                } else {
+                    cand = GATE_SUM(2);
+                }
+                cand = rnn_gate(e, dt, &act[dn][1], clip, cv, cand);
+                int keep = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_const(e, 1, dt), z);
+                res = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, keep, cand),
+                                     bd_expr_binary(e, BD_EXPR_MUL, dt, z, hp));
+            }
+#undef GATE_SUM
+            if (e->overflow)
+                return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the activations make the step's "
+                                    "expression too large");
+            bd_expr_compact(e, res);
+            h = next;
+            if (yv >= 0) { /* Y [S, nd, B, H] or [B, S, nd, H] */
+                int64_t st[2] = {H, 1}, ext[2] = {B, H}, offs[2] = {t, dn};
+                bd_access_dim id2[2] = {affine(0, 1, 0, 0), affine(1, 1, 0, 0)};
+                if (!bm) {
+                    copy_into(p, node, h, id2, 0, st, yv, 2, ext, offs);
+                } else { /* [B, S, nd, H]: b is not a leading dim; iterate (b, s=t, d, h) */
+                    int64_t ext4[4] = {B, 1, 1, H}, st4[4] = {H, 0, 0, 1}, none[1] = {0};
+                    bd_access_dim m4[2] = {affine(0, 1, 0, 0), affine(3, 1, 0, 0)};
+                    int before = (int)p->nests.len;
+                    copy_into(p, node, h, m4, 0, st4, yv, 4, ext4, none);
+                    bd_nest *cn = &BD_VEC_AT(&p->nests, bd_nest, before);
+                    bd_operand *yo = &cn->operands[1];
+                    yo->dims[1] = affine(1, 1, t, 0);
+                    yo->dims[2] = affine(2, 1, dn, 0);
+                    BD_NEST_PARAMS(cn, copy)->out_base = (t * nd + dn) * H;
+                }
+            }
+        }
+        if (yhv >= 0) { /* Y_h [nd, B, H] or [B, nd, H] */
+            int64_t st[2] = {H, 1}, ext[2] = {B, H}, offs[1] = {dn};
+            bd_access_dim id2[2] = {affine(0, 1, 0, 0), affine(1, 1, 0, 0)};
+            if (!bm) {
+                copy_into(p, node, h, id2, 0, st, yhv, 2, ext, offs);
+            } else {
+                int64_t ext3[3] = {B, 1, H}, st3[3] = {H, 0, 1}, none[1] = {0};
+                bd_access_dim m3[2] = {affine(0, 1, 0, 0), affine(2, 1, 0, 0)};
+                int before = (int)p->nests.len;
+                copy_into(p, node, h, m3, 0, st3, yhv, 3, ext3, none);
+                bd_nest *cn = &BD_VEC_AT(&p->nests, bd_nest, before);
+                cn->operands[1].dims[1] = affine(1, 1, dn, 0);
+                BD_NEST_PARAMS(cn, copy)->out_base = dn * H;
+            }
         }
     }
     return BD_OK;

@@ -117,16 +117,6 @@ static void map_nest(bd_program *p, int node, int in, int out, bd_expr_op op) {
                                          : bd_expr_unary(x, op, y->dtype, a));
 }
 
-/* A new unnamed value of that dtype and shape, for a map's result or a reduction feeding one. */
-static int scratch_value(bd_graph *g, int dtype, int rank, const int64_t *dims) {
-    int t = bd_graph_add_value(g, "");
-    bd_value *tv = bd_graph_value(g, t);
-    tv->dtype = dtype;
-    tv->rank = rank;
-    for (int k = 0; k < rank; k++) tv->dims[k] = dims[k];
-    return t;
-}
-
 /* ArgMax/ArgMin along one axis of extent L into value out (keeping the axis or not), from the
  * reductions the body has: m = max x (or min, as above), then for every element the candidate
  * index -i (i for select_last_index) where x is m, else -L (-1), whose maximum along the axis is
@@ -145,18 +135,18 @@ static bool arg_nests(bd_program *p, int node, int xv, int axis, bool is_min, bo
     /* m: the extreme along the axis, keeping it as a dim of 1 to broadcast back */
     int src = xv;
     if (is_min) {
-        src = scratch_value(g, dt, r, dims);
+        src = bd_lower_temp(g, dt, r, dims);
         map_nest(p, node, xv, src, is_float ? BD_EXPR_NEG : BD_EXPR_BIT_NOT);
     }
-    int m = scratch_value(g, dt, r, kept);
+    int m = bd_lower_temp(g, dt, r, kept);
     reduce_nest(p, node, src, m, BD_REDUCE_MAX, reduced);
 
     bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
     if (!iota) return false;
     for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = last ? i : -i;
-    int iv = scratch_value(g, BD_DT_INT64, 1, &L);
+    int iv = bd_lower_temp(g, BD_DT_INT64, 1, &L);
     bd_graph_value(g, iv)->constant = iota;
-    int cand = scratch_value(g, BD_DT_INT64, r, dims);
+    int cand = bd_lower_temp(g, BD_DT_INT64, r, dims);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, cand));
     bd_access_identity(bd_nest_operand(nest, src, false, r), 0);
     bd_access_broadcast(bd_nest_operand(nest, m, false, r), bd_graph_value(g, m),
@@ -177,7 +167,7 @@ static bool arg_nests(bd_program *p, int node, int xv, int axis, bool is_min, bo
     int64_t out_dims[BD_MAX_RANK];
     int out_rank = o->rank;
     for (int i = 0; i < out_rank; i++) out_dims[i] = o->dims[i];
-    int best = last ? out : scratch_value(g, BD_DT_INT64, out_rank, out_dims);
+    int best = last ? out : bd_lower_temp(g, BD_DT_INT64, out_rank, out_dims);
     reduce_nest(p, node, cand, best, BD_REDUCE_MAX, reduced);
     if (!last) map_nest(p, node, best, out, BD_EXPR_NEG);
     return true;
@@ -223,9 +213,9 @@ static bd_status lower_cumsum(bd_program *p, int node, bd_diag *d) {
         wide[o++] = x->dims[k];
         if (k == axis) wide[o++] = L; /* j, right after i */
     }
-    int mv = scratch_value(g, BD_DT_BOOL, 2, mdims);
+    int mv = bd_lower_temp(g, BD_DT_BOOL, 2, mdims);
     bd_graph_value(g, mv)->constant = mask;
-    int terms = scratch_value(g, dt, r + 1, wide);
+    int terms = bd_lower_temp(g, dt, r + 1, wide);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
     bd_operand *xo = bd_nest_operand(nest, xv, false, r);
     for (int k = 0; k < r; k++) /* x[.., j, ..]: iteration dim k, or j for the axis */
@@ -271,8 +261,8 @@ static bd_status lower_mvn(bd_program *p, int node, bd_diag *d) {
     }
     int64_t dims[BD_MAX_RANK], kept[BD_MAX_RANK];
     for (int i = 0; i < r; i++) dims[i] = x->dims[i], kept[i] = reduced[i] ? 1 : x->dims[i];
-    int mean = scratch_value(g, dt, r, kept), sq = scratch_value(g, dt, r, dims);
-    int mean_sq = scratch_value(g, dt, r, kept);
+    int mean = bd_lower_temp(g, dt, r, kept), sq = bd_lower_temp(g, dt, r, dims);
+    int mean_sq = bd_lower_temp(g, dt, r, kept);
     reduce_nest(p, node, xv, mean, BD_REDUCE_MEAN, reduced);
     map_nest(p, node, xv, sq, BD_EXPR_MUL);
     reduce_nest(p, node, sq, mean_sq, BD_REDUCE_MEAN, reduced);
@@ -322,8 +312,8 @@ static bd_status lower_lrn(bd_program *p, int node, bd_diag *d) {
         wide[o++] = x->dims[k];
         if (k == 1) wide[o++] = C; /* c', right after c */
     }
-    int mv = scratch_value(g, BD_DT_BOOL, 2, mdims), terms = scratch_value(g, dt, r + 1, wide);
-    int sum = scratch_value(g, dt, r, dims);
+    int mv = bd_lower_temp(g, BD_DT_BOOL, 2, mdims), terms = bd_lower_temp(g, dt, r + 1, wide);
+    int sum = bd_lower_temp(g, dt, r, dims);
     bd_graph_value(g, mv)->constant = mask;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
     bd_operand *xo = bd_nest_operand(nest, xv, false, r);
@@ -378,12 +368,12 @@ static bd_status lower_hardmax(bd_program *p, int node, bd_diag *d) {
     for (int i = 0; i < r; i++) kept[i] = i == axis ? 1 : x->dims[i];
     bd_status s = bd_need_table(d, n, L, "the index range");
     if (s) return s;
-    int idx = scratch_value(g, BD_DT_INT64, r, kept);
+    int idx = bd_lower_temp(g, BD_DT_INT64, r, kept);
     bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
     if (!iota || !arg_nests(p, node, xv, axis, false, false, idx))
         return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
     for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = i;
-    int iv = scratch_value(g, BD_DT_INT64, 1, &L);
+    int iv = bd_lower_temp(g, BD_DT_INT64, 1, &L);
     bd_graph_value(g, iv)->constant = iota;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
     bd_access_broadcast(bd_nest_operand(nest, idx, false, r), bd_graph_value(g, idx),
@@ -471,7 +461,7 @@ static bd_status prod_nests(bd_program *p, int node, int xv, int yv, const bool 
                             "would grow the input %lld times", (long long)grown);
     int v = xv;
     if (pad) {
-        v = scratch_value(g, dt, r, padded);
+        v = bd_lower_temp(g, dt, r, padded);
         bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, bd_graph_value(g, v));
         bd_operand *xo = bd_nest_operand(nest, xv, false, r);
         bd_access_identity(xo, 0);
@@ -487,11 +477,11 @@ static bd_status prod_nests(bd_program *p, int node, int xv, int yv, const bool 
     for (int k = 0; k < r; k++) {
         while (reduced[k] && cur[k] > 1) {
             cur[k] /= 2;
-            int lo = scratch_value(g, dt, r, cur), hi = scratch_value(g, dt, r, cur);
+            int lo = bd_lower_temp(g, dt, r, cur), hi = bd_lower_temp(g, dt, r, cur);
             slice_nest(p, node, v, lo, k, 0);
             slice_nest(p, node, v, hi, k, cur[k]);
             bool last = --levels == 0;
-            v = last ? yv : scratch_value(g, dt, r, cur);
+            v = last ? yv : bd_lower_temp(g, dt, r, cur);
             bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, v));
             for (int i = 0; i < 2; i++) {
                 bd_operand *o = bd_nest_operand(nest, i ? hi : lo, false, r);
@@ -573,11 +563,11 @@ bd_status bd_lower_reduce(bd_program *p, int node, bd_diag *d) {
     for (int k = 0; k < x_rank; k++) x_dims[k] = x->dims[k];
     for (int k = 0; k < y_rank; k++) y_dims[k] = y->dims[k];
     if (pre != BD_EXPR_OP_COUNT) { /* (adding values moves x and y: only indices from here) */
-        int mapped = scratch_value(g, dt, x_rank, x_dims);
+        int mapped = bd_lower_temp(g, dt, x_rank, x_dims);
         map_nest(p, node, in, mapped, pre);
         in = mapped;
     }
-    int reduced_out = post != BD_EXPR_OP_COUNT ? scratch_value(g, dt, y_rank, y_dims) : out;
+    int reduced_out = post != BD_EXPR_OP_COUNT ? bd_lower_temp(g, dt, y_rank, y_dims) : out;
     reduce_nest(p, node, in, reduced_out, kind, reduced);
     if (post != BD_EXPR_OP_COUNT) map_nest(p, node, reduced_out, out, post);
     return BD_OK;
@@ -704,16 +694,16 @@ bd_status bd_lower_loss(bd_program *p, int node, bd_diag *d) {
 
     int src = xv;
     if (n->op == BD_OP_SOFTMAX_CROSS_ENTROPY_LOSS) {
-        src = lpv >= 0 ? lpv : scratch_value(g, dt, r, xdims);
+        src = lpv >= 0 ? lpv : bd_lower_temp(g, dt, r, xdims);
         softmax_nest(p, node, xv, src, true, 1, 1);
     }
     bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, q, tdims);
     if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index offsets");
     for (int64_t i = 0; i < base->numel; i++) /* i = n * inner + d */
         ((int64_t *)base->data)[i] = i / inner * xdims[1] * inner + i % inner;
-    int bv = scratch_value(g, BD_DT_INT64, q, tdims);
+    int bv = bd_lower_temp(g, BD_DT_INT64, q, tdims);
     bd_graph_value(g, bv)->constant = base;
-    int flat_x = scratch_value(g, dt, 1, &total), flat_i = scratch_value(g, BD_DT_INT64, q, tdims);
+    int flat_x = bd_lower_temp(g, dt, 1, &total), flat_i = bd_lower_temp(g, BD_DT_INT64, q, tdims);
     reshape_nest(p, node, src, flat_x);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, flat_i));
     bd_access_identity(bd_nest_operand(nest, tv, false, q), 0);
@@ -725,20 +715,20 @@ bd_status bd_lower_loss(bd_program *p, int node, bd_diag *d) {
                         bd_expr_const(e, (double)inner, BD_DT_INT64));
     bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64,
                                       bd_expr_load(e, 1, BD_DT_INT64), ti));
-    int picked = scratch_value(g, dt, q, tdims);
+    int picked = bd_lower_temp(g, dt, q, tdims);
     gather_flat_nest(p, node, flat_x, flat_i, picked);
     int wsel = -1;
     if (wv >= 0) {
-        wsel = scratch_value(g, dt, q, tdims);
+        wsel = bd_lower_temp(g, dt, q, tdims);
         gather_flat_nest(p, node, wv, tv, wsel);
     }
 
     /* the loss per target, and for 'mean' with weights or ignore_index the weights that count */
-    int loss = none ? yv : scratch_value(g, dt, q, tdims);
+    int loss = none ? yv : bd_lower_temp(g, dt, q, tdims);
     for (int pass = 0; pass < 2; pass++) {
         bool weights = pass == 1;
         if (weights && !(mean && (wv >= 0 || has_ii))) break;
-        int out = weights ? scratch_value(g, dt, q, tdims) : loss;
+        int out = weights ? bd_lower_temp(g, dt, q, tdims) : loss;
         nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
         bd_access_identity(bd_nest_operand(nest, tv, false, q), 0);
         bd_access_identity(bd_nest_operand(nest, picked, false, q), 0);
@@ -761,7 +751,7 @@ bd_status bd_lower_loss(bd_program *p, int node, bd_diag *d) {
         /* mean = sum(loss) / sum(weights) */
         bool all[BD_MAX_RANK];
         for (int k = 0; k < q; k++) all[k] = true;
-        int num = scratch_value(g, dt, 0, NULL), den = scratch_value(g, dt, 0, NULL);
+        int num = bd_lower_temp(g, dt, 0, NULL), den = bd_lower_temp(g, dt, 0, NULL);
         reduce_nest(p, node, loss, num, BD_REDUCE_SUM, all);
         reduce_nest(p, node, out, den, BD_REDUCE_SUM, all);
         nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
@@ -790,7 +780,7 @@ static int pad_value(bd_program *p, int node, int in, const int64_t *to, double 
     int r = x->rank, dt = x->dtype;
     int64_t kept[BD_MAX_RANK];
     for (int k = 0; k < r; k++) kept[k] = x->dims[k];
-    int v = scratch_value(g, dt, r, to);
+    int v = bd_lower_temp(g, dt, r, to);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, bd_graph_value(g, v));
     bd_access_identity(bd_nest_operand(nest, in, false, r), 0);
     bd_access_identity(bd_nest_operand(nest, v, true, r), 0);
@@ -879,17 +869,17 @@ static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int re
         bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &len);
         if (!iota) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
         for (int64_t j = 0; j < len; j++) ((int64_t *)iota->data)[j] = j;
-        sp->iota[i] = scratch_value(g, BD_DT_INT64, 1, &len);
+        sp->iota[i] = bd_lower_temp(g, BD_DT_INT64, 1, &len);
         bd_graph_value(g, sp->iota[i])->constant = iota;
     }
     bool reduced[BD_MAX_RANK];
     for (int k = 0; k < sp->nw; k++) reduced[k] = k >= r;
     int64_t dims[BD_MAX_RANK];
     for (int k = 0; k < r; k++) dims[k] = sp->wide[k];
-    int terms = scratch_value(g, dt, sp->nw, sp->wide);
+    int terms = bd_lower_temp(g, dt, sp->nw, sp->wide);
     if (!scatter_wide_nest(p, node, sp, terms, false, red))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "too many index components to compare");
-    int folded = scratch_value(g, dt, r, dims), hits = -1;
+    int folded = bd_lower_temp(g, dt, r, dims), hits = -1;
     if (red == SCATTER_MAX || red == SCATTER_MIN) {
         reduce_nest(p, node, terms, folded, BD_REDUCE_MAX, reduced);
     } else if (red == SCATTER_MUL) {
@@ -898,9 +888,9 @@ static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int re
         reduce_nest(p, node, terms, folded, BD_REDUCE_SUM, reduced);
     }
     if (red == SCATTER_NONE) {
-        int wide_hits = scratch_value(g, BD_DT_BOOL, sp->nw, sp->wide);
+        int wide_hits = bd_lower_temp(g, BD_DT_BOOL, sp->nw, sp->wide);
         scatter_wide_nest(p, node, sp, wide_hits, true, red);
-        hits = scratch_value(g, BD_DT_BOOL, r, dims);
+        hits = bd_lower_temp(g, BD_DT_BOOL, r, dims);
         reduce_nest(p, node, wide_hits, hits, BD_REDUCE_MAX, reduced);
     }
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
@@ -983,7 +973,7 @@ bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
         int64_t part[BD_MAX_RANK];
         for (int j = 0; j < q; j++) part[j] = j < nq ? id[j] : 1;
         for (int m = 0; m < k; m++) { /* component m of every index tuple */
-            sp.idx[m] = scratch_value(g, sp.it, q, part);
+            sp.idx[m] = bd_lower_temp(g, sp.it, q, part);
             sp.target[m] = m;
             slice_nest(p, node, idxv, sp.idx[m], q - 1, m);
         }
@@ -1063,11 +1053,11 @@ bd_status bd_lower_topk(bd_program *p, int node, bd_diag *d) {
     bd_tensor *iota = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &L);
     if (!iota) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the index range");
     for (int64_t i = 0; i < L; i++) ((int64_t *)iota->data)[i] = i;
-    int io = scratch_value(g, BD_DT_INT64, 1, &L);
+    int io = bd_lower_temp(g, BD_DT_INT64, 1, &L);
     bd_graph_value(g, io)->constant = iota;
 
     /* before[i, j]: element j comes before element i */
-    int before = scratch_value(g, BD_DT_INT64, r + 1, w1);
+    int before = bd_lower_temp(g, BD_DT_INT64, r + 1, w1);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, before));
     for (int t = 0; t < 2; t++) { /* x[.., i, ..] and x[.., j, ..] */
         bd_operand *o = bd_nest_operand(nest, xv, false, r);
@@ -1093,11 +1083,11 @@ bd_status bd_lower_topk(bd_program *p, int node, bd_diag *d) {
                                       bd_expr_const(e, 0, BD_DT_INT64)));
     bool reduced[BD_MAX_RANK] = {false};
     reduced[axis + 1] = true;
-    int rank = scratch_value(g, BD_DT_INT64, r, xd);
+    int rank = bd_lower_temp(g, BD_DT_INT64, r, xd);
     reduce_nest(p, node, before, rank, BD_REDUCE_SUM, reduced);
 
     /* at[k, i]: i where i's rank is k, else 0; summed over i */
-    int at = scratch_value(g, BD_DT_INT64, r + 1, w2);
+    int at = bd_lower_temp(g, BD_DT_INT64, r + 1, w2);
     nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, at));
     bd_operand *o = bd_nest_operand(nest, rank, false, r);
     for (int k = 0; k < r; k++)
@@ -1111,7 +1101,7 @@ bd_status bd_lower_topk(bd_program *p, int node, bd_diag *d) {
                              bd_expr_load(e, 1, BD_DT_INT64));
     bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, hit, bd_expr_load(e, 2, BD_DT_INT64),
                                       bd_expr_const(e, 0, BD_DT_INT64)));
-    int idx = iv >= 0 ? iv : scratch_value(g, BD_DT_INT64, r, yd);
+    int idx = iv >= 0 ? iv : bd_lower_temp(g, BD_DT_INT64, r, yd);
     reduce_nest(p, node, at, idx, BD_REDUCE_SUM, reduced);
 
     /* the values: x at (.., idx, ..), through x flattened */
@@ -1127,8 +1117,8 @@ bd_status bd_lower_topk(bd_program *p, int node, bd_diag *d) {
             if (k != axis) off += (i / ys[k] % yd[k]) * xs[k];
         ((int64_t *)base->data)[i] = off;
     }
-    int bv = scratch_value(g, BD_DT_INT64, r, yd), fx = scratch_value(g, dt, 1, &total);
-    int fi = scratch_value(g, BD_DT_INT64, r, yd);
+    int bv = bd_lower_temp(g, BD_DT_INT64, r, yd), fx = bd_lower_temp(g, dt, 1, &total);
+    int fi = bd_lower_temp(g, BD_DT_INT64, r, yd);
     bd_graph_value(g, bv)->constant = base;
     reshape_nest(p, node, xv, fx);
     nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
@@ -1175,7 +1165,7 @@ bd_status bd_lower_einsum(bd_program *p, int node, bd_diag *d) {
     int in[BD_EINSUM_MAX_INPUTS];
     for (int k = 0; k < ep.n_in; k++) in[k] = n->inputs[k];
     /* (adding values moves y: only indices from here) */
-    int prod = summed ? scratch_value(g, dt, ep.n_labels, ep.extent) : yv;
+    int prod = summed ? bd_lower_temp(g, dt, ep.n_labels, ep.extent) : yv;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, prod));
     for (int k = 0; k < ep.n_in; k++) {
         const bd_value *v = bd_graph_value(g, in[k]);
