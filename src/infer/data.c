@@ -896,6 +896,43 @@ bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
 }
 
+/* GridSample: X [N, C, D1..Dk], grid [N, O1..Ok, k] of the same float type; the output is
+ * [N, C, O1..Ok]. Opset 16 names the modes bilinear/bicubic and is 2-D only. */
+bd_status bd_infer_grid_sample(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *grid = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, grid, 1, "grid")) ||
+        (s = bd_need_float(d, n, grid, 1, "grid")))
+        return s;
+    const char *mode = bd_attr_string(g, n, "mode", n->opset >= 20 ? "linear" : "bilinear");
+    const char *pad = bd_attr_string(g, n, "padding_mode", "zeros");
+    bool v20 = n->opset >= 20;
+    if (strcmp(mode, "nearest") && strcmp(mode, v20 ? "linear" : "bilinear") &&
+        strcmp(mode, v20 ? "cubic" : "bicubic"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'mode' '%s' is not defined at opset "
+                            "%d", bd_quote(mode), n->opset);
+    if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'padding_mode' '%s' is not one of "
+                            "zeros, border, reflection", bd_quote(pad));
+    if (x->rank < 0 || grid->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (x->rank < 3 || grid->rank != x->rank || (!v20 && x->rank != 4))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "X has rank %d and grid rank %d, expected equal "
+                            "ranks of at least 3 (4 before opset 20)", x->rank, grid->rank);
+    int64_t k = grid->dims[grid->rank - 1];
+    if (k >= 0 && k != x->rank - 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "grid's last dim is %lld, expected %d",
+                            (long long)k, x->rank - 2);
+    if (x->dims[0] >= 0 && grid->dims[0] >= 0 && x->dims[0] != grid->dims[0])
+        return bd_node_fail(d, BD_ERR_INVALID, n, "X has batch %lld, grid %lld",
+                            (long long)x->dims[0], (long long)grid->dims[0]);
+    int64_t dims[BD_MAX_RANK];
+    dims[0] = x->dims[0] >= 0 ? x->dims[0] : grid->dims[0];
+    dims[1] = x->dims[1];
+    for (int i = 2; i < x->rank; i++) dims[i] = grid->dims[i - 1];
+    return bd_value_set(d, n, out, x->dtype, x->rank, dims);
+}
+
 /* GatherND: indices [q..., k] with batch_dims b leading dims shared with the data; the output is
  * [q..., data dims b + k...]. */
 bd_status bd_infer_gather_nd(bd_graph *g, bd_node *n, bd_diag *d) {

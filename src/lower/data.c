@@ -833,6 +833,284 @@ bd_status bd_lower_gather_nd(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* ---------------------------------------------------------------- GridSample */
+
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+/* v reflected into [lo, hi] by the near border until inside, as the reference does. */
+static int gs_reflect(bd_expr *e, int dt, int v, double lo, double hi) {
+    int clo = bd_expr_const(e, lo, dt), chi = bd_expr_const(e, hi, dt);
+    int below = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, v, clo);
+    int above = bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, v, chi);
+    int dx = bd_expr_select(e, dt, below, bd_expr_binary(e, BD_EXPR_SUB, dt, clo, v),
+                            bd_expr_binary(e, BD_EXPR_SUB, dt, v, chi));
+    int crng = bd_expr_const(e, hi - lo, dt);
+    int nf = bd_expr_unary(e, BD_EXPR_FLOOR, dt, bd_expr_binary(e, BD_EXPR_DIV, dt, dx, crng));
+    int r = bd_expr_binary(e, BD_EXPR_SUB, dt, dx, bd_expr_binary(e, BD_EXPR_MUL, dt, nf, crng));
+    int even = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL,
+                              bd_expr_binary(e, BD_EXPR_FMOD, dt, nf, bd_expr_const(e, 2, dt)),
+                              bd_expr_const(e, 0, dt));
+    int from_lo = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, below, even);
+    int refl = bd_expr_select(e, dt, from_lo, bd_expr_binary(e, BD_EXPR_ADD, dt, clo, r),
+                              bd_expr_binary(e, BD_EXPR_SUB, dt, chi, r));
+    return bd_expr_select(e, dt, bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL, below, above), refl, v);
+}
+
+/* The tap coordinate floor(x) + k - 1 (cubic), floor(x) + k (linear) or x (nearest). */
+static int gs_tap(bd_expr *e, int dt, int mode, int x, int k) {
+    if (mode == GS_NEAREST) return x;
+    return bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_unary(e, BD_EXPR_FLOOR, dt, x),
+                          bd_expr_const(e, k - (mode == GS_CUBIC), dt));
+}
+
+/* An elementwise nest over value out (the grid's positions [N, O...]) reading the values in[]
+ * there; returns its expression. */
+static bd_expr *gs_nest(bd_program *p, int node, int out, const int *in, int n_in) {
+    const bd_value *o = bd_graph_value(p->graph, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, o);
+    for (int i = 0; i < n_in; i++) {
+        bd_operand *op = bd_nest_operand(nest, in[i], false, bd_graph_value(p->graph, in[i])->rank);
+        bd_access_identity(op, 0);
+        for (int k = o->rank; k < op->rank; k++) op->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, o->rank), 0);
+    return BD_NEST_PARAMS(nest, expr);
+}
+
+/* GridSample as the reference computes it, separably per spatial dim: the grid's components
+ * (COPY slices) become source coordinates (denormalised, rounded for nearest, clamped or
+ * reflected back inside as padding_mode says); per dim and tap an index nest (clamped, or
+ * reflected for reflection) and a weight nest (linear or cubic coefficients, 0 outside for
+ * zeros); per tap combination one flat index into X transposed to [N x spatial, C] and one
+ * GATHER of its C values; then elementwise nests summing weight products times the gathered
+ * values over the taps, at most a few taps each (the operand limit), the last one writing Y.
+ * 1 tap per dim for nearest, 2 for linear, 4 for cubic; up to 3 spatial dims (cubic: 2). */
+bd_status bd_lower_grid_sample(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *gr = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, gr, "input 1 (grid)")))
+        return s;
+    int dt = x->dtype, gt = gr->dtype, r = x->rank, nd = r - 2;
+    if ((dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE) || (gt != BD_DT_FLOAT && gt != BD_DT_DOUBLE))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtypes %s and %s are not supported",
+                            bd_dtype_name(dt), bd_dtype_name(gt));
+    const char *ms = bd_attr_string(g, n, "mode", n->opset >= 20 ? "linear" : "bilinear");
+    const char *ps = bd_attr_string(g, n, "padding_mode", "zeros");
+    int mode = !strcmp(ms, "nearest") ? GS_NEAREST
+               : !strcmp(ms, "linear") || !strcmp(ms, "bilinear") ? GS_LINEAR : GS_CUBIC;
+    int pad = !strcmp(ps, "zeros") ? GS_ZEROS : !strcmp(ps, "border") ? GS_BORDER : GS_REFLECTION;
+    bool align = bd_attr_int(n, "align_corners", 0) != 0;
+    int per = mode == GS_NEAREST ? 1 : mode == GS_LINEAR ? 2 : 4, taps = 1;
+    for (int i = 0; i < nd; i++) taps *= per;
+    if (nd > 3 || taps > 16)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%d spatial dims in mode '%s' are not "
+                            "supported", nd, bd_quote(ms));
+    if (numel_of(y) == 0) return BD_OK;
+    int64_t xd[BD_MAX_RANK], pos[BD_MAX_RANK], part[BD_MAX_RANK], td[BD_MAX_RANK];
+    int64_t S = 1, sst[BD_MAX_RANK], gs[BD_MAX_RANK], xs[BD_MAX_RANK];
+    for (int i = 0; i < r; i++) xd[i] = x->dims[i];
+    for (int i = 2; i < r; i++) S *= xd[i];
+    bd_dims_strides(nd, xd + 2, sst);
+    bd_dims_strides(r, xd, xs);
+    bd_dims_strides(r, gr->dims, gs);
+    int64_t N = xd[0], C = xd[1];
+    for (int i = 0; i <= nd; i++) pos[i] = gr->dims[i]; /* [N, O...] */
+    for (int i = 0; i <= nd; i++) part[i] = pos[i];
+    part[nd + 1] = 1;
+    td[0] = N;
+    for (int i = 0; i < nd; i++) td[1 + i] = xd[2 + i];
+    td[nd + 1] = C;
+    int xv = n->inputs[0], gv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x, gr and y: only indices from here) */
+
+    /* X as [N x spatial, C] rows */
+    int xt = bd_lower_temp(g, dt, r, td);
+    int64_t rc[2] = {N * S, C};
+    int xf = bd_lower_temp(g, dt, 2, rc);
+    bd_nest *nest = copy_nest(p, node, xv, xt);
+    bd_operand *xo = &nest->operands[0];
+    xo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+    xo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
+    for (int i = 0; i < nd; i++) xo->dims[2 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 1 + i, 1, 0, 0};
+    copy_finish(nest, xt, r);
+    bd_copy_params *cp = copy_params(nest);
+    cp->in_stride[0] = xs[0];
+    for (int i = 0; i < nd; i++) cp->in_stride[1 + i] = xs[2 + i];
+    cp->in_stride[nd + 1] = xs[1];
+    bd_dims_strides(r, td, cp->out_stride);
+    if ((s = lower_reshape_copy(p, node, xt, xf))) return s;
+
+    /* per spatial dim: the source coordinate, then each tap's index and weight */
+    int idx[BD_MAX_RANK][4], wt[BD_MAX_RANK][4];
+    for (int dd = 0; dd < nd; dd++) {
+        int comp = nd - 1 - dd; /* the grid lists the innermost dim first */
+        int gc = bd_lower_temp(g, gt, nd + 2, part);
+        nest = copy_nest(p, node, gv, gc);
+        bd_access_identity(&nest->operands[0], 0);
+        nest->operands[0].dims[nd + 1].offset = comp;
+        copy_finish(nest, gc, nd + 2);
+        cp = copy_params(nest);
+        memcpy(cp->in_stride, gs, sizeof gs);
+        cp->in_base = comp;
+        bd_dims_strides(nd + 2, part, cp->out_stride);
+        double D = (double)xd[2 + dd], lo = align ? 0 : -0.5, hi = align ? D - 1 : D - 0.5;
+        int coord = bd_lower_temp(g, dt, nd + 1, pos);
+        bd_expr *e = gs_nest(p, node, coord, &gc, 1);
+        int v = bd_expr_cast(e, dt, bd_expr_load(e, 0, gt));
+        v = bd_expr_binary(e, BD_EXPR_ADD, dt, v, bd_expr_const(e, 1, dt));
+        v = align ? bd_expr_binary(e, BD_EXPR_MUL, dt, v, bd_expr_const(e, (D - 1) / 2, dt))
+                  : bd_expr_binary(e, BD_EXPR_DIV, dt,
+                                   bd_expr_binary(e, BD_EXPR_SUB, dt,
+                                                  bd_expr_binary(e, BD_EXPR_MUL, dt, v,
+                                                                 bd_expr_const(e, D, dt)),
+                                                  bd_expr_const(e, 1, dt)),
+                                   bd_expr_const(e, 2, dt));
+        if (mode == GS_NEAREST) v = bd_expr_unary(e, BD_EXPR_ROUND, dt, v);
+        if (pad == GS_BORDER) {
+            int out = bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL,
+                                     bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, v,
+                                                    bd_expr_const(e, lo, dt)),
+                                     bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, v,
+                                                    bd_expr_const(e, hi, dt)));
+            int cl = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt,
+                                    bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v,
+                                                   bd_expr_const(e, 0, dt)),
+                                    bd_expr_const(e, D - 1, dt));
+            v = bd_expr_select(e, dt, out, cl, v);
+        } else if (pad == GS_REFLECTION) {
+            v = gs_reflect(e, dt, v, lo, hi);
+        }
+        bd_expr_compact(e, v);
+        for (int k = 0; k < per; k++) {
+            idx[dd][k] = bd_lower_temp(g, BD_DT_INT64, nd + 1, pos);
+            e = gs_nest(p, node, idx[dd][k], &coord, 1);
+            int t = gs_tap(e, dt, mode, bd_expr_load(e, 0, dt), k);
+            if (pad == GS_REFLECTION) t = gs_reflect(e, dt, t, lo, hi);
+            t = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt,
+                               bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, t, bd_expr_const(e, 0, dt)),
+                               bd_expr_const(e, D - 1, dt));
+            bd_expr_compact(e, bd_expr_cast(e, BD_DT_INT64, t)); /* truncates, as int() does */
+            wt[dd][k] = bd_lower_temp(g, dt, nd + 1, pos);
+            e = gs_nest(p, node, wt[dd][k], &coord, 1);
+            int xe = bd_expr_load(e, 0, dt), w;
+            int f = bd_expr_binary(e, BD_EXPR_SUB, dt, xe, bd_expr_unary(e, BD_EXPR_FLOOR, dt, xe));
+            if (mode == GS_NEAREST) {
+                w = bd_expr_const(e, 1, dt);
+            } else if (mode == GS_LINEAR) {
+                w = k ? f : bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_const(e, 1, dt), f);
+            } else { /* Keys' cubic convolution, A = -0.75, at distance u from the tap */
+                double A = -0.75;
+                int u = k == 0   ? bd_expr_binary(e, BD_EXPR_ADD, dt, f, bd_expr_const(e, 1, dt))
+                        : k == 1 ? f
+                                 : bd_expr_binary(e, BD_EXPR_SUB, dt,
+                                                  bd_expr_const(e, k == 2 ? 1 : 2, dt), f);
+                if (k == 0 || k == 3) {
+                    w = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_MUL, dt,
+                                                                   bd_expr_const(e, A, dt), u),
+                                       bd_expr_const(e, 5 * A, dt));
+                    w = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, w, u),
+                                       bd_expr_const(e, 8 * A, dt));
+                    w = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, w, u),
+                                       bd_expr_const(e, 4 * A, dt));
+                } else {
+                    w = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_MUL, dt,
+                                                                   bd_expr_const(e, A + 2, dt), u),
+                                       bd_expr_const(e, A + 3, dt));
+                    w = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, w, u), u);
+                    w = bd_expr_binary(e, BD_EXPR_ADD, dt, w, bd_expr_const(e, 1, dt));
+                }
+            }
+            if (pad == GS_ZEROS) { /* a tap outside the input weighs nothing */
+                int at = gs_tap(e, dt, mode, xe, k);
+                int in = bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL,
+                                        bd_expr_binary(e, BD_EXPR_GREATER_EQUAL, BD_DT_BOOL, at,
+                                                       bd_expr_const(e, 0, dt)),
+                                        bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, at,
+                                                       bd_expr_const(e, D, dt)));
+                w = bd_expr_select(e, dt, in, w, bd_expr_const(e, 0, dt));
+            }
+            bd_expr_compact(e, w);
+        }
+    }
+
+    /* the batch offsets n x spatial, then per tap combination its rows and their weighted sum */
+    bd_tensor *bo = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &N);
+    if (!bo) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the batch offsets");
+    for (int64_t i = 0; i < N; i++) ((int64_t *)bo->data)[i] = i * S;
+    int bv = bd_lower_temp(g, BD_DT_INT64, 1, &N);
+    bd_graph_value(g, bv)->constant = bo;
+    int64_t ydims[BD_MAX_RANK], gd[BD_MAX_RANK];
+    ydims[0] = N, ydims[1] = C;
+    for (int i = 0; i < nd; i++) ydims[2 + i] = pos[1 + i];
+    for (int i = 0; i <= nd; i++) gd[i] = pos[i];
+    gd[nd + 1] = C;
+    int group = 14 / (1 + nd), acc = -1;
+    for (int t0 = 0; t0 < taps; t0 += group) {
+        int t1 = t0 + group < taps ? t0 + group : taps, gath[16];
+        for (int t = t0; t < t1; t++) {
+            int fi = bd_lower_temp(g, BD_DT_INT64, nd + 1, pos);
+            nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+            bd_nest_operand(nest, bv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+            for (int dd = 0, q = t; dd < nd; dd++, q /= per)
+                bd_access_identity(bd_nest_operand(nest, idx[dd][q % per], false, nd + 1), 0);
+            bd_access_identity(bd_nest_operand(nest, fi, true, nd + 1), 0);
+            bd_expr *e = BD_NEST_PARAMS(nest, expr);
+            int sum = bd_expr_load(e, 0, BD_DT_INT64);
+            for (int dd = 0; dd < nd; dd++)
+                sum = bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, sum,
+                                     bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64,
+                                                    bd_expr_load(e, 1 + dd, BD_DT_INT64),
+                                                    bd_expr_const(e, (double)sst[dd], BD_DT_INT64)));
+            bd_expr_compact(e, sum);
+            gath[t - t0] = bd_lower_temp(g, dt, nd + 2, gd);
+            nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, gath[t - t0]));
+            bd_operand *fo = bd_nest_operand(nest, xf, false, 2);
+            fo->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+            fo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
+            bd_access_identity(bd_nest_operand(nest, fi, false, nd + 1), 0);
+            bd_access_identity(bd_nest_operand(nest, gath[t - t0], true, nd + 2), 0);
+            bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+            gp->axis = 0;
+            gp->idx_rank = nd + 1;
+        }
+        int out = t1 == taps ? yv : bd_lower_temp(g, dt, r, ydims);
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+        if (acc >= 0) bd_access_identity(bd_nest_operand(nest, acc, false, r), 0);
+        for (int t = t0; t < t1; t++) { /* [N, O..., C] and [N, O...] over Y's [N, C, O...] */
+            bd_operand *o = bd_nest_operand(nest, gath[t - t0], false, nd + 2);
+            o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+            for (int i = 0; i < nd; i++) o->dims[1 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 2 + i, 1, 0, 0};
+            o->dims[nd + 1] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+            for (int dd = 0, q = t; dd < nd; dd++, q /= per) {
+                o = bd_nest_operand(nest, wt[dd][q % per], false, nd + 1);
+                o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+                for (int i = 0; i < nd; i++)
+                    o->dims[1 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 2 + i, 1, 0, 0};
+            }
+        }
+        bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        int sum = acc >= 0 ? bd_expr_load(e, 0, dt) : -1, op = acc >= 0;
+        for (int t = t0; t < t1; t++) {
+            int term = bd_expr_load(e, op++, dt);
+            for (int dd = 0; dd < nd; dd++)
+                term = bd_expr_binary(e, BD_EXPR_MUL, dt, term, bd_expr_load(e, op++, dt));
+            sum = sum < 0 ? term : bd_expr_binary(e, BD_EXPR_ADD, dt, sum, term);
+        }
+        if (e->overflow)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the weighted sum of the taps is too "
+                                "large an expression");
+        bd_expr_compact(e, sum);
+        acc = out;
+    }
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- Resize */
 
 static bool resize_uses_filter(const bd_resize_params *p) {
