@@ -1189,3 +1189,72 @@ bd_status bd_lower_einsum(bd_program *p, int node, bd_diag *d) {
     }
     return BD_OK;
 }
+
+/* ---------------------------------------------------------------- DynamicQuantizeLinear */
+
+/* DynamicQuantizeLinear as the reference computes it: the maximum of x and of -x (REDUCE MAX
+ * nests), the scale (max(0, max x) - min(0, min x)) / 255 (1/255 when that is 0) and the zero
+ * point round(clamp(-min / scale, 0, 255)) in elementwise nests of rank 0, then y =
+ * clamp(round(x / scale) + zero point, 0, 255). */
+bd_status bd_lower_dynamic_quantize(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0);
+    bd_status s;
+    for (int k = 0; k < 3; k++)
+        if ((s = bd_need_static(d, n, bd_node_out(g, n, k), "an output"))) return s;
+    if ((s = bd_need_static(d, n, x, "input 0 (x)"))) return s;
+    if (x->dtype != BD_DT_FLOAT)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(x->dtype));
+    int r = x->rank, xv = n->inputs[0], yv = n->outputs[0], sv = n->outputs[1];
+    int zv = n->outputs[2], F = BD_DT_FLOAT;
+    int64_t dims[BD_MAX_RANK], numel = 1;
+    for (int k = 0; k < r; k++) dims[k] = x->dims[k], numel *= dims[k];
+    if (numel == 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "an empty input is not supported");
+    bool all[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) all[k] = true;
+    int mx = bd_lower_temp(g, F, 0, NULL), neg = bd_lower_temp(g, F, r, dims);
+    int mn = bd_lower_temp(g, F, 0, NULL);
+    reduce_nest(p, node, xv, mx, BD_REDUCE_MAX, all);
+    map_nest(p, node, xv, neg, BD_EXPR_NEG);
+    reduce_nest(p, node, neg, mn, BD_REDUCE_MAX, all);
+    for (int out = 0; out < 2; out++) { /* the scale, then the zero point */
+        int v = out ? zv : sv;
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, v));
+        bd_nest_operand(nest, mx, false, 0);
+        bd_nest_operand(nest, mn, false, 0);
+        bd_nest_operand(nest, v, true, 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        int zero = bd_expr_const(e, 0, F);
+        int hi = bd_expr_binary(e, BD_EXPR_MAX, F, zero, bd_expr_load(e, 0, F));
+        int lo = bd_expr_binary(e, BD_EXPR_MIN, F, zero,
+                                bd_expr_unary(e, BD_EXPR_NEG, F, bd_expr_load(e, 1, F)));
+        int range = bd_expr_select(e, F, bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, hi, lo),
+                                   bd_expr_const(e, 1, F), bd_expr_binary(e, BD_EXPR_SUB, F, hi, lo));
+        int scale = bd_expr_binary(e, BD_EXPR_DIV, F, range, bd_expr_const(e, 255, F));
+        if (!out) {
+            bd_expr_compact(e, scale);
+            continue;
+        }
+        int z = bd_expr_binary(e, BD_EXPR_SUB, F, zero, bd_expr_binary(e, BD_EXPR_DIV, F, lo, scale));
+        z = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, F, bd_expr_binary(e, BD_EXPR_CLAMP_MIN, F, z, zero),
+                           bd_expr_const(e, 255, F));
+        bd_expr_compact(e, bd_expr_cast(e, BD_DT_UINT8, bd_expr_unary(e, BD_EXPR_ROUND, F, z)));
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    bd_nest_operand(nest, sv, false, 0);
+    bd_nest_operand(nest, zv, false, 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int v = bd_expr_unary(e, BD_EXPR_ROUND, F, bd_expr_binary(e, BD_EXPR_DIV, F, bd_expr_load(e, 0, F),
+                                                              bd_expr_load(e, 1, F)));
+    v = bd_expr_binary(e, BD_EXPR_ADD, F, v, bd_expr_cast(e, F, bd_expr_load(e, 2, BD_DT_UINT8)));
+    v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, F,
+                       bd_expr_binary(e, BD_EXPR_CLAMP_MIN, F, v, bd_expr_const(e, 0, F)),
+                       bd_expr_const(e, 255, F));
+    bd_expr_compact(e, bd_expr_cast(e, BD_DT_UINT8, v));
+    return BD_OK;
+}
