@@ -896,6 +896,49 @@ bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow: a 1-D window of `size` (a scalar input) values in
+ * output_datatype (default float); its extent is known once size is, and then it folds. */
+bd_status bd_infer_window(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *size = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, size, 0, "size")) ||
+        (s = bd_need_int_indices(d, n, size, 0, "size")))
+        return s;
+    int64_t dt = bd_attr_int(n, "output_datatype", BD_DT_FLOAT), len = -1;
+    if (dt < INT32_MIN || dt > INT32_MAX || !bd_dtype_known((int)dt))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute output_datatype = %lld is not a "
+                            "known dtype", (long long)dt);
+    int nv = 0;
+    if (size->constant && (!bd_value_const_ints(size, &len, 1, &nv) || nv != 1 || len < 0))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (size) must be one value >= 0");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), (int)dt, 1, &len);
+}
+
+/* The window's values as the reference computes them, in double: with N = size (periodic) or
+ * size - 1, Hann sin^2(pi n / N), Hamming 25/46 - 21/46 cos(2 pi n / N), Blackman 0.42 -
+ * 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N). */
+bd_status bd_fold_window(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, y->dtype, &t);
+    if (s || !t) return s;
+    const double pi = 3.14159265358979323846;
+    double N = (double)t->numel - (bd_attr_int(n, "periodic", 1) ? 0 : 1);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v, a = (double)i * pi * 2 / N;
+        if (n->op == BD_OP_HANN_WINDOW) {
+            v = sin((double)i * pi / N);
+            v *= v;
+        } else if (n->op == BD_OP_HAMMING_WINDOW) {
+            v = 25.0 / 46.0 - cos(a) * (1 - 25.0 / 46.0);
+        } else {
+            v = cos(a) * -0.5 + cos((double)i * pi * 4 / N) * 0.08 + 0.42;
+        }
+        bd_tensor_set_f64(t, i, v);
+    }
+    return bd_value_set_constant(d, n, y, t);
+}
+
 /* GridSample: X [N, C, D1..Dk], grid [N, O1..Ok, k] of the same float type; the output is
  * [N, C, O1..Ok]. Opset 16 names the modes bilinear/bicubic and is 2-D only. */
 bd_status bd_infer_grid_sample(bd_graph *g, bd_node *n, bd_diag *d) {
