@@ -896,6 +896,37 @@ bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
 }
 
+/* Compress: the elements (slices along `axis`, or of the flattened input without one) whose
+ * condition is true; the extent is known only when the condition is a constant. */
+bd_status bd_infer_compress(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *c = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) ||
+        (s = bd_need_present(d, n, c, 1, "condition")) ||
+        (s = bd_need_dtype(d, n, c, 1, "condition", BD_DT_BOOL)) ||
+        (s = bd_need_rank(d, n, c, 1, "condition", 1)))
+        return s;
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    const bd_attr *a = bd_node_attr(n, "axis");
+    int axis = -1;
+    if (a && (s = norm_axis(d, n, "attribute 'axis'", a->i, x->rank, 1, &axis))) return s;
+    int64_t dims[BD_MAX_RANK], len = -1;
+    int rank = a ? x->rank : 1;
+    for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
+    if (!a && !dims_product(x->dims, 0, x->rank, &dims[0])) dims[0] = -1;
+    int64_t avail = dims[a ? axis : 0];
+    if (c->constant) {
+        if (avail >= 0 && c->constant->numel > avail)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (condition) has %lld values for "
+                                "%lld slices", (long long)c->constant->numel, (long long)avail);
+        len = 0;
+        for (int64_t i = 0; i < c->constant->numel; i++) len += bd_tensor_get_i64(c->constant, i) != 0;
+    }
+    dims[a ? axis : 0] = len;
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
 /* HannWindow, HammingWindow, BlackmanWindow: a 1-D window of `size` (a scalar input) values in
  * output_datatype (default float); its extent is known once size is, and then it folds. */
 bd_status bd_infer_window(bd_graph *g, bd_node *n, bd_diag *d) {

@@ -725,6 +725,54 @@ bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* Compress with a constant condition: a GATHER of the selected indices (a compile-time table)
+ * along the axis, of the input flattened (a reshape copy) when there is no axis. A condition
+ * known only at run time would make the output's extent data: refused. */
+bd_status bd_lower_compress(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *c = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if (!c->constant)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (condition) is not a compile-time "
+                            "constant, so the output's extent is data (freeze it with --const "
+                            "NAME=FILE)");
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")))
+        return s;
+    if (numel_of(y) == 0) return BD_OK;
+    const bd_attr *a = bd_node_attr(n, "axis");
+    int axis = 0;
+    if (a && !bd_norm_axis(a->i, x->rank, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    int64_t len = 0, total = numel_of(x);
+    for (int64_t i = 0; i < c->constant->numel; i++) len += bd_tensor_get_i64(c->constant, i) != 0;
+    if ((s = bd_need_table(d, n, len, "the selected indices"))) return s;
+    bd_tensor *sel = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &len);
+    if (!sel) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the selected indices");
+    for (int64_t i = 0, k = 0; i < c->constant->numel; i++)
+        if (bd_tensor_get_i64(c->constant, i)) ((int64_t *)sel->data)[k++] = i;
+    int xv = n->inputs[0], yv = n->outputs[0], r = a ? x->rank : 1;
+    /* (adding values moves x, c and y: only indices from here) */
+    int iv = bd_lower_temp(g, BD_DT_INT64, 1, &len);
+    bd_graph_value(g, iv)->constant = sel;
+    if (!a) {
+        int fx = bd_lower_temp(g, bd_graph_value(g, xv)->dtype, 1, &total);
+        if ((s = lower_reshape_copy(p, node, xv, fx))) return s;
+        xv = fx;
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+    bd_access_identity(xo, 0);
+    xo->dims[axis] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_nest_operand(nest, iv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = axis;
+    gp->idx_rank = 1;
+    return BD_OK;
+}
+
 /* GatherND: with the data's first b + k dims (batch_dims b, k index components) flattened into
  * one, each index tuple is one flat index: an elementwise nest over the tuples adds its
  * components (negative ones counting from the back), each a COPY slice of the indices' last dim,
