@@ -927,6 +927,23 @@ bd_status bd_infer_compress(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, out, x->dtype, rank, dims);
 }
 
+/* ReverseSequence: the input's shape; sequence_lens is int64 [batch]. */
+bd_status bd_infer_reverse_sequence(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *l = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) ||
+        (s = bd_need_present(d, n, l, 1, "sequence_lens")) ||
+        (s = bd_need_dtype(d, n, l, 1, "sequence_lens", BD_DT_INT64)) ||
+        (s = bd_need_rank(d, n, l, 1, "sequence_lens", 1)))
+        return s;
+    int64_t ba = bd_attr_int(n, "batch_axis", 1), ta = bd_attr_int(n, "time_axis", 0);
+    if (x->rank >= 0 && (x->rank < 2 || ba < 0 || ta < 0 || ba > 1 || ta > 1 || ba == ta))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "batch_axis %lld and time_axis %lld must be 0 "
+                            "and 1 in some order, the input of rank >= 2", (long long)ba,
+                            (long long)ta);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
 /* HannWindow, HammingWindow, BlackmanWindow: a 1-D window of `size` (a scalar input) values in
  * output_datatype (default float); its extent is known once size is, and then it folds. */
 bd_status bd_infer_window(bd_graph *g, bd_node *n, bd_diag *d) {

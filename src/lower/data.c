@@ -773,6 +773,63 @@ bd_status bd_lower_compress(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* ReverseSequence: y[.., t, .., b, ..] = x[.., t < len[b] ? len[b] - 1 - t : t, .., b, ..], as
+ * GatherElements does it: a compile-time table of each element's flat offset without its time
+ * coordinate, an elementwise nest adding the source time times its stride (len read along the
+ * batch iteration dim, t from a table of time indices), and a GATHER from the flattened input. */
+bd_status bd_lower_reverse_sequence(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    if ((s = bd_need_static(d, n, bd_node_in(g, n, 1), "input 1 (sequence_lens)"))) return s;
+    int ba = (int)bd_attr_int(n, "batch_axis", 1), ta = (int)bd_attr_int(n, "time_axis", 0);
+    int r = x->rank, dt = x->dtype;
+    int64_t xd[BD_MAX_RANK], xs[BD_MAX_RANK], total = numel_of(x), T = x->dims[ta];
+    if (total == 0) return BD_OK;
+    for (int k = 0; k < r; k++) xd[k] = x->dims[k];
+    bd_dims_strides(r, xd, xs);
+    if ((s = bd_need_table(d, n, total, "the element offsets"))) return s;
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, r, xd);
+    bd_tensor *times = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &T);
+    if (!base || !times) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the offsets");
+    for (int64_t i = 0; i < total; i++)
+        ((int64_t *)base->data)[i] = i - (i / xs[ta] % T) * xs[ta];
+    for (int64_t t = 0; t < T; t++) ((int64_t *)times->data)[t] = t;
+    int xv = n->inputs[0], lv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x and y: only indices from here) */
+    int bv = bd_lower_temp(g, BD_DT_INT64, r, xd), tv = bd_lower_temp(g, BD_DT_INT64, 1, &T);
+    bd_graph_value(g, bv)->constant = base;
+    bd_graph_value(g, tv)->constant = times;
+    int fx = bd_lower_temp(g, dt, 1, &total), fi = bd_lower_temp(g, BD_DT_INT64, r, xd);
+    if ((s = lower_reshape_copy(p, node, xv, fx))) return s;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+    bd_access_identity(bd_nest_operand(nest, bv, false, r), 0);
+    bd_nest_operand(nest, lv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, ba, 1, 0, 0};
+    bd_nest_operand(nest, tv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, ta, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, fi, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int len = bd_expr_load(e, 1, BD_DT_INT64), t = bd_expr_load(e, 2, BD_DT_INT64);
+    int src = bd_expr_select(e, BD_DT_INT64, bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, t, len),
+                             bd_expr_binary(e, BD_EXPR_SUB, BD_DT_INT64,
+                                            bd_expr_binary(e, BD_EXPR_SUB, BD_DT_INT64, len,
+                                                           bd_expr_const(e, 1, BD_DT_INT64)), t),
+                             t);
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, bd_expr_load(e, 0, BD_DT_INT64),
+                                      bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, src,
+                                                     bd_expr_const(e, (double)xs[ta],
+                                                                   BD_DT_INT64))));
+    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_nest_operand(nest, fx, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, fi, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = r;
+    return BD_OK;
+}
+
 /* GatherND: with the data's first b + k dims (batch_dims b, k index components) flattened into
  * one, each index tuple is one flat index: an elementwise nest over the tuples adds its
  * components (negative ones counting from the back), each a COPY slice of the indices' last dim,
