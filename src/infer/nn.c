@@ -410,13 +410,9 @@ bd_status bd_infer_gemm(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), a->dtype ? a->dtype : b->dtype, 2, dims);
 }
 
-bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
-    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
-    bd_status s;
-    if ((s = bd_need_present(d, n, a, 0, "A")) || (s = bd_need_present(d, n, b, 1, "B")) ||
-        (s = need_matmul_dtype(d, n, a, 0, "A")) || (s = bd_need_same_dtype(d, n, b, 1, "B", a)))
-        return s;
-    int dtype = a->dtype ? a->dtype : b->dtype;
+/* MatMul's output shape from A and B (numpy's matmul), in dtype. */
+static bd_status matmul_shape(bd_graph *g, bd_node *n, bd_diag *d, const bd_value *a,
+                              const bd_value *b, int dtype) {
     if (a->rank == 0 || b->rank == 0)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is a scalar, expected rank 1 or more",
                             a->rank == 0 ? 0 : 1);
@@ -438,6 +434,34 @@ bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
     if (a->rank > 1) dims[rank++] = a->dims[a->rank - 2];
     if (b->rank > 1) dims[rank++] = b->dims[b->rank - 1];
     return bd_value_set(d, n, bd_node_out(g, n, 0), dtype, rank, dims);
+}
+
+bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, a, 0, "A")) || (s = bd_need_present(d, n, b, 1, "B")) ||
+        (s = need_matmul_dtype(d, n, a, 0, "A")) || (s = bd_need_same_dtype(d, n, b, 1, "B", a)))
+        return s;
+    return matmul_shape(g, n, d, a, b, a->dtype ? a->dtype : b->dtype);
+}
+
+/* MatMulInteger (A, B, zero points: an int32 product) and QLinearMatMul (a, scale, zero point,
+ * b, scale, zero point, then y's: quantized like y's zero point): MatMul's shapes of 8-bit
+ * integers. */
+bd_status bd_infer_matmul_integer(bd_graph *g, bd_node *n, bd_diag *d) {
+    bool q = n->op == BD_OP_QLINEAR_MATMUL;
+    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, q ? 3 : 1);
+    bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
+    bd_status s;
+    if ((s = bd_need_present(d, n, a, 0, "A")) || (s = bd_need_present(d, n, b, q ? 3 : 1, "B")))
+        return s;
+    for (int i = 0; i < 2; i++) {
+        const bd_value *v = i ? b : a;
+        if (v->dtype && v->dtype != BD_DT_UINT8 && v->dtype != BD_DT_INT8)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
+                                i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
+    }
+    return matmul_shape(g, n, d, a, b, q ? (yz && yz->dtype ? yz->dtype : a->dtype) : BD_DT_INT32);
 }
 
 /* ---- LSTM ---- */

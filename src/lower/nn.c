@@ -323,21 +323,13 @@ static void batch_strides(const bd_value *v, bd_operand *o, const bd_value *y, i
     }
 }
 
-bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
+/* The MATMUL nest y = a b (MatMul's broadcasting) or, for a Gemm node, its y = alpha a' b' +
+ * beta c; values av, bv, cv (-1: none) and yv, all static. */
+static void matmul_values(bd_program *p, int node, bool gemm, int av, int bv, int cv, int yv) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
-    bool gemm = n->op == BD_OP_GEMM;
-    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
-    bd_value *c = gemm ? bd_node_in(g, n, 2) : NULL, *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
-    bd_status s;
-    if ((s = bd_need_static(d, n, a, "input 0 (A)")) || (s = bd_need_static(d, n, b, "input 1 (B)")) ||
-        (s = bd_need_static(d, n, c, "input 2 (C)")) || (s = bd_need_static(d, n, y, "output 0")))
-        return s;
-    if (!matmul_dtype_ok(a->dtype))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (A) is %s",
-                            bd_dtype_name(a->dtype));
-
+    bd_value *a = bd_graph_value(g, av), *b = bd_graph_value(g, bv);
+    bd_value *c = bd_graph_value(g, cv), *y = bd_graph_value(g, yv);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_MATMUL, y);
     bd_matmul_params *mp = BD_NEST_PARAMS(nest, matmul);
     memset(mp, 0, sizeof *mp);
@@ -368,8 +360,8 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
         mp->n_iter = b_vec ? -1 : mp->n_batch + !a_vec;
     }
 
-    bd_operand *oa = bd_nest_operand(nest, n->inputs[0], false, a->rank);
-    bd_operand *ob = bd_nest_operand(nest, n->inputs[1], false, b->rank);
+    bd_operand *oa = bd_nest_operand(nest, av, false, a->rank);
+    bd_operand *ob = bd_nest_operand(nest, bv, false, b->rank);
     mp->a = 0;
     mp->b = 1;
     if (gemm) {
@@ -389,10 +381,28 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
 
     if (c) {
         mp->c = nest->n_operands;
-        bd_access_broadcast(bd_nest_operand(nest, n->inputs[2], false, c->rank), c, y);
+        bd_access_broadcast(bd_nest_operand(nest, cv, false, c->rank), c, y);
     }
     mp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, y->rank), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, y->rank), 0);
+}
+
+bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bool gemm = n->op == BD_OP_GEMM;
+    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
+    bd_value *c = gemm ? bd_node_in(g, n, 2) : NULL, *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, a, "input 0 (A)")) || (s = bd_need_static(d, n, b, "input 1 (B)")) ||
+        (s = bd_need_static(d, n, c, "input 2 (C)")) || (s = bd_need_static(d, n, y, "output 0")))
+        return s;
+    if (!matmul_dtype_ok(a->dtype))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (A) is %s",
+                            bd_dtype_name(a->dtype));
+    matmul_values(p, node, gemm, n->inputs[0], n->inputs[1], c ? n->inputs[2] : -1,
+                  n->outputs[0]);
     return BD_OK;
 }
 
@@ -989,5 +999,112 @@ bd_status bd_lower_rnn(bd_program *p, int node, bd_diag *d) {
             }
         }
     }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- MatMulInteger, QLinearMatMul */
+
+/* An elementwise nest int32(v) - int32(zero point) into a new int32 value of v's shape; the zero
+ * point is a scalar (or one value), or 1-D along dim `along` of v (A's rows, B's columns). */
+static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, v);
+    int r = x->rank, xd = x->dtype, zd = zp >= 0 ? bd_graph_value(g, zp)->dtype : 0;
+    int64_t dims[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = x->dims[k];
+    int out = bd_lower_temp(g, BD_DT_INT32, r, dims);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+    bd_access_identity(bd_nest_operand(nest, v, false, r), 0);
+    if (zp >= 0) {
+        const bd_value *z = bd_graph_value(g, zp);
+        bd_operand *o = bd_nest_operand(nest, zp, false, z->rank);
+        if (z->rank == 1)
+            o->dims[0] = z->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(along, 1, 0, 0);
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_cast(e, BD_DT_INT32, bd_expr_load(e, 0, xd));
+    if (zp >= 0)
+        a = bd_expr_binary(e, BD_EXPR_SUB, BD_DT_INT32, a,
+                           bd_expr_cast(e, BD_DT_INT32, bd_expr_load(e, 1, zd)));
+    bd_expr_compact(e, a);
+    return out;
+}
+
+/* MatMulInteger: the operands less their zero points as int32 (elementwise nests), then an
+ * int32 MATMUL. QLinearMatMul: that product, then y = saturate(round(C (a_scale b_scale /
+ * y_scale)) + y_zero_point), the multiplier in float and the rest in double as the reference
+ * has it; its scales and zero points one value each (per-row or per-column ones are refused). */
+bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bool q = n->op == BD_OP_QLINEAR_MATMUL;
+    bd_value *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    for (int k = 0; k < n->n_inputs; k++)
+        if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
+    if ((s = bd_need_static(d, n, y, "output 0"))) return s;
+    int ia = 0, ib = q ? 3 : 1, iza = q ? 2 : 2, izb = q ? 5 : 3;
+    bd_value *a = bd_node_in(g, n, ia), *b = bd_node_in(g, n, ib);
+    if (a->rank < 1 || b->rank < 1)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "scalar operands are not supported");
+    int arow = a->rank >= 2 ? a->rank - 2 : -1, bcol = b->rank >= 2 ? b->rank - 1 : -1;
+    for (int k = 1; k < n->n_inputs && q; k++) {
+        bd_value *v = bd_node_in(g, n, k);
+        if (k != ib && v && v->rank > 0 && !(v->rank == 1 && v->dims[0] == 1))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d: per-row or per-column "
+                                "quantization is not supported", k);
+    }
+    int ydt = y->dtype, yr = y->rank;
+    int64_t lo = ydt == BD_DT_INT8 ? -128 : 0, hi = ydt == BD_DT_INT8 ? 127 : 255;
+    if (q && ydt != BD_DT_INT8 && ydt != BD_DT_UINT8)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output dtype %s is not supported",
+                            bd_dtype_name(ydt));
+    int64_t ydims[BD_MAX_RANK];
+    for (int k = 0; k < yr; k++) ydims[k] = y->dims[k];
+    int av = n->inputs[ia], bv = n->inputs[ib], yv = n->outputs[0];
+    int zav = bd_node_in(g, n, iza) ? n->inputs[iza] : -1;
+    int zbv = bd_node_in(g, n, izb) ? n->inputs[izb] : -1;
+    int in[8];
+    for (int k = 0; k < n->n_inputs && k < 8; k++) in[k] = bd_node_in(g, n, k) ? n->inputs[k] : -1;
+    /* (adding values moves every bd_value: only indices from here) */
+    int a32 = minus_zero_point(p, node, av, zav, arow);
+    int b32 = minus_zero_point(p, node, bv, zbv, bcol);
+    int c = q ? bd_lower_temp(g, BD_DT_INT32, yr, ydims) : yv;
+    matmul_values(p, node, false, a32, b32, -1, c);
+    if (!q) return BD_OK;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
+    int scales[3] = {in[1], in[4], in[6]};
+    for (int k = 0; k < 3; k++) {
+        const bd_value *v = bd_graph_value(g, scales[k]);
+        bd_operand *o = bd_nest_operand(nest, scales[k], false, v->rank);
+        if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
+    }
+    if (in[7] >= 0) {
+        const bd_value *v = bd_graph_value(g, in[7]);
+        bd_operand *o = bd_nest_operand(nest, in[7], false, v->rank);
+        if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
+    }
+    bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int F = BD_DT_FLOAT, D = BD_DT_DOUBLE;
+    int sd[3];
+    for (int k = 0; k < 3; k++) sd[k] = bd_graph_value(g, scales[k])->dtype;
+    int m = bd_expr_binary(e, BD_EXPR_DIV, F,
+                           bd_expr_binary(e, BD_EXPR_MUL, F,
+                                          bd_expr_cast(e, F, bd_expr_load(e, 1, sd[0])),
+                                          bd_expr_cast(e, F, bd_expr_load(e, 2, sd[1]))),
+                           bd_expr_cast(e, F, bd_expr_load(e, 3, sd[2])));
+    int v = bd_expr_binary(e, BD_EXPR_MUL, D, bd_expr_cast(e, D, bd_expr_load(e, 0, BD_DT_INT32)),
+                           bd_expr_cast(e, D, m));
+    if (in[7] >= 0)
+        v = bd_expr_binary(e, BD_EXPR_ADD, D, v, bd_expr_cast(e, D, bd_expr_load(e, 4, ydt)));
+    v = bd_expr_unary(e, BD_EXPR_ROUND, D, v);
+    v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, D,
+                       bd_expr_binary(e, BD_EXPR_CLAMP_MIN, D, v, bd_expr_const(e, (double)lo, D)),
+                       bd_expr_const(e, (double)hi, D));
+    bd_expr_compact(e, bd_expr_cast(e, ydt, v));
     return BD_OK;
 }
