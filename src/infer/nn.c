@@ -179,13 +179,20 @@ static bd_status conv_inputs(bd_diag *d, const bd_node *n, const bd_value *x, co
     return BD_OK;
 }
 
-bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
-    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
-    int dtype, nsp;
-    int64_t group;
-    bd_status s = conv_inputs(d, n, x, w, &dtype, &nsp, &group);
+/* Conv's output (in dtype) from X and W (and the bias B, if any) and the window attributes. */
+static bd_status conv_shape(bd_graph *g, bd_node *n, bd_diag *d, const bd_value *x,
+                            const bd_value *w, const bd_value *b, int dtype) {
+    int nsp;
+    bd_status s = conv_spatial_rank(d, n, x, w, &nsp);
     if (s) return s;
+    int64_t group = bd_attr_int(n, "group", 1);
+    if (group < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'group' is %lld, expected at least 1",
+                            (long long)group);
     int64_t c = bd_dim_of(x, 1), wc = bd_dim_of(w, 1), m = bd_dim_of(w, 0);
+    if (c >= 0 && c % group)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (X) has %lld channels, not divisible "
+                            "by group %lld", (long long)c, (long long)group);
     if (c >= 0 && wc >= 0 && wc != c / group)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (W) has extent %lld on axis 1, expected "
                             "%lld (channels / group)", (long long)wc, (long long)(c / group));
@@ -202,6 +209,15 @@ bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
     for (int i = 0; i < nsp; i++)
         if ((s = window_extent(d, n, &win, i, bd_dim_of(x, 2 + i), false, &dims[2 + i]))) return s;
     return bd_value_set(d, n, bd_node_out(g, n, 0), dtype, nsp + 2, dims);
+}
+
+bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    int dtype, nsp;
+    int64_t group;
+    bd_status s = conv_inputs(d, n, x, w, &dtype, &nsp, &group);
+    if (s) return s;
+    return conv_shape(g, n, d, x, w, b, dtype);
 }
 
 /* ConvTranspose's output extent along spatial axis i: `want` when output_shape gives it (else
@@ -245,6 +261,25 @@ static bd_status transpose_extent(bd_diag *d, const bd_node *n, const window *w,
                             (long long)in, (long long)w->pads[i], (long long)w->pads[w->nsp + i]);
     *out = full;
     return BD_OK;
+}
+
+/* ConvInteger (x, w, zero points: an int32 result) and QLinearConv (x, scale, zero point, w,
+ * scale, zero point, y's scale and zero point, int32 bias): Conv's shapes over 8-bit integers. */
+bd_status bd_infer_conv_integer(bd_graph *g, bd_node *n, bd_diag *d) {
+    bool q = n->op == BD_OP_QLINEAR_CONV;
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, q ? 3 : 1);
+    bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "x")) || (s = bd_need_present(d, n, w, q ? 3 : 1, "w")))
+        return s;
+    for (int i = 0; i < 2; i++) {
+        const bd_value *v = i ? w : x;
+        if (v->dtype && v->dtype != BD_DT_UINT8 && v->dtype != BD_DT_INT8)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
+                                i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
+    }
+    int out_dt = q ? (yz && yz->dtype ? yz->dtype : x->dtype) : BD_DT_INT32;
+    return conv_shape(g, n, d, x, w, NULL, out_dt);
 }
 
 bd_status bd_infer_conv_transpose(bd_graph *g, bd_node *n, bd_diag *d) {

@@ -98,17 +98,16 @@ static bd_access_dim full_dim(void) { return (bd_access_dim){BD_ACCESS_FULL, -1,
 
 /* The operands after X and W that Conv and ConvTranspose share: the bias (one per output channel)
  * and the written output. */
-static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, const bd_node *n, bool has_bias,
-                               int rank) {
+static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, int bv, int yv, int rank) {
     cp->w = 1;
     cp->b = -1;
-    if (has_bias) {
-        bd_operand *ob = bd_nest_operand(nest, n->inputs[2], false, 1);
+    if (bv >= 0) {
+        bd_operand *ob = bd_nest_operand(nest, bv, false, 1);
         ob->dims[0] = affine(1, 1, 0, 0);
         cp->b = 2;
     }
     cp->y = nest->n_operands;
-    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, rank), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, rank), 0);
 }
 
 /* What Conv and ConvTranspose lowering both start from: static shapes, float X, and the window
@@ -152,6 +151,27 @@ static bd_nest *conv_nest_begin(bd_program *p, int node, bd_body body, const bd_
     return nest;
 }
 
+/* The CONV nest y = conv(x, w) (+ b when bv >= 0) of node's window, from values. */
+static void conv_values(bd_program *p, int node, nn_window win, int xv, int wv, int bv, int yv) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, xv), *w = bd_graph_value(g, wv);
+    const bd_value *y = bd_graph_value(g, yv);
+    int nsp = win.nsp;
+    resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
+    bd_nest *nest = conv_nest_begin(p, node, BD_BODY_CONV, y, &win);
+    bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
+    bd_operand *ox = bd_nest_operand(nest, xv, false, x->rank);
+    ox->dims[0] = affine(0, 1, 0, 0);
+    for (int i = 0; i < nsp; i++)
+        ox->dims[2 + i] = affine(2 + i, win.strides[i], -win.pads[i],
+                                 (win.kernel[i] - 1) * win.dilations[i]);
+    cp->x = 0;
+    bd_operand *ow = bd_nest_operand(nest, wv, false, w->rank);
+    ow->dims[0] = affine(1, 1, 0, 0);
+    conv_tail_operands(nest, cp, bv, yv, y->rank);
+    bd_nest_set_tile(g, nest, nest->tile); /* X's channel map, which follows the tile */
+}
+
 bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -159,20 +179,7 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     nn_window win;
     bd_status s;
     if (!conv_begin(g, n, d, &x, &w, &b, &y, &win, &s)) return s;
-    int nsp = win.nsp;
-    resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
-    bd_nest *nest = conv_nest_begin(p, node, BD_BODY_CONV, y, &win);
-    bd_conv_params *cp = BD_NEST_PARAMS(nest, conv);
-    bd_operand *ox = bd_nest_operand(nest, n->inputs[0], false, x->rank);
-    ox->dims[0] = affine(0, 1, 0, 0);
-    for (int i = 0; i < nsp; i++)
-        ox->dims[2 + i] = affine(2 + i, win.strides[i], -win.pads[i],
-                                 (win.kernel[i] - 1) * win.dilations[i]);
-    cp->x = 0;
-    bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
-    ow->dims[0] = affine(1, 1, 0, 0);
-    conv_tail_operands(nest, cp, n, b != NULL, y->rank);
-    bd_nest_set_tile(g, nest, nest->tile); /* X's channel map, which follows the tile */
+    conv_values(p, node, win, n->inputs[0], n->inputs[1], b ? n->inputs[2] : -1, n->outputs[0]);
     return BD_OK;
 }
 
@@ -216,7 +223,7 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     /* W is [C, M/group, k...]: its axis 0 follows X's channels, axis 1 the output channel. */
     bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
     if (group == 1) ow->dims[1] = affine(1, 1, 0, 0);
-    conv_tail_operands(nest, cp, n, b != NULL, y->rank);
+    conv_tail_operands(nest, cp, b ? n->inputs[2] : -1, n->outputs[0], y->rank);
     bd_nest_set_tile(g, nest, nest->tile); /* X's and W's channel maps, which follow the tile */
     return BD_OK;
 }
@@ -1105,6 +1112,131 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
     v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, D,
                        bd_expr_binary(e, BD_EXPR_CLAMP_MIN, D, v, bd_expr_const(e, (double)lo, D)),
                        bd_expr_const(e, (double)hi, D));
+    bd_expr_compact(e, bd_expr_cast(e, ydt, v));
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- ConvInteger, QLinearConv */
+
+/* An elementwise nest double(v) - double(zero point) into a new double value of v's shape; the
+ * zero point is one value, or 1-D along dim 0 of v (W's output channels). */
+static int centered_double(bd_program *p, int node, int v, int zp) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, v);
+    int r = x->rank, xd = x->dtype, D = BD_DT_DOUBLE;
+    int64_t dims[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) dims[k] = x->dims[k];
+    int out = bd_lower_temp(g, D, r, dims);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+    bd_access_identity(bd_nest_operand(nest, v, false, r), 0);
+    int zd = 0;
+    if (zp >= 0) {
+        const bd_value *z = bd_graph_value(g, zp);
+        zd = z->dtype;
+        bd_operand *o = bd_nest_operand(nest, zp, false, z->rank);
+        if (z->rank == 1) o->dims[0] = z->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(0, 1, 0, 0);
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int a = bd_expr_cast(e, D, bd_expr_load(e, 0, xd));
+    if (zp >= 0) a = bd_expr_binary(e, BD_EXPR_SUB, D, a, bd_expr_cast(e, D, bd_expr_load(e, 1, zd)));
+    bd_expr_compact(e, a);
+    return out;
+}
+
+/* ConvInteger and QLinearConv: X and W less their zero points as doubles (elementwise nests; a
+ * double holds every integer sum of 8-bit products exactly), a double CONV nest with QLinearConv's
+ * int32 bias, then an elementwise nest: int32 for ConvInteger, else y = saturate(round(c x_scale
+ * w_scale / y_scale + y_zero_point)), the multiplier in float as the reference has it (w_scale per
+ * output channel or one value). */
+bd_status bd_lower_conv_integer(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bool q = n->op == BD_OP_QLINEAR_CONV;
+    bd_value *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    for (int k = 0; k < n->n_inputs; k++)
+        if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
+    if ((s = bd_need_static(d, n, y, "output 0"))) return s;
+    int ix = 0, iw = q ? 3 : 1, izx = 2, izw = q ? 5 : 3;
+    bd_value *x = bd_node_in(g, n, ix), *w = bd_node_in(g, n, iw);
+    int nsp = x->rank - 2;
+    if (nsp < 1 || w->rank != x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input ranks %d and %d are not a convolution's",
+                            x->rank, w->rank);
+    nn_window win;
+    if ((s = read_window(g, n, d, nsp, true, &win))) return s;
+    for (int i = 0; i < nsp; i++) win.kernel[i] = w->dims[2 + i];
+    if (q) {
+        for (int k = 1; k < 8; k++) {
+            bd_value *v = bd_node_in(g, n, k);
+            bool per_channel = k == 4 || k == 5;
+            if (k != iw && v && v->rank > 0 && !(v->rank == 1 && (v->dims[0] == 1 || per_channel)))
+                return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d: per-channel "
+                                    "quantization is supported for W only", k);
+        }
+        if (y->dtype != BD_DT_INT8 && y->dtype != BD_DT_UINT8)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "output dtype %s is not supported",
+                                bd_dtype_name(y->dtype));
+    }
+    int ydt = y->dtype, yr = y->rank;
+    int64_t ydims[BD_MAX_RANK], M = w->dims[0];
+    for (int k = 0; k < yr; k++) ydims[k] = y->dims[k];
+    int in[9];
+    for (int k = 0; k < 9; k++) in[k] = bd_node_in(g, n, k) ? n->inputs[k] : -1;
+    int yv = n->outputs[0];
+    /* (adding values moves every bd_value: only indices from here) */
+    int xdv = centered_double(p, node, in[ix], in[izx]);
+    int wdv = centered_double(p, node, in[iw], in[izw]);
+    int bdv = -1;
+    if (q && in[8] >= 0) { /* the int32 bias, as double */
+        bdv = bd_lower_temp(g, BD_DT_DOUBLE, 1, &M);
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, bdv));
+        bd_access_identity(bd_nest_operand(nest, in[8], false, 1), 0);
+        bd_access_identity(bd_nest_operand(nest, bdv, true, 1), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        bd_expr_compact(e, bd_expr_cast(e, BD_DT_DOUBLE,
+                                        bd_expr_load(e, 0, bd_graph_value(g, in[8])->dtype)));
+    }
+    int c = bd_lower_temp(g, BD_DT_DOUBLE, yr, ydims);
+    conv_values(p, node, win, xdv, wdv, bdv, c);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
+    int scales[3] = {in[1], in[4], in[6]}, F = BD_DT_FLOAT, D = BD_DT_DOUBLE;
+    if (q) {
+        for (int k = 0; k < 3; k++) {
+            const bd_value *v = bd_graph_value(g, scales[k]);
+            bd_operand *o = bd_nest_operand(nest, scales[k], false, v->rank);
+            if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(1, 1, 0, 0);
+        }
+        if (in[7] >= 0) {
+            const bd_value *v = bd_graph_value(g, in[7]);
+            bd_operand *o = bd_nest_operand(nest, in[7], false, v->rank);
+            if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
+        }
+    }
+    bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int v = bd_expr_load(e, 0, D);
+    if (q) {
+        int sd[3];
+        for (int k = 0; k < 3; k++) sd[k] = bd_graph_value(g, scales[k])->dtype;
+        int m = bd_expr_binary(e, BD_EXPR_DIV, F,
+                               bd_expr_binary(e, BD_EXPR_MUL, F,
+                                              bd_expr_cast(e, F, bd_expr_load(e, 1, sd[0])),
+                                              bd_expr_cast(e, F, bd_expr_load(e, 2, sd[1]))),
+                               bd_expr_cast(e, F, bd_expr_load(e, 3, sd[2])));
+        v = bd_expr_binary(e, BD_EXPR_MUL, D, v, bd_expr_cast(e, D, m));
+        if (in[7] >= 0)
+            v = bd_expr_binary(e, BD_EXPR_ADD, D, v, bd_expr_cast(e, D, bd_expr_load(e, 4, ydt)));
+        double lo = ydt == BD_DT_INT8 ? -128 : 0, hi = ydt == BD_DT_INT8 ? 127 : 255;
+        v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, D,
+                           bd_expr_binary(e, BD_EXPR_CLAMP_MIN, D,
+                                          bd_expr_unary(e, BD_EXPR_ROUND, D, v),
+                                          bd_expr_const(e, lo, D)),
+                           bd_expr_const(e, hi, D));
+    }
     bd_expr_compact(e, bd_expr_cast(e, ydt, v));
     return BD_OK;
 }
