@@ -1,6 +1,7 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
  * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
- * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements and Resize.
+ * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements, GatherND, Compress,
+ * ReverseSequence, Resize and GridSample.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input

@@ -1,6 +1,7 @@
 /* nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool/AveragePool,
- * GlobalAveragePool, MatMul/Gemm, BatchNormalization/LayerNormalization/InstanceNormalization
- * and LSTM.
+ * GlobalAveragePool, MatMul/Gemm, BatchNormalization/LayerNormalization/InstanceNormalization,
+ * LSTM, GRU and RNN (unrolled), and the integer products (MatMulInteger, QLinearMatMul,
+ * ConvInteger, QLinearConv) as MATMUL and CONV nests between elementwise ones.
  *
  * Each op becomes one nest over its output. The access maps follow the window arithmetic: an
  * output tile [lo, hi) along a spatial axis of a convolution or pooling reads the input rows

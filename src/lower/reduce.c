@@ -13,7 +13,12 @@
  * ReduceL1 = sum |x|, ReduceSumSquare = sum x*x, ReduceL2 = sqrt(sum x*x), ReduceLogSum =
  * log(sum x), ReduceLogSumExp = log(sum exp x) (as the reference computes it, without a shift),
  * and ReduceMin = -max(-x), or ~max(~x) for integers, whose minimum has no negation. An empty
- * reduction then gives what the reference gives: 0, -inf for the logarithms, +inf for Min. */
+ * reduction then gives what the reference gives: 0, -inf for the logarithms, +inf for Min.
+ * ReduceProd, which no body has, is a tree of elementwise products (prod_nests).
+ *
+ * The ops built from reductions live here too, each a chain of nests through unnamed values:
+ * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
+ * output x update positions, TopK by counting, Einsum, DynamicQuantizeLinear. */
 #include <string.h>
 
 #include "lower/lower.h"
