@@ -362,3 +362,25 @@ bd_status bd_infer_einsum(bd_graph *g, bd_node *n, bd_diag *d) {
     if ((s = bd_einsum_plan_of(g, n, d, &p))) return s;
     return bd_value_set(d, n, y, x->dtype, p.n_out, p.extent);
 }
+
+/* TfIdfVectorizer: [C] -> [F] or [B, C] -> [B, F] floats, F = 1 + the largest ngram_indexes. */
+bd_status bd_infer_tfidf(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X"))) return s;
+    const bd_attr *ix = bd_node_attr(n, "ngram_indexes");
+    if (!ix || ix->type != BD_ATTR_INTS || ix->n < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'ngram_indexes' is required");
+    int64_t f = 0;
+    for (int i = 0; i < ix->n; i++) {
+        if (ix->ints[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'ngram_indexes' holds %lld",
+                                (long long)ix->ints[i]);
+        if (ix->ints[i] + 1 > f) f = ix->ints[i] + 1;
+    }
+    if (x->rank > 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d, expected 1 or 2", x->rank);
+    if (x->rank < 0) return bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_FLOAT, -1, NULL);
+    int64_t dims[2] = {x->rank == 2 ? x->dims[0] : f, f};
+    return bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_FLOAT, x->rank == 2 ? 2 : 1, dims);
+}

@@ -18,7 +18,8 @@
  *
  * The ops built from reductions live here too, each a chain of nests through unnamed values:
  * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
- * output x update positions, TopK by counting, Einsum, DynamicQuantizeLinear. */
+ * output x update positions, TopK by counting, Einsum, DynamicQuantizeLinear, and
+ * TfIdfVectorizer's n-gram counts. */
 #include <string.h>
 
 #include "lower/lower.h"
@@ -1261,5 +1262,179 @@ bd_status bd_lower_dynamic_quantize(bd_program *p, int node, bd_diag *d) {
                        bd_expr_binary(e, BD_EXPR_CLAMP_MIN, F, v, bd_expr_const(e, 0, F)),
                        bd_expr_const(e, 255, F));
     bd_expr_compact(e, bd_expr_cast(e, BD_DT_UINT8, v));
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- TfIdfVectorizer */
+
+/* TfIdfVectorizer over integers, counting as the reference does: pool n-gram g of length n
+ * (min_gram_length <= n <= max_gram_length) is counted at every start i and skip distance
+ * s = 1..max_skip_count + 1 where x[i], x[i + s], .., x[i + (n - 1) s] are g, unigrams once
+ * (s = 1). Per (n, s): COPY slices of x shifted by t s, an elementwise nest over (batch, n-gram,
+ * start) comparing them with the pool's columns (constants), summed over the starts; per n the
+ * counts of its skips added, then spread to the output features by a constant one-hot table
+ * (a select summed over the n-grams); a last nest applies TF, IDF or TFIDF with the weights. */
+bd_status bd_lower_tfidf(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0")) || (s = bd_need_static(d, n, y, "output")))
+        return s;
+    if (x->dtype != BD_DT_INT32 && x->dtype != BD_DT_INT64)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported (strings "
+                            "are not compiled)", bd_dtype_name(x->dtype));
+    const bd_attr *pool = bd_node_attr(n, "pool_int64s"), *counts = bd_node_attr(n, "ngram_counts");
+    const bd_attr *ix = bd_node_attr(n, "ngram_indexes"), *wa = bd_node_attr(n, "weights");
+    if (!pool || pool->type != BD_ATTR_INTS || !counts || counts->type != BD_ATTR_INTS)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "only pool_int64s pools are supported");
+    int64_t lo_n = bd_attr_int(n, "min_gram_length", 1), hi_n = bd_attr_int(n, "max_gram_length", 1);
+    int64_t skips = bd_attr_int(n, "max_skip_count", 0);
+    const char *ms = bd_attr_string(g, n, "mode", "TF");
+    int mode = !strcmp(ms, "TF") ? 0 : !strcmp(ms, "IDF") ? 1 : !strcmp(ms, "TFIDF") ? 2 : -1;
+    if (mode < 0 || lo_n < 1 || hi_n < lo_n || skips < 0 || skips > 64)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attributes mode '%s', gram lengths %lld..%lld "
+                            "or max_skip_count %lld are not valid", bd_quote(ms),
+                            (long long)lo_n, (long long)hi_n, (long long)skips);
+    int r = x->rank, xdt = x->dtype;
+    int64_t B = r == 2 ? x->dims[0] : 1, C = x->dims[r - 1], F = y->dims[r - 1], bc[2] = {B, C};
+    int64_t bf[2] = {B, F};
+    int xv = n->inputs[0], yv = n->outputs[0];
+    /* (adding values moves x and y: only indices from here) */
+    if (r == 1) { /* as one row */
+        int x2 = bd_lower_temp(g, xdt, 2, bc);
+        reshape_nest(p, node, xv, x2);
+        xv = x2;
+    }
+    int parts[16], n_parts = 0;
+    int64_t id = 0;
+    for (int gi = 0; gi < counts->n; gi++) {
+        int64_t len = gi + 1, start = counts->ints[gi];
+        int64_t end = gi + 1 < counts->n ? counts->ints[gi + 1] : pool->n;
+        int64_t P = end > start ? (end - start) / len : 0, first = id;
+        id += P;
+        if (P == 0 || len < lo_n || len > hi_n) continue;
+        if (len > 7 || n_parts == 14 || first + P > ix->n || end > pool->n)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%lld-grams (or that many lengths) are "
+                                "not supported", (long long)len);
+        int cols[7], sums[66], n_sums = 0;
+        for (int t = 0; t < len; t++) { /* column t of the pool's n-grams */
+            bd_tensor *c = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &P);
+            if (!c) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the pool");
+            for (int64_t k = 0; k < P; k++) ((int64_t *)c->data)[k] = pool->ints[start + k * len + t];
+            cols[t] = bd_lower_temp(g, BD_DT_INT64, 1, &P);
+            bd_graph_value(g, cols[t])->constant = c;
+        }
+        for (int64_t sd = 1; sd <= skips + 1; sd++) {
+            int64_t least = sd == 1 ? lo_n : (lo_n > 2 ? lo_n : 2), L = C - (len - 1) * sd;
+            if (len < least || L <= 0) continue;
+            int64_t bl[2] = {B, L}, bpl[3] = {B, P, L};
+            if ((s = bd_need_table(d, n, B * P * L, "the n-gram comparisons"))) return s;
+            int sl[7];
+            for (int t = 0; t < len; t++) {
+                sl[t] = bd_lower_temp(g, xdt, 2, bl);
+                slice_nest(p, node, xv, sl[t], 1, t * sd);
+            }
+            int hits = bd_lower_temp(g, BD_DT_INT64, 3, bpl);
+            bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, hits));
+            for (int t = 0; t < len; t++) {
+                bd_operand *o = bd_nest_operand(nest, sl[t], false, 2);
+                o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+                o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 2, 1, 0, 0};
+                bd_nest_operand(nest, cols[t], false, 1)->dims[0] =
+                    (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+            }
+            bd_access_identity(bd_nest_operand(nest, hits, true, 3), 0);
+            bd_expr *e = BD_NEST_PARAMS(nest, expr);
+            int all = -1;
+            for (int t = 0; t < len; t++) {
+                int eq = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL,
+                                        bd_expr_cast(e, BD_DT_INT64, bd_expr_load(e, 2 * t, xdt)),
+                                        bd_expr_load(e, 2 * t + 1, BD_DT_INT64));
+                all = all < 0 ? eq : bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL, all, eq);
+            }
+            bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, all, bd_expr_const(e, 1, BD_DT_INT64),
+                                              bd_expr_const(e, 0, BD_DT_INT64)));
+            bool over_l[3] = {false, false, true};
+            int64_t bp[2] = {B, P};
+            sums[n_sums] = bd_lower_temp(g, BD_DT_INT64, 2, bp);
+            reduce_nest(p, node, hits, sums[n_sums++], BD_REDUCE_SUM, over_l);
+        }
+        if (n_sums == 0) continue;
+        int64_t bp[2] = {B, P};
+        while (n_sums > 1) { /* the skips' counts added, up to 15 at a time */
+            int take = n_sums < 15 ? n_sums : 15, sum = bd_lower_temp(g, BD_DT_INT64, 2, bp);
+            bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, sum));
+            for (int k = 0; k < take; k++)
+                bd_access_identity(bd_nest_operand(nest, sums[n_sums - take + k], false, 2), 0);
+            bd_access_identity(bd_nest_operand(nest, sum, true, 2), 0);
+            bd_expr *e = BD_NEST_PARAMS(nest, expr);
+            int v = bd_expr_load(e, 0, BD_DT_INT64);
+            for (int k = 1; k < take; k++)
+                v = bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, v, bd_expr_load(e, k, BD_DT_INT64));
+            bd_expr_compact(e, v);
+            n_sums -= take;
+            sums[n_sums++] = sum;
+        }
+        /* spread to the features: [B, F, P] selects summed over P */
+        int64_t fp[2] = {F, P}, bfp[3] = {B, F, P};
+        if ((s = bd_need_table(d, n, B * F * P, "the n-grams' features"))) return s;
+        bd_tensor *hot = bd_tensor_new(&g->model->arena, BD_DT_BOOL, 2, fp);
+        if (!hot) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the feature table");
+        for (int64_t k = 0; k < P; k++) {
+            int64_t f = ix->ints[first + k];
+            if (f < F) ((uint8_t *)hot->data)[f * P + k] = 1;
+        }
+        int hv = bd_lower_temp(g, BD_DT_BOOL, 2, fp), spread = bd_lower_temp(g, BD_DT_INT64, 3, bfp);
+        bd_graph_value(g, hv)->constant = hot;
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, spread));
+        bd_operand *o = bd_nest_operand(nest, sums[0], false, 2);
+        o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+        o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 2, 1, 0, 0};
+        o = bd_nest_operand(nest, hv, false, 2);
+        o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+        o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 2, 1, 0, 0};
+        bd_access_identity(bd_nest_operand(nest, spread, true, 3), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        bd_expr_compact(e, bd_expr_select(e, BD_DT_INT64, bd_expr_load(e, 1, BD_DT_BOOL),
+                                          bd_expr_load(e, 0, BD_DT_INT64),
+                                          bd_expr_const(e, 0, BD_DT_INT64)));
+        bool over_p[3] = {false, false, true};
+        parts[n_parts] = bd_lower_temp(g, BD_DT_INT64, 2, bf);
+        reduce_nest(p, node, spread, parts[n_parts++], BD_REDUCE_SUM, over_p);
+    }
+    /* the weighting, over [B, F] (written through a [B, F] value for 1-D input) */
+    int out = r == 1 ? bd_lower_temp(g, BD_DT_FLOAT, 2, bf) : yv, wv = -1;
+    if (wa && wa->type == BD_ATTR_FLOATS && wa->n > 0 && mode != 0) {
+        if (wa->n < F)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'weights' has %d values for %lld "
+                                "features", wa->n, (long long)F);
+        bd_tensor *w = bd_tensor_new(&g->model->arena, BD_DT_FLOAT, 1, &F);
+        if (!w) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the weights");
+        for (int64_t k = 0; k < F; k++) ((float *)w->data)[k] = wa->floats[k];
+        wv = bd_lower_temp(g, BD_DT_FLOAT, 1, &F);
+        bd_graph_value(g, wv)->constant = w;
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+    for (int k = 0; k < n_parts; k++) bd_access_identity(bd_nest_operand(nest, parts[k], false, 2), 0);
+    if (wv >= 0)
+        bd_nest_operand(nest, wv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, out, true, 2), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int fr = n_parts ? bd_expr_load(e, 0, BD_DT_INT64) : bd_expr_const(e, 0, BD_DT_INT64);
+    for (int k = 1; k < n_parts; k++)
+        fr = bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, fr, bd_expr_load(e, k, BD_DT_INT64));
+    int ff = bd_expr_cast(e, BD_DT_FLOAT, fr), wt = wv >= 0 ? bd_expr_load(e, n_parts, BD_DT_FLOAT)
+                                                           : bd_expr_const(e, 1, BD_DT_FLOAT);
+    int v = ff;
+    if (mode == 1)
+        v = bd_expr_select(e, BD_DT_FLOAT,
+                           bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, fr,
+                                          bd_expr_const(e, 0, BD_DT_INT64)),
+                           wt, bd_expr_const(e, 0, BD_DT_FLOAT));
+    else if (mode == 2)
+        v = bd_expr_binary(e, BD_EXPR_MUL, BD_DT_FLOAT, wt, ff);
+    bd_expr_compact(e, v);
+    if (r == 1) reshape_nest(p, node, out, yv);
     return BD_OK;
 }
