@@ -363,15 +363,18 @@ bd_status bd_infer_pool(bd_graph *g, bd_node *n, bd_diag *d) {
                             "input 0 (X) has %d spatial axes", ks->n, x->rank - 2);
     int nsp = ks->n;
     window win;
-    /* dilations exist for MaxPool from opset 10 and AveragePool from 19; ceil_mode from 10. */
-    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= 19;
+    /* dilations exist for MaxPool from opset 10, LpPool from 18 and AveragePool from 19;
+     * ceil_mode from 10 (LpPool: 18). */
+    bool lp = n->op == BD_OP_LP_POOL;
+    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= (lp ? 18 : 19);
     bool ceil_mode = false, flag;
     if ((s = read_window(g, n, d, nsp, has_dilations, &win))) return s;
     memcpy(win.kernel, ks->ints, (size_t)nsp * sizeof *win.kernel);
     if ((s = bd_need_at_least(d, n, "kernel_shape", win.kernel, nsp, 1))) return s;
-    if (n->opset >= 10 && (s = bd_read_flag(d, n, "ceil_mode", 0, &ceil_mode))) return s;
+    if (n->opset >= (lp ? 18 : 10) && (s = bd_read_flag(d, n, "ceil_mode", 0, &ceil_mode)))
+        return s;
     if (is_max && (s = bd_read_flag(d, n, "storage_order", 0, &flag))) return s;
-    if (!is_max && (s = bd_read_flag(d, n, "count_include_pad", 0, &flag))) return s;
+    if (!is_max && !lp && (s = bd_read_flag(d, n, "count_include_pad", 0, &flag))) return s;
     bd_value *indices = bd_node_out(g, n, 1);
     if (indices && n->opset < 8)
         return bd_node_fail(d, BD_ERR_INVALID, n, "output 1 (Indices) exists from opset 8, the "

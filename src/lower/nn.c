@@ -231,6 +231,65 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- pooling */
 
+/* LpPool: (sum over the window of |x|^p)^(1/p), the sum an AveragePool nest counting the pads
+ * times the window size, between two elementwise nests. With ceil_mode a last window may be cut
+ * short, where that product is not the sum: refused. */
+static bd_status lower_lp_pool(bd_program *p, int node, const nn_window *win, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    const bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
+    int nsp = win->nsp, dt = x->dtype, r = x->rank;
+    if (n->opset >= 18 && bd_attr_int(n, "ceil_mode", 0) != 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "ceil_mode = 1 is not supported");
+    double pw = (double)bd_attr_int(n, "p", 2), kn = 1;
+    if (pw < 1) return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'p' must be at least 1");
+    for (int i = 0; i < nsp; i++) kn *= (double)win->kernel[i];
+    int64_t xd[BD_MAX_RANK], yd[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) xd[k] = x->dims[k], yd[k] = y->dims[k];
+    int xv = n->inputs[0], yv = n->outputs[0];
+    /* (adding values moves x and y: only indices from here) */
+    int powed = bd_lower_temp(g, dt, r, xd), avg = bd_lower_temp(g, dt, r, yd);
+    for (int step = 0; step < 2; step++) { /* |x|^p, then (K avg)^(1/p) */
+        int in = step ? avg : xv, out = step ? yv : powed;
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+        bd_access_identity(bd_nest_operand(nest, in, false, r), 0);
+        bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        int v = bd_expr_load(e, 0, dt);
+        if (!step) {
+            v = pw == 2 ? bd_expr_binary(e, BD_EXPR_MUL, dt, v, v) : bd_expr_unary(e, BD_EXPR_ABS, dt, v);
+            if (pw != 1 && pw != 2)
+                v = bd_expr_binary(e, BD_EXPR_POW, dt, v, bd_expr_const(e, pw, dt));
+        } else {
+            v = bd_expr_binary(e, BD_EXPR_MUL, dt, v, bd_expr_const(e, kn, dt));
+            if (pw == 2) v = bd_expr_unary(e, BD_EXPR_SQRT, dt, v);
+            else if (pw != 1) v = bd_expr_binary(e, BD_EXPR_POW, dt, v, bd_expr_const(e, 1 / pw, dt));
+        }
+        bd_expr_compact(e, v);
+        if (step) break;
+        nest = bd_nest_begin(p, node, BD_BODY_POOL, bd_graph_value(g, avg));
+        bd_pool_params *pp = BD_NEST_PARAMS(nest, pool);
+        memset(pp, 0, sizeof *pp);
+        pp->nsp = nsp;
+        pp->count_include_pad = true;
+        memcpy(pp->kernel, win->kernel, sizeof pp->kernel);
+        memcpy(pp->strides, win->strides, sizeof pp->strides);
+        memcpy(pp->dilations, win->dilations, sizeof pp->dilations);
+        memcpy(pp->pads, win->pads, sizeof pp->pads);
+        bd_operand *ox = bd_nest_operand(nest, powed, false, r);
+        ox->dims[0] = affine(0, 1, 0, 0);
+        ox->dims[1] = affine(1, 1, 0, 0);
+        for (int i = 0; i < nsp; i++)
+            ox->dims[2 + i] = affine(2 + i, win->strides[i], -win->pads[i],
+                                     (win->kernel[i] - 1) * win->dilations[i]);
+        pp->x = 0;
+        pp->y = 1;
+        pp->indices = -1;
+        bd_access_identity(bd_nest_operand(nest, avg, true, r), 0);
+    }
+    return BD_OK;
+}
+
 bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -246,10 +305,12 @@ bd_status bd_lower_pool(bd_program *p, int node, bd_diag *d) {
                             bd_dtype_name(x->dtype));
     int nsp = x->rank - 2;
     nn_window win;
-    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= 19;
+    bool lp = n->op == BD_OP_LP_POOL;
+    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= (lp ? 18 : 19);
     if ((s = read_window(g, n, d, nsp, has_dilations, &win))) return s;
     read_ints(n, "kernel_shape", nsp, 1, win.kernel);
     resolve_forward_pads(&win, x->dims + 2, y->dims + 2);
+    if (lp) return lower_lp_pool(p, node, &win, d);
 
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_POOL, y);
     bd_pool_params *pp = BD_NEST_PARAMS(nest, pool);
