@@ -1438,3 +1438,47 @@ bd_status bd_lower_tfidf(bd_program *p, int node, bd_diag *d) {
     if (r == 1) reshape_nest(p, node, out, yv);
     return BD_OK;
 }
+
+/* ---------------------------------------------------------------- LpNormalization */
+
+/* LpNormalization: x / ||x||_p along the axis (p = 1: the sum of |x|; 2: the root of the sum of
+ * squares), 0 where the norm is 0: a map, a REDUCE SUM keeping the axis, and an elementwise
+ * nest. */
+bd_status bd_lower_lp_normalization(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    int dt = x->dtype, r = x->rank, axis;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    int64_t pw = bd_attr_int(n, "p", 2);
+    if (r < 1 || !bd_norm_axis(bd_attr_int(n, "axis", -1), r, &axis) || (pw != 1 && pw != 2))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' or 'p' (1 or 2) is out of "
+                            "range");
+    int64_t xd[BD_MAX_RANK], kept[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) xd[k] = x->dims[k], kept[k] = k == axis ? 1 : x->dims[k];
+    if (xd[axis] == 0) return BD_OK;
+    int xv = n->inputs[0], yv = n->outputs[0];
+    /* (adding values moves x and y: only indices from here) */
+    int mapped = bd_lower_temp(g, dt, r, xd), sum = bd_lower_temp(g, dt, r, kept);
+    map_nest(p, node, xv, mapped, pw == 1 ? BD_EXPR_ABS : BD_EXPR_MUL);
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis] = true;
+    reduce_nest(p, node, mapped, sum, BD_REDUCE_SUM, reduced);
+    const bd_value *yy = bd_graph_value(g, yv);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, yy);
+    bd_access_identity(bd_nest_operand(nest, xv, false, r), 0);
+    bd_access_broadcast(bd_nest_operand(nest, sum, false, r), bd_graph_value(g, sum), yy);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int nv = bd_expr_load(e, 1, dt);
+    if (pw == 2) nv = bd_expr_unary(e, BD_EXPR_SQRT, dt, nv);
+    int zero = bd_expr_const(e, 0, dt);
+    bd_expr_compact(e, bd_expr_select(e, dt, bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, nv, zero),
+                                      zero, bd_expr_binary(e, BD_EXPR_DIV, dt,
+                                                           bd_expr_load(e, 0, dt), nv)));
+    return BD_OK;
+}
