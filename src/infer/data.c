@@ -927,6 +927,43 @@ bd_status bd_infer_compress(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, out, x->dtype, rank, dims);
 }
 
+/* CenterCropPad: the input with the extents of input 1 (shape) along `axes` (default all). */
+bd_status bd_infer_center_crop_pad(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *sh = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input_data")) ||
+        (s = bd_need_present(d, n, sh, 1, "shape")) ||
+        (s = bd_need_int_indices(d, n, sh, 1, "shape")))
+        return s;
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    int64_t axes[BD_MAX_RANK], want[BD_MAX_RANK], dims[BD_MAX_RANK];
+    int naxes = x->rank, nw = 0;
+    const bd_attr *a = bd_node_attr(n, "axes");
+    if (a) {
+        if (a->type != BD_ATTR_INTS || a->n > x->rank)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' must list at most %d axes",
+                                x->rank);
+        naxes = a->n;
+        memcpy(axes, a->ints, (size_t)naxes * sizeof *axes);
+        if ((s = bd_norm_axes(d, n, "attribute 'axes'", axes, naxes, x->rank))) return s;
+    } else {
+        for (int i = 0; i < naxes; i++) axes[i] = i;
+    }
+    for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
+    bool known = bd_value_const_ints(sh, want, BD_MAX_RANK, &nw);
+    if (known && nw != naxes)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) has %d values for %d axes", nw,
+                            naxes);
+    for (int i = 0; i < naxes; i++) {
+        if (known && want[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) holds %lld",
+                                (long long)want[i]);
+        dims[axes[i]] = known ? want[i] : -1;
+    }
+    return bd_value_set(d, n, out, x->dtype, x->rank, dims);
+}
+
 /* ReverseSequence: the input's shape; sequence_lens is int64 [batch]. */
 bd_status bd_infer_reverse_sequence(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0), *l = bd_node_in(g, n, 1);

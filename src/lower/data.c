@@ -774,6 +774,34 @@ bd_status bd_lower_compress(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* CenterCropPad: one PAD nest, each dim cropped or padded (with zeros) around its centre as the
+ * reference does (the odd element goes to the end). */
+bd_status bd_lower_center_crop_pad(bd_program *p, int node, bd_diag *d) {
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    int r = x->rank;
+    if (numel_of(y) == 0) return BD_OK;
+    bd_pad_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.mode = BD_PAD_CONSTANT;
+    pp.value_operand = -1;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, y);
+    bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, r);
+    for (int k = 0; k < r; k++) {
+        int64_t dim = x->dims[k], want = y->dims[k];
+        pp.kept[k] = dim < want ? dim : want;
+        pp.crop_lo[k] = dim > want ? (dim - want) / 2 : 0;
+        pp.pad_lo[k] = want > dim ? (want - dim) / 2 : 0;
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k, 1, pp.crop_lo[k] - pp.pad_lo[k], 0};
+        if (dim == 0) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
+    *BD_NEST_PARAMS(nest, pad) = pp;
+    return BD_OK;
+}
+
 /* ReverseSequence: y[.., t, .., b, ..] = x[.., t < len[b] ? len[b] - 1 - t : t, .., b, ..], as
  * GatherElements does it: a compile-time table of each element's flat offset without its time
  * coordinate, an elementwise nest adding the source time times its stride (len read along the
