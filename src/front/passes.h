@@ -94,6 +94,10 @@ typedef struct bd_einsum_plan {
 } bd_einsum_plan;
 bd_status bd_einsum_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_einsum_plan *p);
 
+/* A DFT node's axis, dft_length, output extent along the axis and mode (infer/reduce.c). */
+bd_status bd_dft_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, int *axis, int64_t *len,
+                         int64_t *out_len, bool *inverse, bool *onesided);
+
 /* Largest tensor (elements) that constant folding materialises; bigger results stay runtime work.
  * Folding stops altogether once BD_FOLD_MAX_TOTAL_BYTES have been folded, so that the compiler's
  * memory stays proportional to the model file whatever chain of folds a model asks for. */

@@ -384,3 +384,53 @@ bd_status bd_infer_tfidf(bd_graph *g, bd_node *n, bd_diag *d) {
     int64_t dims[2] = {x->rank == 2 ? x->dims[0] : f, f};
     return bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_FLOAT, x->rank == 2 ? 2 : 1, dims);
 }
+
+/* DFT: the signal's axis (attribute before opset 20, else constant input 2, default -2) and
+ * length (constant input 1, default the axis' extent; 2 (extent - 1) for a one-sided inverse).
+ * The output has the input's shape with that axis the number of frequencies (dft_length, or
+ * dft_length / 2 + 1 one-sided) or samples, and a last dim of 2, or 1 for a one-sided inverse. */
+bd_status bd_dft_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, int *axis, int64_t *len,
+                         int64_t *out_len, bool *inverse, bool *onesided) {
+    const bd_value *x = bd_node_in(g, n, 0), *lv = bd_node_in(g, n, 1);
+    const bd_value *av = n->opset >= 20 ? bd_node_in(g, n, 2) : NULL;
+    int64_t a = n->opset >= 20 ? -2 : bd_attr_int(n, "axis", 1), l = -1;
+    int na = 0;
+    *inverse = bd_attr_int(n, "inverse", 0) != 0;
+    *onesided = bd_attr_int(n, "onesided", 0) != 0;
+    if (av && (!bd_value_const_ints(av, &a, 1, &na) || na != 1))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 2 (axis) is not a compile-time "
+                            "constant");
+    if (x->rank < 2 || x->dims[x->rank - 1] < 1 || x->dims[x->rank - 1] > 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 must end in a dim of 1 (real) or 2 "
+                            "(complex)");
+    a = ((a % x->rank) + x->rank) % x->rank; /* as the reference: modulo the rank */
+    if (a == x->rank - 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "the axis is the complex dim");
+    *axis = (int)a;
+    if (lv && (!bd_value_const_ints(lv, &l, 1, &na) || na != 1))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (dft_length) is not a compile-time "
+                            "constant");
+    int64_t ext = x->dims[a];
+    if (!lv) l = ext < 0 ? -1 : *inverse && *onesided ? 2 * (ext - 1) : ext;
+    if (lv && l < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "dft_length is %lld", (long long)l);
+    *len = l;
+    *out_len = l < 0 ? -1 : *onesided && !*inverse ? l / 2 + 1 : l;
+    return BD_OK;
+}
+
+bd_status bd_infer_dft(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) || (s = bd_need_float(d, n, x, 0, "input")))
+        return s;
+    if (x->rank < 0) return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, -1, NULL);
+    int axis;
+    int64_t len, out_len, dims[BD_MAX_RANK];
+    bool inv, one;
+    if ((s = bd_dft_plan_of(g, n, d, &axis, &len, &out_len, &inv, &one))) return s;
+    for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
+    dims[axis] = out_len;
+    dims[x->rank - 1] = inv && one ? 1 : 2;
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, dims);
+}

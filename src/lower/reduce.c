@@ -18,8 +18,9 @@
  *
  * The ops built from reductions live here too, each a chain of nests through unnamed values:
  * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
- * output x update positions, TopK by counting, Einsum, DynamicQuantizeLinear, and
- * TfIdfVectorizer's n-gram counts. */
+ * output x update positions, TopK by counting, Einsum, DFT as products with constant tables,
+ * LpNormalization, DynamicQuantizeLinear, and TfIdfVectorizer's n-gram counts. */
+#include <math.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -1480,5 +1481,114 @@ bd_status bd_lower_lp_normalization(bd_program *p, int node, bd_diag *d) {
     bd_expr_compact(e, bd_expr_select(e, dt, bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, nv, zero),
                                       zero, bd_expr_binary(e, BD_EXPR_DIV, dt,
                                                            bd_expr_load(e, 0, dt), nv)));
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- DFT */
+
+/* DFT as a product with constant tables, summed (n^2 work, which the sizes DFT sees in models
+ * allow): over (.., k, n, .., c) the real and imaginary parts of the input at n (COPY slices of
+ * its last dim) times tables A[c, k, n] and B[c, k, n] holding the cosines and sines of
+ * 2 pi k n / N for output part c (forward, inverse / N, one-sided inverse with its Hermitian
+ * weights 1, 2, .., 2, 1, as numpy's irfft), computed in double, then a REDUCE SUM over n and a
+ * cast. The input is cut or padded (by leaving terms out) to dft_length. */
+bd_status bd_lower_dft(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    int dt = x->dtype, r = x->rank, axis, D = BD_DT_DOUBLE;
+    int64_t N, K;
+    bool inv, one;
+    if ((s = bd_dft_plan_of(g, n, d, &axis, &N, &K, &inv, &one))) return s;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (r + 1 > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d", r,
+                            BD_MAX_RANK - 1);
+    int64_t L = x->dims[axis], parts = x->dims[r - 1], C = y->dims[r - 1];
+    int64_t M = inv && one ? N / 2 + 1 : N, terms = L < M ? L : M; /* input samples that count */
+    int64_t xd[BD_MAX_RANK], wide[BD_MAX_RANK], yd[BD_MAX_RANK], tab[3] = {C, K, terms};
+    int64_t numel = 1;
+    for (int k = 0; k < r; k++) xd[k] = x->dims[k], yd[k] = y->dims[k];
+    for (int k = 0, o = 0; k < r; k++) {
+        wide[o++] = yd[k];
+        if (k == axis) wide[o++] = terms;
+    }
+    for (int k = 0; k <= r; k++) numel *= wide[k];
+    if (numel == 0 || terms == 0) return BD_OK;
+    if ((s = bd_need_table(d, n, numel, "the products summed"))) return s;
+    bd_tensor *ta = bd_tensor_new(&g->model->arena, D, 3, tab);
+    bd_tensor *tb = bd_tensor_new(&g->model->arena, D, 3, tab);
+    if (!ta || !tb) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the tables");
+    const double pi = 3.14159265358979323846;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < terms; j++) {
+                /* forward: frequency k of sample j; inverse: sample k of frequency j */
+                double th = 2 * pi * (double)((k * j) % N) / (double)N, cs = cos(th), sn = sin(th);
+                double a, b, w = 1;
+                if (!inv) {
+                    a = c ? -sn : cs, b = c ? cs : sn;
+                } else {
+                    if (one) w = j == 0 || 2 * j == N ? 1.0 : 2.0;
+                    a = (c ? sn : cs) * w / (double)N, b = (c ? cs : -sn) * w / (double)N;
+                }
+                int64_t i = (c * K + k) * terms + j;
+                ((double *)ta->data)[i] = a;
+                ((double *)tb->data)[i] = b;
+            }
+    int xv = n->inputs[0], yv = n->outputs[0];
+    /* (adding values moves x and y: only indices from here) */
+    int av = bd_lower_temp(g, D, 3, tab), bv = bd_lower_temp(g, D, 3, tab);
+    bd_graph_value(g, av)->constant = ta;
+    bd_graph_value(g, bv)->constant = tb;
+    int part[2] = {xv, -1};
+    if (parts == 2) { /* the real and imaginary parts, [.., 1] each */
+        int64_t pd[BD_MAX_RANK];
+        for (int k = 0; k < r; k++) pd[k] = k == r - 1 ? 1 : xd[k];
+        for (int c = 0; c < 2; c++) {
+            part[c] = bd_lower_temp(g, dt, r, pd);
+            slice_nest(p, node, xv, part[c], r - 1, c);
+        }
+    }
+    int prod = bd_lower_temp(g, D, r + 1, wide);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, prod));
+    for (int c = 0; c < (parts == 2 ? 2 : 1); c++) {
+        bd_operand *o = bd_nest_operand(nest, part[c], false, r);
+        for (int k = 0; k < r; k++)
+            o->dims[k] = k == r - 1 ? (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0}
+                                    : (bd_access_dim){BD_ACCESS_AFFINE, k < axis ? k : k + 1, 1, 0, 0};
+    }
+    for (int t = 0; t < 2; t++) {
+        bd_operand *o = bd_nest_operand(nest, t ? bv : av, false, 3);
+        o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, r, 1, 0, 0};
+        o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+        o->dims[2] = (bd_access_dim){BD_ACCESS_AFFINE, axis + 1, 1, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, prod, true, r + 1), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int np_ = parts == 2 ? 2 : 1;
+    int v = bd_expr_binary(e, BD_EXPR_MUL, D, bd_expr_cast(e, D, bd_expr_load(e, 0, dt)),
+                           bd_expr_load(e, np_, D));
+    if (parts == 2)
+        v = bd_expr_binary(e, BD_EXPR_ADD, D, v,
+                           bd_expr_binary(e, BD_EXPR_MUL, D,
+                                          bd_expr_cast(e, D, bd_expr_load(e, 1, dt)),
+                                          bd_expr_load(e, np_ + 1, D)));
+    bd_expr_compact(e, v);
+    bool reduced[BD_MAX_RANK] = {false};
+    reduced[axis + 1] = true;
+    int sum = dt == D ? yv : bd_lower_temp(g, D, r, yd);
+    reduce_nest(p, node, prod, sum, BD_REDUCE_SUM, reduced);
+    if (sum != yv) {
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+        bd_access_identity(bd_nest_operand(nest, sum, false, r), 0);
+        bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+        e = BD_NEST_PARAMS(nest, expr);
+        bd_expr_compact(e, bd_expr_cast(e, dt, bd_expr_load(e, 0, D)));
+    }
     return BD_OK;
 }
