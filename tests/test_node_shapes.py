@@ -73,6 +73,7 @@ SHAPE_SLOTS = {
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "Compress": (1,),
     "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,), "DFT": (1, 2),
+    "AffineGrid": (1,),
 }
 
 

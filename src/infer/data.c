@@ -1024,6 +1024,40 @@ bd_status bd_fold_window(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set_constant(d, n, y, t);
 }
 
+/* AffineGrid: theta [N, k, k + 1] (k = 2 or 3) and size [N, C, D1..Dk] (a constant: it decides
+ * the shape) give the sampling grid [N, D1..Dk, k]. */
+bd_status bd_infer_affine_grid(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *t = bd_node_in(g, n, 0), *sz = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, t, 0, "theta")) || (s = bd_need_present(d, n, sz, 1, "size")) ||
+        (s = bd_need_float(d, n, t, 0, "theta")) ||
+        (s = bd_need_dtype(d, n, sz, 1, "size", BD_DT_INT64)) ||
+        (s = bd_need_rank(d, n, t, 0, "theta", 3)))
+        return s;
+    int64_t v[BD_MAX_RANK], dims[BD_MAX_RANK];
+    int nv = 0;
+    if (!bd_value_const_ints(sz, v, BD_MAX_RANK, &nv)) { /* rank k + 2, extents unknown */
+        int64_t k = bd_dim_of(sz, 0);
+        if (k != -1 && k != 4 && k != 5)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) has %lld values, expected 4 "
+                                "or 5", (long long)k);
+        for (int i = 0; i < BD_MAX_RANK; i++) dims[i] = -1;
+        if (k > 0) dims[k - 1] = k - 2;
+        return bd_value_set(d, n, out, t->dtype, k < 0 ? -1 : (int)k, k < 0 ? NULL : dims);
+    }
+    if (nv != 4 && nv != 5)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) has %d values, expected 4 or 5",
+                            nv);
+    int k = nv - 2;
+    if (t->rank == 3 && ((t->dims[1] >= 0 && t->dims[1] != k) || (t->dims[2] >= 0 && t->dims[2] != k + 1)))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (theta) must be [N, %d, %d]", k, k + 1);
+    dims[0] = v[0];
+    for (int i = 0; i < k; i++) dims[1 + i] = v[2 + i];
+    dims[k + 1] = k;
+    return bd_value_set(d, n, out, t->dtype, k + 2, dims);
+}
+
 /* GridSample: X [N, C, D1..Dk], grid [N, O1..Ok, k] of the same float type; the output is
  * [N, C, O1..Ok]. Opset 16 names the modes bilinear/bicubic and is 2-D only. */
 bd_status bd_infer_grid_sample(bd_graph *g, bd_node *n, bd_diag *d) {

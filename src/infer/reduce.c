@@ -428,6 +428,11 @@ bd_status bd_infer_dft(bd_graph *g, bd_node *n, bd_diag *d) {
     int axis;
     int64_t len, out_len, dims[BD_MAX_RANK];
     bool inv, one;
+    const bd_value *lv = bd_node_in(g, n, 1), *av = n->opset >= 20 ? bd_node_in(g, n, 2) : NULL;
+    if ((lv && !lv->constant) || (av && !av->constant)) { /* the extents wait for their values */
+        for (int i = 0; i < x->rank; i++) dims[i] = -1;
+        return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, dims);
+    }
     if ((s = bd_dft_plan_of(g, n, d, &axis, &len, &out_len, &inv, &one))) return s;
     for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
     dims[axis] = out_len;

@@ -1,7 +1,7 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
  * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
  * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements, GatherND, Compress,
- * ReverseSequence, Resize and GridSample.
+ * ReverseSequence, CenterCropPad, Resize, AffineGrid and GridSample.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
@@ -964,6 +964,70 @@ bd_status bd_lower_gather_nd(bd_program *p, int node, bd_diag *d) {
     bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
     gp->axis = 0;
     gp->idx_rank = nt;
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- AffineGrid */
+
+/* AffineGrid: grid[n, .., c] = sum_j theta[n, c, j] base_j + theta[n, c, k], base_j the normalised
+ * coordinate along spatial dim k - 1 - j (x is the innermost), from compile-time tables; one
+ * elementwise nest in double over COPY slices of theta's last dim. */
+bd_status bd_lower_affine_grid(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *t, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0 (theta)", "output", &n, &t, &y, &s)) return s;
+    int dt = t->dtype, k = y->rank - 2, D = BD_DT_DOUBLE;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (numel_of(y) == 0) return BD_OK;
+    bool align = bd_attr_int(n, "align_corners", 0) != 0;
+    int64_t td[3] = {t->dims[0], t->dims[1], 1}, ts[3], sp[BD_MAX_RANK];
+    bd_dims_strides(3, t->dims, ts);
+    for (int i = 0; i < k; i++) sp[i] = y->dims[1 + i];
+    int tv = n->inputs[0], yv = n->outputs[0], col[4], base[3];
+    /* (adding values moves t and y: only indices from here) */
+    for (int j = 0; j <= k; j++) { /* theta[:, :, j] */
+        col[j] = bd_lower_temp(g, dt, 3, td);
+        bd_nest *nest = copy_nest(p, node, tv, col[j]);
+        bd_access_identity(&nest->operands[0], 0);
+        nest->operands[0].dims[2].offset = j;
+        copy_finish(nest, col[j], 3);
+        bd_copy_params *cp = copy_params(nest);
+        memcpy(cp->in_stride, ts, sizeof ts);
+        cp->in_base = j;
+        bd_dims_strides(3, td, cp->out_stride);
+    }
+    for (int j = 0; j < k; j++) { /* the coordinates along spatial dim k - 1 - j */
+        int64_t len = sp[k - 1 - j];
+        bd_tensor *b = bd_tensor_new(&g->model->arena, D, 1, &len);
+        if (!b) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the base grid");
+        for (int64_t i = 0; i < len; i++)
+            ((double *)b->data)[i] = align ? (len > 1 ? -1 + 2.0 * (double)i / (double)(len - 1) : -1)
+                                           : -1 + (2.0 * (double)i + 1) / (double)len;
+        base[j] = bd_lower_temp(g, D, 1, &len);
+        bd_graph_value(g, base[j])->constant = b;
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    for (int j = 0; j <= k; j++) {
+        bd_operand *o = bd_nest_operand(nest, col[j], false, 3);
+        o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+        o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, k + 1, 1, 0, 0};
+        o->dims[2] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    for (int j = 0; j < k; j++)
+        bd_nest_operand(nest, base[j], false, 1)->dims[0] =
+            (bd_access_dim){BD_ACCESS_AFFINE, 1 + (k - 1 - j), 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, k + 2), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int v = bd_expr_cast(e, D, bd_expr_load(e, k, dt));
+    for (int j = 0; j < k; j++)
+        v = bd_expr_binary(e, BD_EXPR_ADD, D, v,
+                           bd_expr_binary(e, BD_EXPR_MUL, D, bd_expr_cast(e, D, bd_expr_load(e, j, dt)),
+                                          bd_expr_load(e, k + 1 + j, D)));
+    bd_expr_compact(e, bd_expr_cast(e, dt, v));
     return BD_OK;
 }
 
