@@ -439,3 +439,17 @@ bd_status bd_infer_dft(bd_graph *g, bd_node *n, bd_diag *d) {
     dims[x->rank - 1] = inv && one ? 1 : 2;
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, dims);
 }
+
+/* GroupNormalization: X's shape; scale and bias are 1-D (per channel from opset 21, per group
+ * before). */
+bd_status bd_infer_group_norm(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *sc = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, sc, 1, "scale")) ||
+        (s = bd_need_present(d, n, bi, 2, "bias")) || (s = bd_need_float(d, n, x, 0, "X")) ||
+        (s = bd_need_rank(d, n, sc, 1, "scale", 1)) || (s = bd_need_rank(d, n, bi, 2, "bias", 1)))
+        return s;
+    if (bd_attr_int(n, "num_groups", 0) < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'num_groups' (>= 1) is required");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}

@@ -19,7 +19,8 @@
  * The ops built from reductions live here too, each a chain of nests through unnamed values:
  * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
  * output x update positions, TopK by counting, Einsum, DFT as products with constant tables,
- * LpNormalization, DynamicQuantizeLinear, and TfIdfVectorizer's n-gram counts. */
+ * LpNormalization, GroupNormalization, DynamicQuantizeLinear, and TfIdfVectorizer's n-gram
+ * counts. */
 #include <math.h>
 #include <string.h>
 
@@ -1590,5 +1591,86 @@ bd_status bd_lower_dft(bd_program *p, int node, bd_diag *d) {
         e = BD_NEST_PARAMS(nest, expr);
         bd_expr_compact(e, bd_expr_cast(e, dt, bd_expr_load(e, 0, D)));
     }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- GroupNormalization */
+
+/* GroupNormalization over x viewed as [N, G, C / G, spatial] (reshape copies): the group's mean,
+ * then the mean of the squared deviations (REDUCE MEAN nests keeping the dims), and y = (x - mean)
+ * / sqrt(var + epsilon) * scale + bias with scale and bias per channel (opset 21; viewed as
+ * [G, C / G]) or per group (opset 18), reshaped back. */
+bd_status bd_lower_group_norm(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0 (X)", "output", &n, &x, &y, &s)) return s;
+    bd_value *sc = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
+    if ((s = bd_need_static(d, n, sc, "input 1 (scale)")) ||
+        (s = bd_need_static(d, n, bi, "input 2 (bias)")))
+        return s;
+    int dt = x->dtype, r = x->rank;
+    int64_t G = bd_attr_int(n, "num_groups", 0), C = r >= 2 ? x->dims[1] : 0, S = 1;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (r < 2 || G < 1 || C % G != 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "num_groups %lld does not divide the %lld "
+                            "channels", (long long)G, (long long)C);
+    bool per_channel = n->opset >= 21;
+    if (sc->rank != 1 || bi->rank != 1 || sc->dims[0] != (per_channel ? C : G) ||
+        bi->dims[0] != sc->dims[0])
+        return bd_node_fail(d, BD_ERR_INVALID, n, "scale and bias must hold %lld values",
+                            (long long)(per_channel ? C : G));
+    for (int k = 2; k < r; k++) S *= x->dims[k];
+    if (x->dims[0] * C * S == 0) return BD_OK;
+    double eps = bd_attr_float(n, "epsilon", 1e-5f);
+    int64_t v4[4] = {x->dims[0], G, C / G, S}, m4[4] = {x->dims[0], G, 1, 1}, gc[2] = {G, C / G};
+    int xv = n->inputs[0], sv = n->inputs[1], bv = n->inputs[2], yv = n->outputs[0];
+    /* (adding values moves x, y, sc and bi: only indices from here) */
+    int x4 = bd_lower_temp(g, dt, 4, v4), mean = bd_lower_temp(g, dt, 4, m4);
+    int dev = bd_lower_temp(g, dt, 4, v4), sq = bd_lower_temp(g, dt, 4, v4);
+    int var = bd_lower_temp(g, dt, 4, m4), y4 = bd_lower_temp(g, dt, 4, v4);
+    reshape_nest(p, node, xv, x4);
+    bool reduced[4] = {false, false, true, true};
+    reduce_nest(p, node, x4, mean, BD_REDUCE_MEAN, reduced);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, dev));
+    bd_access_identity(bd_nest_operand(nest, x4, false, 4), 0);
+    bd_access_broadcast(bd_nest_operand(nest, mean, false, 4), bd_graph_value(g, mean),
+                        bd_graph_value(g, dev));
+    bd_access_identity(bd_nest_operand(nest, dev, true, 4), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_load(e, 0, dt),
+                                      bd_expr_load(e, 1, dt)));
+    map_nest(p, node, dev, sq, BD_EXPR_MUL);
+    reduce_nest(p, node, sq, var, BD_REDUCE_MEAN, reduced);
+    int scv = sv, biv = bv;
+    if (per_channel) { /* [C] as [G, C / G] */
+        scv = bd_lower_temp(g, bd_graph_value(g, sv)->dtype, 2, gc);
+        biv = bd_lower_temp(g, bd_graph_value(g, bv)->dtype, 2, gc);
+        reshape_nest(p, node, sv, scv);
+        reshape_nest(p, node, bv, biv);
+    }
+    nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, y4));
+    bd_access_identity(bd_nest_operand(nest, dev, false, 4), 0);
+    bd_access_broadcast(bd_nest_operand(nest, var, false, 4), bd_graph_value(g, var),
+                        bd_graph_value(g, y4));
+    for (int t = 0; t < 2; t++) {
+        bd_operand *o = bd_nest_operand(nest, t ? biv : scv, false, per_channel ? 2 : 1);
+        o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+        if (per_channel) o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 2, 1, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, y4, true, 4), 0);
+    e = BD_NEST_PARAMS(nest, expr);
+    int den = bd_expr_unary(e, BD_EXPR_SQRT, dt, bd_expr_binary(e, BD_EXPR_ADD, dt,
+                                                                 bd_expr_load(e, 1, dt),
+                                                                 bd_expr_const(e, eps, dt)));
+    int v = bd_expr_binary(e, BD_EXPR_DIV, dt, bd_expr_load(e, 0, dt), den);
+    v = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, v,
+                                                          bd_expr_load(e, 2, dt)),
+                       bd_expr_load(e, 3, dt));
+    bd_expr_compact(e, v);
+    reshape_nest(p, node, y4, yv);
     return BD_OK;
 }
