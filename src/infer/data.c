@@ -1050,6 +1050,10 @@ bd_status bd_infer_affine_grid(bd_graph *g, bd_node *n, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) has %d values, expected 4 or 5",
                             nv);
     int k = nv - 2;
+    for (int i = 0; i < nv; i++)
+        if (v[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) holds %lld",
+                                (long long)v[i]);
     if (t->rank == 3 && ((t->dims[1] >= 0 && t->dims[1] != k) || (t->dims[2] >= 0 && t->dims[2] != k + 1)))
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (theta) must be [N, %d, %d]", k, k + 1);
     dims[0] = v[0];

@@ -988,11 +988,12 @@ bd_status bd_infer_quantize(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_status s;
     if ((s = bd_need_present(d, n, x, 0, "x"))) return s;
     if (n->op == BD_OP_DYNAMIC_QUANTIZE_LINEAR) {
+        int64_t none[1] = {0}; /* scalars */
         if ((s = bd_need_float(d, n, x, 0, "x")) ||
             (s = bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_UINT8, x->rank, x->dims)) ||
-            (s = bd_value_set(d, n, bd_node_out(g, n, 1), BD_DT_FLOAT, 0, NULL)))
+            (s = bd_value_set(d, n, bd_node_out(g, n, 1), BD_DT_FLOAT, 0, none)))
             return s;
-        return bd_value_set(d, n, bd_node_out(g, n, 2), BD_DT_UINT8, 0, NULL);
+        return bd_value_set(d, n, bd_node_out(g, n, 2), BD_DT_UINT8, 0, none);
     }
     if ((s = bd_need_present(d, n, sc, 1, "scale"))) return s;
     if (sc->rank > 1 && x->rank >= 0 && sc->rank != x->rank)

@@ -868,8 +868,8 @@ static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int re
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
     int dt = sp->dt, r = sp->r;
-    int64_t numel = 1;
-    for (int k = 0; k < sp->nw; k++) numel *= sp->wide[k];
+    int64_t numel;
+    if (!bd_dims_numel(sp->nw, sp->wide, &numel)) numel = INT64_MAX;
     bd_status s = bd_need_table(d, n, numel, "the pairs of output and update positions");
     if (s) return s;
     for (int i = 0; i < sp->n_idx; i++) { /* the data dim's indices, to compare with */
@@ -1164,8 +1164,8 @@ bd_status bd_lower_einsum(bd_program *p, int node, bd_diag *d) {
                             bd_dtype_name(dt));
     bd_einsum_plan ep;
     if ((s = bd_einsum_plan_of(g, n, d, &ep))) return s;
-    int64_t numel = 1;
-    for (int i = 0; i < ep.n_labels; i++) numel *= ep.extent[i];
+    int64_t numel;
+    if (!bd_dims_numel(ep.n_labels, ep.extent, &numel)) numel = INT64_MAX;
     for (int i = 0; i < ep.n_out; i++)
         if (ep.extent[i] == 0) return BD_OK; /* an empty output */
     bool summed = ep.n_labels > ep.n_out;
@@ -1313,7 +1313,10 @@ bd_status bd_lower_tfidf(bd_program *p, int node, bd_diag *d) {
     for (int gi = 0; gi < counts->n; gi++) {
         int64_t len = gi + 1, start = counts->ints[gi];
         int64_t end = gi + 1 < counts->n ? counts->ints[gi + 1] : pool->n;
-        int64_t P = end > start ? (end - start) / len : 0, first = id;
+        if (start < 0 || end < start || end > pool->n)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'ngram_counts' does not split "
+                                "the pool of %d values", pool->n);
+        int64_t P = (end - start) / len, first = id;
         id += P;
         if (P == 0 || len < lo_n || len > hi_n) continue;
         if (len > 7 || n_parts == 14 || first + P > ix->n || end > pool->n)
@@ -1512,13 +1515,13 @@ bd_status bd_lower_dft(bd_program *p, int node, bd_diag *d) {
     int64_t L = x->dims[axis], parts = x->dims[r - 1], C = y->dims[r - 1];
     int64_t M = inv && one ? N / 2 + 1 : N, terms = L < M ? L : M; /* input samples that count */
     int64_t xd[BD_MAX_RANK], wide[BD_MAX_RANK], yd[BD_MAX_RANK], tab[3] = {C, K, terms};
-    int64_t numel = 1;
+    int64_t numel;
     for (int k = 0; k < r; k++) xd[k] = x->dims[k], yd[k] = y->dims[k];
     for (int k = 0, o = 0; k < r; k++) {
         wide[o++] = yd[k];
         if (k == axis) wide[o++] = terms;
     }
-    for (int k = 0; k <= r; k++) numel *= wide[k];
+    if (!bd_dims_numel(r + 1, wide, &numel)) numel = INT64_MAX;
     if (numel == 0 || terms == 0) return BD_OK;
     if ((s = bd_need_table(d, n, numel, "the products summed"))) return s;
     bd_tensor *ta = bd_tensor_new(&g->model->arena, D, 3, tab);
