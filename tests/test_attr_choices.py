@@ -11,8 +11,10 @@ Usage: test_attr_choices.py [--bdc PATH] [--fusion op|none] [-j N] [-k GLOB] [-v
 For every string-valued attribute that bdc reads of an op in its op table (ops.def): Gelu
 approximate; Pad mode; Resize mode, coordinate_transformation_mode, nearest_mode and
 keep_aspect_ratio_policy; the auto_pad of Conv, ConvTranspose, MaxPool and AveragePool; LSTM
-direction and activations (with the activation_alpha/activation_beta those functions consume);
-BitShift direction; DepthToSpace mode (and SpaceToDepth beside it),
+direction and activations (with the activation_alpha/activation_beta those functions consume),
+and GRU's and RNN's (with GRU's linear_before_reset); BitShift direction; DepthToSpace mode (and
+SpaceToDepth beside it); GridSample mode and padding_mode; the reduction of ScatterElements,
+ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss,
 and for every value of it that bdc accepts at some opset it supports, this builds tiny models
 with onnx.helper (one node, weights as initializers, inputs drawn from a numpy generator seeded
 by the case name, so a case is the same on every run whatever runs beside it), then:
@@ -49,7 +51,8 @@ activation_alpha/beta omitted against the spec's defaults spelled out (onnxrunti
 
 Where onnxruntime and the ONNX reference implementation disagree and bdc follows the reference
 (REFERENCE_NOT_ORT below, each with its reason: Resize's length_resized for an extent x scale
-that is not an integer, and a 1-wide pytorch_half_pixel output), the reference's outputs are
+that is not an integer, a 1-wide pytorch_half_pixel output, and GridSample's cubic sampling with
+border padding), the reference's outputs are
 the expected ones, and the case also checks that onnxruntime still disagrees.
 
 bdc exit 3 (unsupported) fails a case unless EXPECTED_REFUSALS below lists it with its reason;
@@ -109,6 +112,9 @@ REFERENCE_NOT_ORT = [
      "extent x scale in the reference, the floored output length in onnxruntime"),
     ("resize/*/mode=cubic/coord=pytorch_half_pixel/to1-sizes", "a 1-wide output: the reference "
      "samples at -0.5 (which only cubic's taps can tell from 0), onnxruntime at 0"),
+    ("gridsample/opset20/mode=cubic/padding_mode=border/*", "the reference (and the node "
+     "suite's data) clamps an outside source coordinate into the input before taking the 4 x 4 "
+     "taps, onnxruntime only clamps each tap"),
 ]
 
 NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
@@ -574,9 +580,98 @@ def lstm_cases():
     return cases
 
 
+def grid_sample_cases():
+    """GridSample mode x padding_mode x align_corners, opset 20's names and opset 16's; the grid
+    reaches past [-1, 1] so that every padding mode has samples to treat. Cubic with border
+    padding is checked against the reference (REFERENCE_NOT_ORT)."""
+    cases = []
+    for opset, modes in ((16, ("bilinear", "nearest", "bicubic")), (20, ("linear", "nearest", "cubic"))):
+        for mode in modes:
+            for pad in ("zeros", "border", "reflection"):
+                if mode == "bicubic" and pad == "border":
+                    continue  # as opset 20's cubic border below, and the reference lacks 'bicubic'
+                for align in (0, 1):
+                    name = "gridsample/opset%d/mode=%s/padding_mode=%s/align_corners=%d" % (
+                        opset, mode, pad, align)
+                    r = rng_for(name)
+                    x = f32(r.standard_normal((2, 3, 5, 4)))
+                    grid = f32(r.uniform(-1.6, 1.6, (2, 6, 3, 2)))
+                    cases.append(Case(name, "GridSample", {"mode": mode, "padding_mode": pad,
+                                                           "align_corners": align}, opset,
+                                      [("x", x), ("grid", grid)]))
+    return cases
+
+
+def scatter_cases():
+    """ScatterElements and ScatterND reduction (opsets 16 and 18); distinct indices for 'none',
+    repeated ones for the others so that they combine."""
+    cases = []
+    for op in ("ScatterElements", "ScatterND"):
+        for red in ("none", "add", "mul", "max", "min"):
+            name = "scatter/%s/reduction=%s" % (op, red)
+            r = rng_for(name)
+            x = f32(r.standard_normal((4, 3)))
+            if op == "ScatterElements":
+                idx = i64([[0, 1, 2], [3, 2, 0]] if red == "none" else [[0, 1, 2], [0, 1, -4]])
+                upd = f32(r.standard_normal((2, 3)))
+                attrs = {"axis": 0, "reduction": red}
+            else:
+                idx = i64([[1], [3]] if red == "none" else [[1], [-3]])
+                upd = f32(r.standard_normal((2, 3)))
+                attrs = {"reduction": red}
+            cases.append(Case(name, op, attrs, 18, [("x", x)], [("indices", idx), ("updates", upd)]))
+    return cases
+
+
+def loss_cases():
+    """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss reduction, with and without
+    weights and ignore_index (a target that is ignore_index is in the data)."""
+    cases = []
+    for op in ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"):
+        for red in ("none", "sum", "mean"):
+            for weighted in (False, True):
+                for ii in (None, 2):
+                    name = "loss/%s/reduction=%s%s%s" % (op, red, "/weight" if weighted else "",
+                                                         "/ignore_index" if ii is not None else "")
+                    r = rng_for(name)
+                    x = f32(r.standard_normal((3, 5, 4)))
+                    t = i64(r.integers(0, 5, (3, 4)))
+                    t[0, 0] = 2
+                    consts = [("target", t)] + ([("weight", f32(r.uniform(0.5, 2, 5)))]
+                                                if weighted else [])
+                    cases.append(Case(name, op, {"reduction": red, "ignore_index": ii}, 13,
+                                      [("x", x)], consts))
+    return cases
+
+
+def rnn_cases():
+    """GRU and RNN direction and activations (with linear_before_reset for GRU)."""
+    cases = []
+    for op, gates, acts in (("RNN", 1, (["Relu"], ["HardSigmoid"])),
+                            ("GRU", 3, (["Sigmoid", "Tanh"], ["HardSigmoid", "Softsign"]))):
+        for d in ("forward", "reverse", "bidirectional"):
+            nd = 2 if d == "bidirectional" else 1
+            for act in (None,) + acts:
+                for lbr in ((0, 1) if op == "GRU" else (None,)):
+                    name = "%s/direction=%s%s%s" % (op.lower(), d,
+                                                    "/activations=" + "-".join(act) if act else "",
+                                                    "/linear_before_reset=%d" % lbr if lbr else "")
+                    r = rng_for(name)
+                    x = f32(r.standard_normal((4, 2, 3)))
+                    consts = [("W", f32(r.standard_normal((nd, gates * 5, 3)) * 0.5)),
+                              ("R", f32(r.standard_normal((nd, gates * 5, 5)) * 0.5)),
+                              ("B", f32(r.standard_normal((nd, 2 * gates * 5)) * 0.5))]
+                    attrs = {"hidden_size": 5, "direction": d,
+                             "activations": act * nd if act else None,
+                             "linear_before_reset": lbr}
+                    cases.append(Case(name, op, attrs, 14, [("x", x)], consts, n_outputs=2))
+    return cases
+
+
 def all_cases():
     return (gelu_cases() + pad_cases() + resize_cases() + window_cases() + lstm_cases() +
-            bitshift_cases() + depth_space_cases())
+            bitshift_cases() + depth_space_cases() + grid_sample_cases() + scatter_cases() +
+            loss_cases() + rnn_cases())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -71,7 +71,9 @@ SHAPE_SLOTS = {
     "OneHot": (1,), "CenterCropPad": (1,), "Col2Im": (1, 2), "MaxUnpool": (2,),
     "ReduceMax": (1,), "ReduceMean": (1,), "ReduceSum": (1,), "ReduceMin": (1,),
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
-    "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
+    "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "Compress": (1,),
+    "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,), "DFT": (1, 2),
+    "AffineGrid": (1,),
 }
 
 

@@ -81,6 +81,23 @@ typedef struct bd_slice_plan {
 } bd_slice_plan;
 bd_status bd_slice_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_slice_plan *p);
 
+/* An Einsum equation resolved against its inputs' ranks (infer/reduce.c; inference and lowering
+ * both read it): every distinct label (ellipsis dims are labels too) is a dim of the equation's
+ * domain, the output's labels first, in output order, then the summed ones. Input k's dim j has
+ * label label_of[k][j]; extents are -1 where unknown. */
+enum { BD_EINSUM_MAX_INPUTS = 8 };
+typedef struct bd_einsum_plan {
+    int n_in, n_labels, n_out;
+    int64_t extent[BD_MAX_RANK];
+    int in_rank[BD_EINSUM_MAX_INPUTS];
+    int label_of[BD_EINSUM_MAX_INPUTS][BD_MAX_RANK];
+} bd_einsum_plan;
+bd_status bd_einsum_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, bd_einsum_plan *p);
+
+/* A DFT node's axis, dft_length, output extent along the axis and mode (infer/reduce.c). */
+bd_status bd_dft_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, int *axis, int64_t *len,
+                         int64_t *out_len, bool *inverse, bool *onesided);
+
 /* Largest tensor (elements) that constant folding materialises; bigger results stay runtime work.
  * Folding stops altogether once BD_FOLD_MAX_TOTAL_BYTES have been folded, so that the compiler's
  * memory stays proportional to the model file whatever chain of folds a model asks for. */

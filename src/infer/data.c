@@ -896,6 +896,289 @@ bd_status bd_infer_gather_elements(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, idx->rank, idx->dims);
 }
 
+/* Compress: the elements (slices along `axis`, or of the flattened input without one) whose
+ * condition is true; the extent is known only when the condition is a constant. */
+bd_status bd_infer_compress(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *c = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) ||
+        (s = bd_need_present(d, n, c, 1, "condition")) ||
+        (s = bd_need_dtype(d, n, c, 1, "condition", BD_DT_BOOL)) ||
+        (s = bd_need_rank(d, n, c, 1, "condition", 1)))
+        return s;
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    const bd_attr *a = bd_node_attr(n, "axis");
+    int axis = -1;
+    if (a && (s = norm_axis(d, n, "attribute 'axis'", a->i, x->rank, 1, &axis))) return s;
+    int64_t dims[BD_MAX_RANK], len = -1;
+    int rank = a ? x->rank : 1;
+    for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
+    if (!a && !dims_product(x->dims, 0, x->rank, &dims[0])) dims[0] = -1;
+    int64_t avail = dims[a ? axis : 0];
+    if (c->constant) {
+        if (avail >= 0 && c->constant->numel > avail)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (condition) has %lld values for "
+                                "%lld slices", (long long)c->constant->numel, (long long)avail);
+        len = 0;
+        for (int64_t i = 0; i < c->constant->numel; i++) len += bd_tensor_get_i64(c->constant, i) != 0;
+    }
+    dims[a ? axis : 0] = len;
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+/* CenterCropPad: the input with the extents of input 1 (shape) along `axes` (default all). */
+bd_status bd_infer_center_crop_pad(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *sh = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input_data")) ||
+        (s = bd_need_present(d, n, sh, 1, "shape")) ||
+        (s = bd_need_int_indices(d, n, sh, 1, "shape")))
+        return s;
+    if (x->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    int64_t axes[BD_MAX_RANK], want[BD_MAX_RANK], dims[BD_MAX_RANK];
+    int naxes = x->rank, nw = 0;
+    const bd_attr *a = bd_node_attr(n, "axes");
+    if (a) {
+        if (a->type != BD_ATTR_INTS || a->n > x->rank)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axes' must list at most %d axes",
+                                x->rank);
+        naxes = a->n;
+        memcpy(axes, a->ints, (size_t)naxes * sizeof *axes);
+        if ((s = bd_norm_axes(d, n, "attribute 'axes'", axes, naxes, x->rank))) return s;
+    } else {
+        for (int i = 0; i < naxes; i++) axes[i] = i;
+    }
+    for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
+    bool known = bd_value_const_ints(sh, want, BD_MAX_RANK, &nw);
+    if (known && nw != naxes)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) has %d values for %d axes", nw,
+                            naxes);
+    for (int i = 0; i < naxes; i++) {
+        if (known && want[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (shape) holds %lld",
+                                (long long)want[i]);
+        dims[axes[i]] = known ? want[i] : -1;
+    }
+    return bd_value_set(d, n, out, x->dtype, x->rank, dims);
+}
+
+/* ReverseSequence: the input's shape; sequence_lens is int64 [batch]. */
+bd_status bd_infer_reverse_sequence(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *l = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "input")) ||
+        (s = bd_need_present(d, n, l, 1, "sequence_lens")) ||
+        (s = bd_need_dtype(d, n, l, 1, "sequence_lens", BD_DT_INT64)) ||
+        (s = bd_need_rank(d, n, l, 1, "sequence_lens", 1)))
+        return s;
+    int64_t ba = bd_attr_int(n, "batch_axis", 1), ta = bd_attr_int(n, "time_axis", 0);
+    if (x->rank >= 0 && (x->rank < 2 || ba < 0 || ta < 0 || ba > 1 || ta > 1 || ba == ta))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "batch_axis %lld and time_axis %lld must be 0 "
+                            "and 1 in some order, the input of rank >= 2", (long long)ba,
+                            (long long)ta);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow: a 1-D window of `size` (a scalar input) values in
+ * output_datatype (default float); its extent is known once size is, and then it folds. */
+bd_status bd_infer_window(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *size = bd_node_in(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, size, 0, "size")) ||
+        (s = bd_need_int_indices(d, n, size, 0, "size")))
+        return s;
+    int64_t dt = bd_attr_int(n, "output_datatype", BD_DT_FLOAT), len = -1;
+    if (dt < INT32_MIN || dt > INT32_MAX || !bd_dtype_known((int)dt))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute output_datatype = %lld is not a "
+                            "known dtype", (long long)dt);
+    int nv = 0;
+    if (size->constant && (!bd_value_const_ints(size, &len, 1, &nv) || nv != 1 || len < 0))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (size) must be one value >= 0");
+    return bd_value_set(d, n, bd_node_out(g, n, 0), (int)dt, 1, &len);
+}
+
+/* The window's values as the reference computes them, in double: with N = size (periodic) or
+ * size - 1, Hann sin^2(pi n / N), Hamming 25/46 - 21/46 cos(2 pi n / N), Blackman 0.42 -
+ * 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N). */
+bd_status bd_fold_window(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_tensor *t;
+    bd_status s = fold_output(g, n, d, 0, y->dtype, &t);
+    if (s || !t) return s;
+    const double pi = 3.14159265358979323846;
+    double N = (double)t->numel - (bd_attr_int(n, "periodic", 1) ? 0 : 1);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v, a = (double)i * pi * 2 / N;
+        if (n->op == BD_OP_HANN_WINDOW) {
+            v = sin((double)i * pi / N);
+            v *= v;
+        } else if (n->op == BD_OP_HAMMING_WINDOW) {
+            v = 25.0 / 46.0 - cos(a) * (1 - 25.0 / 46.0);
+        } else {
+            v = cos(a) * -0.5 + cos((double)i * pi * 4 / N) * 0.08 + 0.42;
+        }
+        bd_tensor_set_f64(t, i, v);
+    }
+    return bd_value_set_constant(d, n, y, t);
+}
+
+/* AffineGrid: theta [N, k, k + 1] (k = 2 or 3) and size [N, C, D1..Dk] (a constant: it decides
+ * the shape) give the sampling grid [N, D1..Dk, k]. */
+bd_status bd_infer_affine_grid(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *t = bd_node_in(g, n, 0), *sz = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, t, 0, "theta")) || (s = bd_need_present(d, n, sz, 1, "size")) ||
+        (s = bd_need_float(d, n, t, 0, "theta")) ||
+        (s = bd_need_dtype(d, n, sz, 1, "size", BD_DT_INT64)) ||
+        (s = bd_need_rank(d, n, t, 0, "theta", 3)))
+        return s;
+    int64_t v[BD_MAX_RANK], dims[BD_MAX_RANK];
+    int nv = 0;
+    if (!bd_value_const_ints(sz, v, BD_MAX_RANK, &nv)) { /* rank k + 2, extents unknown */
+        int64_t k = bd_dim_of(sz, 0);
+        if (k != -1 && k != 4 && k != 5)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) has %lld values, expected 4 "
+                                "or 5", (long long)k);
+        for (int i = 0; i < BD_MAX_RANK; i++) dims[i] = -1;
+        if (k > 0) dims[k - 1] = k - 2;
+        return bd_value_set(d, n, out, t->dtype, k < 0 ? -1 : (int)k, k < 0 ? NULL : dims);
+    }
+    if (nv != 4 && nv != 5)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) has %d values, expected 4 or 5",
+                            nv);
+    int k = nv - 2;
+    for (int i = 0; i < nv; i++)
+        if (v[i] < 0)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (size) holds %lld",
+                                (long long)v[i]);
+    if (t->rank == 3 && ((t->dims[1] >= 0 && t->dims[1] != k) || (t->dims[2] >= 0 && t->dims[2] != k + 1)))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (theta) must be [N, %d, %d]", k, k + 1);
+    dims[0] = v[0];
+    for (int i = 0; i < k; i++) dims[1 + i] = v[2 + i];
+    dims[k + 1] = k;
+    return bd_value_set(d, n, out, t->dtype, k + 2, dims);
+}
+
+/* GridSample: X [N, C, D1..Dk], grid [N, O1..Ok, k] of the same float type; the output is
+ * [N, C, O1..Ok]. Opset 16 names the modes bilinear/bicubic and is 2-D only. */
+bd_status bd_infer_grid_sample(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *grid = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, grid, 1, "grid")) ||
+        (s = bd_need_float(d, n, grid, 1, "grid")))
+        return s;
+    const char *mode = bd_attr_string(g, n, "mode", n->opset >= 20 ? "linear" : "bilinear");
+    const char *pad = bd_attr_string(g, n, "padding_mode", "zeros");
+    bool v20 = n->opset >= 20;
+    if (strcmp(mode, "nearest") && strcmp(mode, v20 ? "linear" : "bilinear") &&
+        strcmp(mode, v20 ? "cubic" : "bicubic"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'mode' '%s' is not defined at opset "
+                            "%d", bd_quote(mode), n->opset);
+    if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'padding_mode' '%s' is not one of "
+                            "zeros, border, reflection", bd_quote(pad));
+    if (x->rank < 0 || grid->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (x->rank < 3 || grid->rank != x->rank || (!v20 && x->rank != 4))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "X has rank %d and grid rank %d, expected equal "
+                            "ranks of at least 3 (4 before opset 20)", x->rank, grid->rank);
+    int64_t k = grid->dims[grid->rank - 1];
+    if (k >= 0 && k != x->rank - 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "grid's last dim is %lld, expected %d",
+                            (long long)k, x->rank - 2);
+    if (x->dims[0] >= 0 && grid->dims[0] >= 0 && x->dims[0] != grid->dims[0])
+        return bd_node_fail(d, BD_ERR_INVALID, n, "X has batch %lld, grid %lld",
+                            (long long)x->dims[0], (long long)grid->dims[0]);
+    int64_t dims[BD_MAX_RANK];
+    dims[0] = x->dims[0] >= 0 ? x->dims[0] : grid->dims[0];
+    dims[1] = x->dims[1];
+    for (int i = 2; i < x->rank; i++) dims[i] = grid->dims[i - 1];
+    return bd_value_set(d, n, out, x->dtype, x->rank, dims);
+}
+
+/* GatherND: indices [q..., k] with batch_dims b leading dims shared with the data; the output is
+ * [q..., data dims b + k...]. */
+bd_status bd_infer_gather_nd(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1);
+    bd_value *out = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_need_present(d, n, idx, 1, "indices")) ||
+        (s = bd_need_dtype(d, n, idx, 1, "indices", BD_DT_INT64)))
+        return s;
+    int64_t b = n->opset >= 12 ? bd_attr_int(n, "batch_dims", 0) : 0;
+    if (x->rank < 0 || idx->rank < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (b < 0 || idx->rank < 1 || b >= idx->rank || b >= x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "batch_dims %lld does not fit indices of rank %d "
+                            "and data of rank %d", (long long)b, idx->rank, x->rank);
+    int64_t k = idx->dims[idx->rank - 1];
+    if (k < 0) return set_unknown_rank(d, n, out, x->dtype);
+    if (k < 1 || b + k > x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "index tuples of %lld components into data of "
+                            "rank %d with batch_dims %lld", (long long)k, x->rank, (long long)b);
+    for (int i = 0; i < b; i++)
+        if (x->dims[i] >= 0 && idx->dims[i] >= 0 && x->dims[i] != idx->dims[i])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "batch dim %d is %lld in the data and %lld "
+                                "in the indices", i, (long long)x->dims[i],
+                                (long long)idx->dims[i]);
+    int rank = idx->rank - 1 + x->rank - (int)(b + k);
+    if (rank > BD_MAX_RANK) return fail_rank_limit(d, n, rank);
+    int64_t dims[BD_MAX_RANK];
+    int o = 0;
+    for (int i = 0; i < idx->rank - 1; i++) dims[o++] = idx->dims[i];
+    for (int i = (int)(b + k); i < x->rank; i++) dims[o++] = x->dims[i];
+    return bd_value_set(d, n, out, x->dtype, rank, dims);
+}
+
+/* Scatter (opsets 9-10), ScatterElements and ScatterND: the output is the data. ScatterElements'
+ * indices have the data's rank and the updates their shape; ScatterND's indices are [q..., k]
+ * with k <= rank, and its updates [q..., data dims k...]. */
+bd_status bd_infer_scatter(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *u = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "data")) ||
+        (s = bd_need_present(d, n, idx, 1, "indices")) ||
+        (s = bd_need_present(d, n, u, 2, "updates")) ||
+        (s = bd_need_int_indices(d, n, idx, 1, "indices")) ||
+        (s = bd_need_same_dtype(d, n, u, 2, "updates", x)))
+        return s;
+    const char *red = bd_attr_string(g, n, "reduction", "none");
+    bool known = !strcmp(red, "none") || ((!strcmp(red, "add") || !strcmp(red, "mul")) &&
+                                          n->opset >= 16) ||
+                 ((!strcmp(red, "max") || !strcmp(red, "min")) && n->opset >= 18);
+    if (!known || (n->op == BD_OP_SCATTER && bd_node_attr(n, "reduction")))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'reduction' '%s' is not defined at "
+                            "opset %d", bd_quote(red), n->opset);
+    if (x->rank >= 0 && idx->rank >= 0 && u->rank >= 0) {
+        if (n->op != BD_OP_SCATTER_ND) {
+            int axis;
+            if (idx->rank != x->rank || u->rank != idx->rank)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "indices and updates must have the "
+                                    "data's rank %d", x->rank);
+            if (x->rank < 1 || !bd_norm_axis(bd_attr_int(n, "axis", 0), x->rank, &axis))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+            for (int k = 0; k < idx->rank; k++)
+                if (idx->dims[k] >= 0 && u->dims[k] >= 0 && idx->dims[k] != u->dims[k])
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "updates dim %d is %lld, indices "
+                                        "dim %d is %lld", k, (long long)u->dims[k], k,
+                                        (long long)idx->dims[k]);
+        } else {
+            int64_t k = idx->rank >= 1 ? idx->dims[idx->rank - 1] : -1;
+            if (idx->rank < 1 || (k >= 0 && k > x->rank))
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (indices) must be [..., k] "
+                                    "with k at most the data's rank %d", x->rank);
+            if (k >= 0 && u->rank != idx->rank - 1 + x->rank - (int)k)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (updates) has rank %d, "
+                                    "expected %lld", u->rank,
+                                    (long long)(idx->rank - 1 + x->rank - k));
+        }
+    }
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
 /* EyeLike: ones on the k-th diagonal of a 2-D shape; a constant as soon as that shape is static. */
 bd_status bd_infer_eye_like(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "front/passes.h"
+#include "infer/checks.h"
 
 /* ---- shared checks ---- */
 
@@ -974,4 +975,43 @@ bd_status bd_fold_cast(bd_graph *g, bd_node *n, bd_diag *d) {
     for (int64_t i = 0; i < x->numel; i++)
         cast_elem(x, i, out);
     return bd_value_set_constant(d, n, bd_node_out(g, n, 0), out);
+}
+
+/* ---- quantization ---- */
+
+/* QuantizeLinear: x's shape in the zero point's dtype (output_dtype from opset 21, else uint8);
+ * DequantizeLinear: x's shape in the scale's dtype (output_dtype from opset 23); the scale and
+ * zero point are scalars or 1-D along `axis` (blocked ones have x's rank).
+ * DynamicQuantizeLinear: y uint8 of x's shape, a float scale and a uint8 zero point (scalars). */
+bd_status bd_infer_quantize(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *sc = bd_node_in(g, n, 1), *zp = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "x"))) return s;
+    if (n->op == BD_OP_DYNAMIC_QUANTIZE_LINEAR) {
+        int64_t none[1] = {0}; /* scalars */
+        if ((s = bd_need_float(d, n, x, 0, "x")) ||
+            (s = bd_value_set(d, n, bd_node_out(g, n, 0), BD_DT_UINT8, x->rank, x->dims)) ||
+            (s = bd_value_set(d, n, bd_node_out(g, n, 1), BD_DT_FLOAT, 0, none)))
+            return s;
+        return bd_value_set(d, n, bd_node_out(g, n, 2), BD_DT_UINT8, 0, none);
+    }
+    if ((s = bd_need_present(d, n, sc, 1, "scale"))) return s;
+    if (sc->rank > 1 && x->rank >= 0 && sc->rank != x->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (scale) has rank %d, expected 0, 1 or "
+                            "the input's rank %d", sc->rank, x->rank);
+    int64_t od = bd_attr_int(n, "output_dtype", 0);
+    int dt;
+    if (n->op == BD_OP_QUANTIZE_LINEAR) {
+        dt = zp && zp->dtype ? zp->dtype : od ? (int)od : BD_DT_UINT8;
+        if (zp && zp->dtype && od && od != zp->dtype)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'output_dtype' %lld differs from "
+                                "the zero point's dtype %s", (long long)od,
+                                bd_dtype_name(zp->dtype));
+    } else {
+        if ((s = bd_need_same_dtype(d, n, zp, 2, "zero_point", x))) return s;
+        dt = od ? (int)od : sc->dtype;
+    }
+    if (!bd_dtype_known(dt))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "output dtype %d is not a known dtype", dt);
+    return bd_value_set(d, n, bd_node_out(g, n, 0), dt, x->rank, x->dims);
 }

@@ -179,13 +179,20 @@ static bd_status conv_inputs(bd_diag *d, const bd_node *n, const bd_value *x, co
     return BD_OK;
 }
 
-bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
-    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
-    int dtype, nsp;
-    int64_t group;
-    bd_status s = conv_inputs(d, n, x, w, &dtype, &nsp, &group);
+/* Conv's output (in dtype) from X and W (and the bias B, if any) and the window attributes. */
+static bd_status conv_shape(bd_graph *g, bd_node *n, bd_diag *d, const bd_value *x,
+                            const bd_value *w, const bd_value *b, int dtype) {
+    int nsp;
+    bd_status s = conv_spatial_rank(d, n, x, w, &nsp);
     if (s) return s;
+    int64_t group = bd_attr_int(n, "group", 1);
+    if (group < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'group' is %lld, expected at least 1",
+                            (long long)group);
     int64_t c = bd_dim_of(x, 1), wc = bd_dim_of(w, 1), m = bd_dim_of(w, 0);
+    if (c >= 0 && c % group)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (X) has %lld channels, not divisible "
+                            "by group %lld", (long long)c, (long long)group);
     if (c >= 0 && wc >= 0 && wc != c / group)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (W) has extent %lld on axis 1, expected "
                             "%lld (channels / group)", (long long)wc, (long long)(c / group));
@@ -202,6 +209,15 @@ bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
     for (int i = 0; i < nsp; i++)
         if ((s = window_extent(d, n, &win, i, bd_dim_of(x, 2 + i), false, &dims[2 + i]))) return s;
     return bd_value_set(d, n, bd_node_out(g, n, 0), dtype, nsp + 2, dims);
+}
+
+bd_status bd_infer_conv(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
+    int dtype, nsp;
+    int64_t group;
+    bd_status s = conv_inputs(d, n, x, w, &dtype, &nsp, &group);
+    if (s) return s;
+    return conv_shape(g, n, d, x, w, b, dtype);
 }
 
 /* ConvTranspose's output extent along spatial axis i: `want` when output_shape gives it (else
@@ -245,6 +261,25 @@ static bd_status transpose_extent(bd_diag *d, const bd_node *n, const window *w,
                             (long long)in, (long long)w->pads[i], (long long)w->pads[w->nsp + i]);
     *out = full;
     return BD_OK;
+}
+
+/* ConvInteger (x, w, zero points: an int32 result) and QLinearConv (x, scale, zero point, w,
+ * scale, zero point, y's scale and zero point, int32 bias): Conv's shapes over 8-bit integers. */
+bd_status bd_infer_conv_integer(bd_graph *g, bd_node *n, bd_diag *d) {
+    bool q = n->op == BD_OP_QLINEAR_CONV;
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, q ? 3 : 1);
+    bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "x")) || (s = bd_need_present(d, n, w, q ? 3 : 1, "w")))
+        return s;
+    for (int i = 0; i < 2; i++) {
+        const bd_value *v = i ? w : x;
+        if (v->dtype && v->dtype != BD_DT_UINT8 && v->dtype != BD_DT_INT8)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
+                                i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
+    }
+    int out_dt = q ? (yz && yz->dtype ? yz->dtype : x->dtype) : BD_DT_INT32;
+    return conv_shape(g, n, d, x, w, NULL, out_dt);
 }
 
 bd_status bd_infer_conv_transpose(bd_graph *g, bd_node *n, bd_diag *d) {
@@ -328,15 +363,18 @@ bd_status bd_infer_pool(bd_graph *g, bd_node *n, bd_diag *d) {
                             "input 0 (X) has %d spatial axes", ks->n, x->rank - 2);
     int nsp = ks->n;
     window win;
-    /* dilations exist for MaxPool from opset 10 and AveragePool from 19; ceil_mode from 10. */
-    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= 19;
+    /* dilations exist for MaxPool from opset 10, LpPool from 18 and AveragePool from 19;
+     * ceil_mode from 10 (LpPool: 18). */
+    bool lp = n->op == BD_OP_LP_POOL;
+    bool has_dilations = is_max ? n->opset >= 10 : n->opset >= (lp ? 18 : 19);
     bool ceil_mode = false, flag;
     if ((s = read_window(g, n, d, nsp, has_dilations, &win))) return s;
     memcpy(win.kernel, ks->ints, (size_t)nsp * sizeof *win.kernel);
     if ((s = bd_need_at_least(d, n, "kernel_shape", win.kernel, nsp, 1))) return s;
-    if (n->opset >= 10 && (s = bd_read_flag(d, n, "ceil_mode", 0, &ceil_mode))) return s;
+    if (n->opset >= (lp ? 18 : 10) && (s = bd_read_flag(d, n, "ceil_mode", 0, &ceil_mode)))
+        return s;
     if (is_max && (s = bd_read_flag(d, n, "storage_order", 0, &flag))) return s;
-    if (!is_max && (s = bd_read_flag(d, n, "count_include_pad", 0, &flag))) return s;
+    if (!is_max && !lp && (s = bd_read_flag(d, n, "count_include_pad", 0, &flag))) return s;
     bd_value *indices = bd_node_out(g, n, 1);
     if (indices && n->opset < 8)
         return bd_node_fail(d, BD_ERR_INVALID, n, "output 1 (Indices) exists from opset 8, the "
@@ -410,13 +448,9 @@ bd_status bd_infer_gemm(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, bd_node_out(g, n, 0), a->dtype ? a->dtype : b->dtype, 2, dims);
 }
 
-bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
-    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
-    bd_status s;
-    if ((s = bd_need_present(d, n, a, 0, "A")) || (s = bd_need_present(d, n, b, 1, "B")) ||
-        (s = need_matmul_dtype(d, n, a, 0, "A")) || (s = bd_need_same_dtype(d, n, b, 1, "B", a)))
-        return s;
-    int dtype = a->dtype ? a->dtype : b->dtype;
+/* MatMul's output shape from A and B (numpy's matmul), in dtype. */
+static bd_status matmul_shape(bd_graph *g, bd_node *n, bd_diag *d, const bd_value *a,
+                              const bd_value *b, int dtype) {
     if (a->rank == 0 || b->rank == 0)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is a scalar, expected rank 1 or more",
                             a->rank == 0 ? 0 : 1);
@@ -438,6 +472,34 @@ bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
     if (a->rank > 1) dims[rank++] = a->dims[a->rank - 2];
     if (b->rank > 1) dims[rank++] = b->dims[b->rank - 1];
     return bd_value_set(d, n, bd_node_out(g, n, 0), dtype, rank, dims);
+}
+
+bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1);
+    bd_status s;
+    if ((s = bd_need_present(d, n, a, 0, "A")) || (s = bd_need_present(d, n, b, 1, "B")) ||
+        (s = need_matmul_dtype(d, n, a, 0, "A")) || (s = bd_need_same_dtype(d, n, b, 1, "B", a)))
+        return s;
+    return matmul_shape(g, n, d, a, b, a->dtype ? a->dtype : b->dtype);
+}
+
+/* MatMulInteger (A, B, zero points: an int32 product) and QLinearMatMul (a, scale, zero point,
+ * b, scale, zero point, then y's: quantized like y's zero point): MatMul's shapes of 8-bit
+ * integers. */
+bd_status bd_infer_matmul_integer(bd_graph *g, bd_node *n, bd_diag *d) {
+    bool q = n->op == BD_OP_QLINEAR_MATMUL;
+    bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, q ? 3 : 1);
+    bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
+    bd_status s;
+    if ((s = bd_need_present(d, n, a, 0, "A")) || (s = bd_need_present(d, n, b, q ? 3 : 1, "B")))
+        return s;
+    for (int i = 0; i < 2; i++) {
+        const bd_value *v = i ? b : a;
+        if (v->dtype && v->dtype != BD_DT_UINT8 && v->dtype != BD_DT_INT8)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
+                                i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
+    }
+    return matmul_shape(g, n, d, a, b, q ? (yz && yz->dtype ? yz->dtype : a->dtype) : BD_DT_INT32);
 }
 
 /* ---- LSTM ---- */
@@ -472,7 +534,8 @@ static bd_status lstm_check(bd_diag *d, const bd_node *n, const bd_value *v, int
     return BD_OK;
 }
 
-static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t num_dir) {
+static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t num_dir,
+                                        int per_dir) {
     /* The functions the RNN ops define; onnxruntime matches them case-insensitively. */
     static const char *const known[] = {
         "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
@@ -480,21 +543,25 @@ static bd_status lstm_check_activations(bd_diag *d, const bd_node *n, int64_t nu
     };
     const bd_attr *a = bd_node_attr(n, "activations");
     if (!a) return BD_OK;
-    if (a->type != BD_ATTR_STRINGS || a->n != 3 * num_dir)
+    if (a->type != BD_ATTR_STRINGS || a->n != per_dir * num_dir)
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'activations' must list %lld names "
-                            "(3 per direction)", (long long)(3 * num_dir));
+                            "(%d per direction)", (long long)(per_dir * num_dir), per_dir);
     for (int i = 0; i < a->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < BD_COUNT(known) && !ok; k++)
             ok = bd_bytes_equal_nocase(&a->strings[i], known[k]);
         if (!ok)
             return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'activations' value %d is not "
-                                "an activation function LSTM defines", i);
+                                "an activation function the RNN ops define", i);
     }
     return BD_OK;
 }
 
-bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
+/* LSTM, GRU and RNN: 4, 3 and 1 gates (W, R and B hold them stacked), 3, 2 and 1 activations per
+ * direction; only LSTM has a cell state (initial_c, P, Y_c). */
+bd_status bd_infer_rnn(bd_graph *g, bd_node *n, bd_diag *d) {
+    bool lstm = n->op == BD_OP_LSTM;
+    int gates = lstm ? 4 : n->op == BD_OP_GRU ? 3 : 1, acts = lstm ? 3 : n->op == BD_OP_GRU ? 2 : 1;
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *r = bd_node_in(g, n, 2);
     bd_value *b = bd_node_in(g, n, 3), *lens = bd_node_in(g, n, 4), *h0 = bd_node_in(g, n, 5);
     bd_value *c0 = bd_node_in(g, n, 6), *p = bd_node_in(g, n, 7);
@@ -519,7 +586,7 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
     bool batch_major = false, input_forget;
     if (n->opset >= 14 && (s = bd_read_flag(d, n, "layout", 0, &batch_major))) return s;
     if ((s = bd_read_flag(d, n, "input_forget", 0, &input_forget)) ||
-        (s = lstm_check_activations(d, n, num_dir)))
+        (s = lstm_check_activations(d, n, num_dir, acts)))
         return s;
     int64_t hidden = -1;
     if (bd_node_attr(n, "hidden_size")) {
@@ -537,11 +604,14 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
         want_x[0] = (lstm_dim){&batch, 1, "batch_size"};
         want_x[1] = (lstm_dim){&seq, 1, "seq_length"};
     }
-    const lstm_dim want_w[3] = {{&num_dir, 1, "num_directions"}, {&hidden, 4, "4 * hidden_size"},
+    const lstm_dim want_w[3] = {{&num_dir, 1, "num_directions"},
+                                {&hidden, gates, "gates x hidden_size"},
                                 {&in_size, 1, "input_size"}};
-    const lstm_dim want_r[3] = {{&num_dir, 1, "num_directions"}, {&hidden, 4, "4 * hidden_size"},
+    const lstm_dim want_r[3] = {{&num_dir, 1, "num_directions"},
+                                {&hidden, gates, "gates x hidden_size"},
                                 {&hidden, 1, "hidden_size"}};
-    const lstm_dim want_b[2] = {{&num_dir, 1, "num_directions"}, {&hidden, 8, "8 * hidden_size"}};
+    const lstm_dim want_b[2] = {{&num_dir, 1, "num_directions"},
+                                {&hidden, 2 * gates, "2 x gates x hidden_size"}};
     const lstm_dim want_lens[1] = {{&batch, 1, "batch_size"}};
     lstm_dim want_state[3] = {{&num_dir, 1, "num_directions"}, {&batch, 1, "batch_size"},
                               {&hidden, 1, "hidden_size"}};
@@ -572,5 +642,7 @@ bd_status bd_infer_lstm(bd_graph *g, bd_node *n, bd_diag *d) {
     if ((s = bd_value_set(d, n, bd_node_out(g, n, 0), dtype, 4, y)) ||
         (s = bd_value_set(d, n, bd_node_out(g, n, 1), dtype, 3, state)))
         return s;
+    if (!lstm && bd_node_out(g, n, 2))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "has an output 2, which only LSTM has");
     return bd_value_set(d, n, bd_node_out(g, n, 2), dtype, 3, state);
 }

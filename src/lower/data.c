@@ -1,6 +1,7 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
  * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
- * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements and Resize.
+ * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements, GatherND, Compress,
+ * ReverseSequence, CenterCropPad, Resize, AffineGrid and GridSample.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
@@ -722,6 +723,589 @@ bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
     bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
     gp->axis = 0;
     gp->idx_rank = r;
+    return BD_OK;
+}
+
+/* Compress with a constant condition: a GATHER of the selected indices (a compile-time table)
+ * along the axis, of the input flattened (a reshape copy) when there is no axis. A condition
+ * known only at run time would make the output's extent data: refused. */
+bd_status bd_lower_compress(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *c = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if (!c->constant)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (condition) is not a compile-time "
+                            "constant, so the output's extent is data (freeze it with --const "
+                            "NAME=FILE)");
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")))
+        return s;
+    if (numel_of(y) == 0) return BD_OK;
+    const bd_attr *a = bd_node_attr(n, "axis");
+    int axis = 0;
+    if (a && !bd_norm_axis(a->i, x->rank, &axis))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'axis' is out of range");
+    int64_t len = 0, total = numel_of(x);
+    for (int64_t i = 0; i < c->constant->numel; i++) len += bd_tensor_get_i64(c->constant, i) != 0;
+    if ((s = bd_need_table(d, n, len, "the selected indices"))) return s;
+    bd_tensor *sel = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &len);
+    if (!sel) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the selected indices");
+    for (int64_t i = 0, k = 0; i < c->constant->numel; i++)
+        if (bd_tensor_get_i64(c->constant, i)) ((int64_t *)sel->data)[k++] = i;
+    int xv = n->inputs[0], yv = n->outputs[0], r = a ? x->rank : 1;
+    /* (adding values moves x, c and y: only indices from here) */
+    int iv = bd_lower_temp(g, BD_DT_INT64, 1, &len);
+    bd_graph_value(g, iv)->constant = sel;
+    if (!a) {
+        int fx = bd_lower_temp(g, bd_graph_value(g, xv)->dtype, 1, &total);
+        if ((s = lower_reshape_copy(p, node, xv, fx))) return s;
+        xv = fx;
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_operand *xo = bd_nest_operand(nest, xv, false, r);
+    bd_access_identity(xo, 0);
+    xo->dims[axis] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_nest_operand(nest, iv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, axis, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = axis;
+    gp->idx_rank = 1;
+    return BD_OK;
+}
+
+/* CenterCropPad: one PAD nest, each dim cropped or padded (with zeros) around its centre as the
+ * reference does (the odd element goes to the end). */
+bd_status bd_lower_center_crop_pad(bd_program *p, int node, bd_diag *d) {
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    int r = x->rank;
+    if (numel_of(y) == 0) return BD_OK;
+    bd_pad_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.mode = BD_PAD_CONSTANT;
+    pp.value_operand = -1;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, y);
+    bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, r);
+    for (int k = 0; k < r; k++) {
+        int64_t dim = x->dims[k], want = y->dims[k];
+        pp.kept[k] = dim < want ? dim : want;
+        pp.crop_lo[k] = dim > want ? (dim - want) / 2 : 0;
+        pp.pad_lo[k] = want > dim ? (want - dim) / 2 : 0;
+        xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, k, 1, pp.crop_lo[k] - pp.pad_lo[k], 0};
+        if (dim == 0) xo->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
+    *BD_NEST_PARAMS(nest, pad) = pp;
+    return BD_OK;
+}
+
+/* ReverseSequence: y[.., t, .., b, ..] = x[.., t < len[b] ? len[b] - 1 - t : t, .., b, ..], as
+ * GatherElements does it: a compile-time table of each element's flat offset without its time
+ * coordinate, an elementwise nest adding the source time times its stride (len read along the
+ * batch iteration dim, t from a table of time indices), and a GATHER from the flattened input. */
+bd_status bd_lower_reverse_sequence(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0", "output", &n, &x, &y, &s)) return s;
+    if ((s = bd_need_static(d, n, bd_node_in(g, n, 1), "input 1 (sequence_lens)"))) return s;
+    int ba = (int)bd_attr_int(n, "batch_axis", 1), ta = (int)bd_attr_int(n, "time_axis", 0);
+    int r = x->rank, dt = x->dtype;
+    int64_t xd[BD_MAX_RANK], xs[BD_MAX_RANK], total = numel_of(x), T = x->dims[ta];
+    if (total == 0) return BD_OK;
+    for (int k = 0; k < r; k++) xd[k] = x->dims[k];
+    bd_dims_strides(r, xd, xs);
+    if ((s = bd_need_table(d, n, total, "the element offsets"))) return s;
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, r, xd);
+    bd_tensor *times = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &T);
+    if (!base || !times) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the offsets");
+    for (int64_t i = 0; i < total; i++)
+        ((int64_t *)base->data)[i] = i - (i / xs[ta] % T) * xs[ta];
+    for (int64_t t = 0; t < T; t++) ((int64_t *)times->data)[t] = t;
+    int xv = n->inputs[0], lv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x and y: only indices from here) */
+    int bv = bd_lower_temp(g, BD_DT_INT64, r, xd), tv = bd_lower_temp(g, BD_DT_INT64, 1, &T);
+    bd_graph_value(g, bv)->constant = base;
+    bd_graph_value(g, tv)->constant = times;
+    int fx = bd_lower_temp(g, dt, 1, &total), fi = bd_lower_temp(g, BD_DT_INT64, r, xd);
+    if ((s = lower_reshape_copy(p, node, xv, fx))) return s;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+    bd_access_identity(bd_nest_operand(nest, bv, false, r), 0);
+    bd_nest_operand(nest, lv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, ba, 1, 0, 0};
+    bd_nest_operand(nest, tv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, ta, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, fi, true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int len = bd_expr_load(e, 1, BD_DT_INT64), t = bd_expr_load(e, 2, BD_DT_INT64);
+    int src = bd_expr_select(e, BD_DT_INT64, bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, t, len),
+                             bd_expr_binary(e, BD_EXPR_SUB, BD_DT_INT64,
+                                            bd_expr_binary(e, BD_EXPR_SUB, BD_DT_INT64, len,
+                                                           bd_expr_const(e, 1, BD_DT_INT64)), t),
+                             t);
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, bd_expr_load(e, 0, BD_DT_INT64),
+                                      bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, src,
+                                                     bd_expr_const(e, (double)xs[ta],
+                                                                   BD_DT_INT64))));
+    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_nest_operand(nest, fx, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, fi, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = r;
+    return BD_OK;
+}
+
+/* GatherND: with the data's first b + k dims (batch_dims b, k index components) flattened into
+ * one, each index tuple is one flat index: an elementwise nest over the tuples adds its
+ * components (negative ones counting from the back), each a COPY slice of the indices' last dim,
+ * times their strides to a compile-time table of the batch offsets; a GATHER along the flat dim
+ * then reads the rest, clamping as it does for Gather. */
+bd_status bd_lower_gather_nd(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")) ||
+        (s = bd_need_static(d, n, idx, "input 1 (indices)")))
+        return s;
+    int r = x->rank, q = idx->rank, b = n->opset >= 12 ? (int)bd_attr_int(n, "batch_dims", 0) : 0;
+    int k = (int)idx->dims[q - 1], lead = b + k, nt = q - 1, dt = x->dtype;
+    if (numel_of(y) == 0) return BD_OK;
+    if (k > 12 || 1 + r - lead > BD_MAX_RANK)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "index tuples of %d components are not "
+                            "supported", k);
+    int64_t xd[BD_MAX_RANK], xs[BD_MAX_RANK], td[BD_MAX_RANK], part[BD_MAX_RANK], ts[BD_MAX_RANK];
+    int64_t flat[BD_MAX_RANK], fl = 1, ntup = 1;
+    for (int i = 0; i < r; i++) xd[i] = x->dims[i];
+    for (int i = 0; i < lead; i++) fl *= xd[i];
+    bd_dims_strides(lead, xd, xs); /* strides within the flattened dims */
+    for (int i = 0; i < nt; i++) td[i] = idx->dims[i], ntup *= td[i];
+    for (int i = 0; i < q; i++) part[i] = i < nt ? idx->dims[i] : 1;
+    flat[0] = fl;
+    for (int i = lead; i < r; i++) flat[1 + i - lead] = xd[i];
+    if ((s = bd_need_table(d, n, ntup, "the batch offsets"))) return s;
+    bd_dims_strides(nt, td, ts);
+    bd_tensor *base = bd_tensor_new(&g->model->arena, BD_DT_INT64, nt, td);
+    if (!base) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the batch offsets");
+    for (int64_t t = 0; t < ntup; t++) {
+        int64_t off = 0;
+        for (int i = 0; i < b; i++) off += (t / ts[i] % td[i]) * xs[i];
+        ((int64_t *)base->data)[t] = off;
+    }
+    int xv = n->inputs[0], iv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x, idx and y: only indices from here) */
+    int fx = bd_graph_add_value(g, ""), bv = bd_graph_add_value(g, ""), fi = bd_graph_add_value(g, "");
+    int comp[16];
+    for (int m = 0; m < k; m++) comp[m] = bd_graph_add_value(g, "");
+    bd_value *v = bd_graph_value(g, fx);
+    v->dtype = dt, v->rank = 1 + r - lead;
+    memcpy(v->dims, flat, (size_t)v->rank * sizeof *flat);
+    v = bd_graph_value(g, bv);
+    v->dtype = BD_DT_INT64, v->rank = nt, v->constant = base;
+    memcpy(v->dims, td, (size_t)nt * sizeof *td);
+    v = bd_graph_value(g, fi);
+    v->dtype = BD_DT_INT64, v->rank = nt;
+    memcpy(v->dims, td, (size_t)nt * sizeof *td);
+    for (int m = 0; m < k; m++) {
+        v = bd_graph_value(g, comp[m]);
+        v->dtype = BD_DT_INT64, v->rank = q;
+        memcpy(v->dims, part, (size_t)q * sizeof *part);
+    }
+    if ((s = lower_reshape_copy(p, node, xv, fx))) return s;
+    int64_t is[BD_MAX_RANK];
+    bd_dims_strides(q, bd_graph_value(g, iv)->dims, is);
+    for (int m = 0; m < k; m++) { /* component m: indices[..., m] */
+        bd_nest *nest = copy_nest(p, node, iv, comp[m]);
+        bd_access_identity(&nest->operands[0], 0);
+        nest->operands[0].dims[q - 1].offset = m;
+        copy_finish(nest, comp[m], q);
+        bd_copy_params *cp = copy_params(nest);
+        memcpy(cp->in_stride, is, sizeof is);
+        cp->in_base = m;
+        bd_dims_strides(q, part, cp->out_stride);
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+    bd_access_identity(bd_nest_operand(nest, bv, false, nt), 0);
+    for (int m = 0; m < k; m++) {
+        bd_operand *o = bd_nest_operand(nest, comp[m], false, q);
+        bd_access_identity(o, 0);
+        o->dims[q - 1] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, fi, true, nt), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int sum = bd_expr_load(e, 0, BD_DT_INT64);
+    for (int m = 0; m < k; m++) {
+        int c = bd_expr_load(e, 1 + m, BD_DT_INT64);
+        int neg = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, c, bd_expr_const(e, 0, BD_DT_INT64));
+        c = bd_expr_select(e, BD_DT_INT64, neg,
+                           bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, c,
+                                          bd_expr_const(e, (double)xd[b + m], BD_DT_INT64)), c);
+        c = bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, c,
+                           bd_expr_const(e, (double)xs[b + m], BD_DT_INT64));
+        sum = bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, sum, c);
+    }
+    if (e->overflow)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "index tuples of %d components are not "
+                            "supported", k);
+    bd_expr_compact(e, sum);
+
+    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
+    bd_operand *xo = bd_nest_operand(nest, fx, false, 1 + r - lead);
+    xo->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    for (int i = 1; i < 1 + r - lead; i++)
+        xo->dims[i] = (bd_access_dim){BD_ACCESS_AFFINE, nt + i - 1, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, fi, false, nt), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, nt + r - lead), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = nt;
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- AffineGrid */
+
+/* AffineGrid: grid[n, .., c] = sum_j theta[n, c, j] base_j + theta[n, c, k], base_j the normalised
+ * coordinate along spatial dim k - 1 - j (x is the innermost), from compile-time tables; one
+ * elementwise nest in double over COPY slices of theta's last dim. */
+bd_status bd_lower_affine_grid(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *t, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0 (theta)", "output", &n, &t, &y, &s)) return s;
+    int dt = t->dtype, k = y->rank - 2, D = BD_DT_DOUBLE;
+    if (dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            bd_dtype_name(dt));
+    if (numel_of(y) == 0) return BD_OK;
+    bool align = bd_attr_int(n, "align_corners", 0) != 0;
+    int64_t td[3] = {t->dims[0], t->dims[1], 1}, ts[3], sp[BD_MAX_RANK];
+    bd_dims_strides(3, t->dims, ts);
+    for (int i = 0; i < k; i++) sp[i] = y->dims[1 + i];
+    int tv = n->inputs[0], yv = n->outputs[0], col[4], base[3];
+    /* (adding values moves t and y: only indices from here) */
+    for (int j = 0; j <= k; j++) { /* theta[:, :, j] */
+        col[j] = bd_lower_temp(g, dt, 3, td);
+        bd_nest *nest = copy_nest(p, node, tv, col[j]);
+        bd_access_identity(&nest->operands[0], 0);
+        nest->operands[0].dims[2].offset = j;
+        copy_finish(nest, col[j], 3);
+        bd_copy_params *cp = copy_params(nest);
+        memcpy(cp->in_stride, ts, sizeof ts);
+        cp->in_base = j;
+        bd_dims_strides(3, td, cp->out_stride);
+    }
+    for (int j = 0; j < k; j++) { /* the coordinates along spatial dim k - 1 - j */
+        int64_t len = sp[k - 1 - j];
+        bd_tensor *b = bd_tensor_new(&g->model->arena, D, 1, &len);
+        if (!b) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the base grid");
+        for (int64_t i = 0; i < len; i++)
+            ((double *)b->data)[i] = align ? (len > 1 ? -1 + 2.0 * (double)i / (double)(len - 1) : -1)
+                                           : -1 + (2.0 * (double)i + 1) / (double)len;
+        base[j] = bd_lower_temp(g, D, 1, &len);
+        bd_graph_value(g, base[j])->constant = b;
+    }
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    for (int j = 0; j <= k; j++) {
+        bd_operand *o = bd_nest_operand(nest, col[j], false, 3);
+        o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+        o->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, k + 1, 1, 0, 0};
+        o->dims[2] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    for (int j = 0; j < k; j++)
+        bd_nest_operand(nest, base[j], false, 1)->dims[0] =
+            (bd_access_dim){BD_ACCESS_AFFINE, 1 + (k - 1 - j), 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, yv, true, k + 2), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int v = bd_expr_cast(e, D, bd_expr_load(e, k, dt));
+    for (int j = 0; j < k; j++)
+        v = bd_expr_binary(e, BD_EXPR_ADD, D, v,
+                           bd_expr_binary(e, BD_EXPR_MUL, D, bd_expr_cast(e, D, bd_expr_load(e, j, dt)),
+                                          bd_expr_load(e, k + 1 + j, D)));
+    bd_expr_compact(e, bd_expr_cast(e, dt, v));
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- GridSample */
+
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+/* v reflected into [lo, hi] by the near border until inside, as the reference does. */
+static int gs_reflect(bd_expr *e, int dt, int v, double lo, double hi) {
+    int clo = bd_expr_const(e, lo, dt), chi = bd_expr_const(e, hi, dt);
+    int below = bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, v, clo);
+    int above = bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, v, chi);
+    int dx = bd_expr_select(e, dt, below, bd_expr_binary(e, BD_EXPR_SUB, dt, clo, v),
+                            bd_expr_binary(e, BD_EXPR_SUB, dt, v, chi));
+    int crng = bd_expr_const(e, hi - lo, dt);
+    int nf = bd_expr_unary(e, BD_EXPR_FLOOR, dt, bd_expr_binary(e, BD_EXPR_DIV, dt, dx, crng));
+    int r = bd_expr_binary(e, BD_EXPR_SUB, dt, dx, bd_expr_binary(e, BD_EXPR_MUL, dt, nf, crng));
+    int even = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL,
+                              bd_expr_binary(e, BD_EXPR_FMOD, dt, nf, bd_expr_const(e, 2, dt)),
+                              bd_expr_const(e, 0, dt));
+    int from_lo = bd_expr_binary(e, BD_EXPR_EQUAL, BD_DT_BOOL, below, even);
+    int refl = bd_expr_select(e, dt, from_lo, bd_expr_binary(e, BD_EXPR_ADD, dt, clo, r),
+                              bd_expr_binary(e, BD_EXPR_SUB, dt, chi, r));
+    return bd_expr_select(e, dt, bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL, below, above), refl, v);
+}
+
+/* The tap coordinate floor(x) + k - 1 (cubic), floor(x) + k (linear) or x (nearest). */
+static int gs_tap(bd_expr *e, int dt, int mode, int x, int k) {
+    if (mode == GS_NEAREST) return x;
+    return bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_unary(e, BD_EXPR_FLOOR, dt, x),
+                          bd_expr_const(e, k - (mode == GS_CUBIC), dt));
+}
+
+/* An elementwise nest over value out (the grid's positions [N, O...]) reading the values in[]
+ * there; returns its expression. */
+static bd_expr *gs_nest(bd_program *p, int node, int out, const int *in, int n_in) {
+    const bd_value *o = bd_graph_value(p->graph, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, o);
+    for (int i = 0; i < n_in; i++) {
+        bd_operand *op = bd_nest_operand(nest, in[i], false, bd_graph_value(p->graph, in[i])->rank);
+        bd_access_identity(op, 0);
+        for (int k = o->rank; k < op->rank; k++) op->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, o->rank), 0);
+    return BD_NEST_PARAMS(nest, expr);
+}
+
+/* GridSample as the reference computes it, separably per spatial dim: the grid's components
+ * (COPY slices) become source coordinates (denormalised, rounded for nearest, clamped or
+ * reflected back inside as padding_mode says); per dim and tap an index nest (clamped, or
+ * reflected for reflection) and a weight nest (linear or cubic coefficients, 0 outside for
+ * zeros); per tap combination one flat index into X transposed to [N x spatial, C] and one
+ * GATHER of its C values; then elementwise nests summing weight products times the gathered
+ * values over the taps, at most a few taps each (the operand limit), the last one writing Y.
+ * 1 tap per dim for nearest, 2 for linear, 4 for cubic; up to 3 spatial dims (cubic: 2). */
+bd_status bd_lower_grid_sample(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *gr = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, gr, "input 1 (grid)")))
+        return s;
+    int dt = x->dtype, gt = gr->dtype, r = x->rank, nd = r - 2;
+    if ((dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE) || (gt != BD_DT_FLOAT && gt != BD_DT_DOUBLE))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtypes %s and %s are not supported",
+                            bd_dtype_name(dt), bd_dtype_name(gt));
+    const char *ms = bd_attr_string(g, n, "mode", n->opset >= 20 ? "linear" : "bilinear");
+    const char *ps = bd_attr_string(g, n, "padding_mode", "zeros");
+    int mode = !strcmp(ms, "nearest") ? GS_NEAREST
+               : !strcmp(ms, "linear") || !strcmp(ms, "bilinear") ? GS_LINEAR : GS_CUBIC;
+    int pad = !strcmp(ps, "zeros") ? GS_ZEROS : !strcmp(ps, "border") ? GS_BORDER : GS_REFLECTION;
+    bool align = bd_attr_int(n, "align_corners", 0) != 0;
+    int per = mode == GS_NEAREST ? 1 : mode == GS_LINEAR ? 2 : 4, taps = 1;
+    for (int i = 0; i < nd; i++) taps *= per;
+    if (nd > 3 || taps > 16)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%d spatial dims in mode '%s' are not "
+                            "supported", nd, bd_quote(ms));
+    if (numel_of(y) == 0) return BD_OK;
+    int64_t xd[BD_MAX_RANK], pos[BD_MAX_RANK], part[BD_MAX_RANK], td[BD_MAX_RANK];
+    int64_t S = 1, sst[BD_MAX_RANK], gs[BD_MAX_RANK], xs[BD_MAX_RANK];
+    for (int i = 0; i < r; i++) xd[i] = x->dims[i];
+    for (int i = 2; i < r; i++) S *= xd[i];
+    bd_dims_strides(nd, xd + 2, sst);
+    bd_dims_strides(r, xd, xs);
+    bd_dims_strides(r, gr->dims, gs);
+    int64_t N = xd[0], C = xd[1];
+    for (int i = 0; i <= nd; i++) pos[i] = gr->dims[i]; /* [N, O...] */
+    for (int i = 0; i <= nd; i++) part[i] = pos[i];
+    part[nd + 1] = 1;
+    td[0] = N;
+    for (int i = 0; i < nd; i++) td[1 + i] = xd[2 + i];
+    td[nd + 1] = C;
+    int xv = n->inputs[0], gv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x, gr and y: only indices from here) */
+
+    /* X as [N x spatial, C] rows */
+    int xt = bd_lower_temp(g, dt, r, td);
+    int64_t rc[2] = {N * S, C};
+    int xf = bd_lower_temp(g, dt, 2, rc);
+    bd_nest *nest = copy_nest(p, node, xv, xt);
+    bd_operand *xo = &nest->operands[0];
+    xo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+    xo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
+    for (int i = 0; i < nd; i++) xo->dims[2 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 1 + i, 1, 0, 0};
+    copy_finish(nest, xt, r);
+    bd_copy_params *cp = copy_params(nest);
+    cp->in_stride[0] = xs[0];
+    for (int i = 0; i < nd; i++) cp->in_stride[1 + i] = xs[2 + i];
+    cp->in_stride[nd + 1] = xs[1];
+    bd_dims_strides(r, td, cp->out_stride);
+    if ((s = lower_reshape_copy(p, node, xt, xf))) return s;
+
+    /* per spatial dim: the source coordinate, then each tap's index and weight */
+    int idx[BD_MAX_RANK][4], wt[BD_MAX_RANK][4];
+    for (int dd = 0; dd < nd; dd++) {
+        int comp = nd - 1 - dd; /* the grid lists the innermost dim first */
+        int gc = bd_lower_temp(g, gt, nd + 2, part);
+        nest = copy_nest(p, node, gv, gc);
+        bd_access_identity(&nest->operands[0], 0);
+        nest->operands[0].dims[nd + 1].offset = comp;
+        copy_finish(nest, gc, nd + 2);
+        cp = copy_params(nest);
+        memcpy(cp->in_stride, gs, sizeof gs);
+        cp->in_base = comp;
+        bd_dims_strides(nd + 2, part, cp->out_stride);
+        double D = (double)xd[2 + dd], lo = align ? 0 : -0.5, hi = align ? D - 1 : D - 0.5;
+        int coord = bd_lower_temp(g, dt, nd + 1, pos);
+        bd_expr *e = gs_nest(p, node, coord, &gc, 1);
+        int v = bd_expr_cast(e, dt, bd_expr_load(e, 0, gt));
+        v = bd_expr_binary(e, BD_EXPR_ADD, dt, v, bd_expr_const(e, 1, dt));
+        v = align ? bd_expr_binary(e, BD_EXPR_MUL, dt, v, bd_expr_const(e, (D - 1) / 2, dt))
+                  : bd_expr_binary(e, BD_EXPR_DIV, dt,
+                                   bd_expr_binary(e, BD_EXPR_SUB, dt,
+                                                  bd_expr_binary(e, BD_EXPR_MUL, dt, v,
+                                                                 bd_expr_const(e, D, dt)),
+                                                  bd_expr_const(e, 1, dt)),
+                                   bd_expr_const(e, 2, dt));
+        if (mode == GS_NEAREST) v = bd_expr_unary(e, BD_EXPR_ROUND, dt, v);
+        if (pad == GS_BORDER) {
+            int out = bd_expr_binary(e, BD_EXPR_OR, BD_DT_BOOL,
+                                     bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, v,
+                                                    bd_expr_const(e, lo, dt)),
+                                     bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, v,
+                                                    bd_expr_const(e, hi, dt)));
+            int cl = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt,
+                                    bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v,
+                                                   bd_expr_const(e, 0, dt)),
+                                    bd_expr_const(e, D - 1, dt));
+            v = bd_expr_select(e, dt, out, cl, v);
+        } else if (pad == GS_REFLECTION) {
+            v = gs_reflect(e, dt, v, lo, hi);
+        }
+        bd_expr_compact(e, v);
+        for (int k = 0; k < per; k++) {
+            idx[dd][k] = bd_lower_temp(g, BD_DT_INT64, nd + 1, pos);
+            e = gs_nest(p, node, idx[dd][k], &coord, 1);
+            int t = gs_tap(e, dt, mode, bd_expr_load(e, 0, dt), k);
+            if (pad == GS_REFLECTION) t = gs_reflect(e, dt, t, lo, hi);
+            t = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt,
+                               bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, t, bd_expr_const(e, 0, dt)),
+                               bd_expr_const(e, D - 1, dt));
+            bd_expr_compact(e, bd_expr_cast(e, BD_DT_INT64, t)); /* truncates, as int() does */
+            wt[dd][k] = bd_lower_temp(g, dt, nd + 1, pos);
+            e = gs_nest(p, node, wt[dd][k], &coord, 1);
+            int xe = bd_expr_load(e, 0, dt), w;
+            int f = bd_expr_binary(e, BD_EXPR_SUB, dt, xe, bd_expr_unary(e, BD_EXPR_FLOOR, dt, xe));
+            if (mode == GS_NEAREST) {
+                w = bd_expr_const(e, 1, dt);
+            } else if (mode == GS_LINEAR) {
+                w = k ? f : bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_const(e, 1, dt), f);
+            } else { /* Keys' cubic convolution, A = -0.75, at distance u from the tap */
+                double A = -0.75;
+                int u = k == 0   ? bd_expr_binary(e, BD_EXPR_ADD, dt, f, bd_expr_const(e, 1, dt))
+                        : k == 1 ? f
+                                 : bd_expr_binary(e, BD_EXPR_SUB, dt,
+                                                  bd_expr_const(e, k == 2 ? 1 : 2, dt), f);
+                if (k == 0 || k == 3) {
+                    w = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_MUL, dt,
+                                                                   bd_expr_const(e, A, dt), u),
+                                       bd_expr_const(e, 5 * A, dt));
+                    w = bd_expr_binary(e, BD_EXPR_ADD, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, w, u),
+                                       bd_expr_const(e, 8 * A, dt));
+                    w = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, w, u),
+                                       bd_expr_const(e, 4 * A, dt));
+                } else {
+                    w = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_MUL, dt,
+                                                                   bd_expr_const(e, A + 2, dt), u),
+                                       bd_expr_const(e, A + 3, dt));
+                    w = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, w, u), u);
+                    w = bd_expr_binary(e, BD_EXPR_ADD, dt, w, bd_expr_const(e, 1, dt));
+                }
+            }
+            if (pad == GS_ZEROS) { /* a tap outside the input weighs nothing */
+                int at = gs_tap(e, dt, mode, xe, k);
+                int in = bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL,
+                                        bd_expr_binary(e, BD_EXPR_GREATER_EQUAL, BD_DT_BOOL, at,
+                                                       bd_expr_const(e, 0, dt)),
+                                        bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, at,
+                                                       bd_expr_const(e, D, dt)));
+                w = bd_expr_select(e, dt, in, w, bd_expr_const(e, 0, dt));
+            }
+            bd_expr_compact(e, w);
+        }
+    }
+
+    /* the batch offsets n x spatial, then per tap combination its rows and their weighted sum */
+    bd_tensor *bo = bd_tensor_new(&g->model->arena, BD_DT_INT64, 1, &N);
+    if (!bo) return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the batch offsets");
+    for (int64_t i = 0; i < N; i++) ((int64_t *)bo->data)[i] = i * S;
+    int bv = bd_lower_temp(g, BD_DT_INT64, 1, &N);
+    bd_graph_value(g, bv)->constant = bo;
+    int64_t ydims[BD_MAX_RANK], gd[BD_MAX_RANK];
+    ydims[0] = N, ydims[1] = C;
+    for (int i = 0; i < nd; i++) ydims[2 + i] = pos[1 + i];
+    for (int i = 0; i <= nd; i++) gd[i] = pos[i];
+    gd[nd + 1] = C;
+    int group = 14 / (1 + nd), acc = -1;
+    for (int t0 = 0; t0 < taps; t0 += group) {
+        int t1 = t0 + group < taps ? t0 + group : taps, gath[16];
+        for (int t = t0; t < t1; t++) {
+            int fi = bd_lower_temp(g, BD_DT_INT64, nd + 1, pos);
+            nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+            bd_nest_operand(nest, bv, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+            for (int dd = 0, q = t; dd < nd; dd++, q /= per)
+                bd_access_identity(bd_nest_operand(nest, idx[dd][q % per], false, nd + 1), 0);
+            bd_access_identity(bd_nest_operand(nest, fi, true, nd + 1), 0);
+            bd_expr *e = BD_NEST_PARAMS(nest, expr);
+            int sum = bd_expr_load(e, 0, BD_DT_INT64);
+            for (int dd = 0; dd < nd; dd++)
+                sum = bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, sum,
+                                     bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64,
+                                                    bd_expr_load(e, 1 + dd, BD_DT_INT64),
+                                                    bd_expr_const(e, (double)sst[dd], BD_DT_INT64)));
+            bd_expr_compact(e, sum);
+            gath[t - t0] = bd_lower_temp(g, dt, nd + 2, gd);
+            nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, gath[t - t0]));
+            bd_operand *fo = bd_nest_operand(nest, xf, false, 2);
+            fo->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+            fo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
+            bd_access_identity(bd_nest_operand(nest, fi, false, nd + 1), 0);
+            bd_access_identity(bd_nest_operand(nest, gath[t - t0], true, nd + 2), 0);
+            bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+            gp->axis = 0;
+            gp->idx_rank = nd + 1;
+        }
+        int out = t1 == taps ? yv : bd_lower_temp(g, dt, r, ydims);
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+        if (acc >= 0) bd_access_identity(bd_nest_operand(nest, acc, false, r), 0);
+        for (int t = t0; t < t1; t++) { /* [N, O..., C] and [N, O...] over Y's [N, C, O...] */
+            bd_operand *o = bd_nest_operand(nest, gath[t - t0], false, nd + 2);
+            o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+            for (int i = 0; i < nd; i++) o->dims[1 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 2 + i, 1, 0, 0};
+            o->dims[nd + 1] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+            for (int dd = 0, q = t; dd < nd; dd++, q /= per) {
+                o = bd_nest_operand(nest, wt[dd][q % per], false, nd + 1);
+                o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+                for (int i = 0; i < nd; i++)
+                    o->dims[1 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 2 + i, 1, 0, 0};
+            }
+        }
+        bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        int sum = acc >= 0 ? bd_expr_load(e, 0, dt) : -1, op = acc >= 0;
+        for (int t = t0; t < t1; t++) {
+            int term = bd_expr_load(e, op++, dt);
+            for (int dd = 0; dd < nd; dd++)
+                term = bd_expr_binary(e, BD_EXPR_MUL, dt, term, bd_expr_load(e, op++, dt));
+            sum = sum < 0 ? term : bd_expr_binary(e, BD_EXPR_ADD, dt, sum, term);
+        }
+        if (e->overflow)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the weighted sum of the taps is too "
+                                "large an expression");
+        bd_expr_compact(e, sum);
+        acc = out;
+    }
     return BD_OK;
 }
 

@@ -292,3 +292,72 @@ bd_status bd_lower_constant(bd_program *p, int node, bd_diag *d) {
             "output is not a compile-time constant (its inputs depend on runtime data)");
     return BD_OK;
 }
+
+/* QuantizeLinear y = saturate(round_half_even(x / scale) + zero_point) and DequantizeLinear
+ * y = (x - zero_point) * scale, one elementwise nest each, computed in float (double with a
+ * double scale) as the reference does. The scale and zero point are scalars, or 1-D along `axis`
+ * (read through that axis' iteration dim); blocked scales (opset 21 block_size), float8 and
+ * 4-bit types are refused. */
+bd_status bd_lower_quantize(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n;
+    bd_value *x, *y;
+    bd_status s;
+    if (!bd_lower_begin(p, node, d, "input 0 (x)", "output", &n, &x, &y, &s)) return s;
+    bd_value *sc = bd_node_in(g, n, 1), *zp = bd_node_in(g, n, 2);
+    if ((s = bd_need_static(d, n, sc, "input 1 (scale)")) ||
+        (s = bd_need_static(d, n, zp, "input 2 (zero_point)")))
+        return s;
+    bool q = n->op == BD_OP_QUANTIZE_LINEAR;
+    int it = q ? y->dtype : x->dtype; /* the integer side */
+    int64_t lo = 0, hi = 0;
+    switch (it) {
+    case BD_DT_UINT8: hi = 255; break;
+    case BD_DT_INT8: lo = -128, hi = 127; break;
+    case BD_DT_UINT16: hi = 65535; break;
+    case BD_DT_INT16: lo = -32768, hi = 32767; break;
+    case BD_DT_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: break;
+    }
+    if (hi == 0 || (q && it == BD_DT_INT32))
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "quantized dtype %s is not supported",
+                            bd_dtype_name(it));
+    int axis = 0;
+    if (sc->rank > 1 || bd_attr_int(n, "block_size", 0) != 0)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "blocked scales are not supported");
+    if (sc->rank == 1 && (!bd_norm_axis(bd_attr_int(n, "axis", 1), x->rank, &axis) ||
+                          (sc->dims[0] != x->dims[axis] && sc->dims[0] != 1)))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (scale) has %lld values for axis "
+                            "extent %lld", (long long)sc->dims[0],
+                            (long long)(x->rank > axis ? x->dims[axis] : -1));
+    if (zp && (zp->rank != sc->rank || (zp->rank == 1 && zp->dims[0] != sc->dims[0])))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (zero_point) does not match the scale");
+    int ct = sc->dtype == BD_DT_DOUBLE ? BD_DT_DOUBLE : BD_DT_FLOAT, r = x->rank;
+    int xdt = x->dtype, sdt = sc->dtype, zdt = zp ? zp->dtype : 0;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
+    bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, r), 0);
+    for (int k = 1; k <= (zp ? 2 : 1); k++) {
+        bd_operand *o = bd_nest_operand(nest, n->inputs[k], false, sc->rank);
+        if (sc->rank == 1)
+            o->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, sc->dims[0] == 1 ? -1 : axis,
+                                         sc->dims[0] != 1, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, r), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int xv = bd_expr_cast(e, ct, bd_expr_load(e, 0, xdt));
+    int sv = bd_expr_cast(e, ct, bd_expr_load(e, 1, sdt));
+    int zv = zp ? bd_expr_cast(e, ct, bd_expr_load(e, 2, zdt)) : bd_expr_const(e, 0, ct);
+    int v;
+    if (q) {
+        v = bd_expr_unary(e, BD_EXPR_ROUND, ct, bd_expr_binary(e, BD_EXPR_DIV, ct, xv, sv));
+        v = bd_expr_binary(e, BD_EXPR_ADD, ct, v, zv);
+        v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, ct,
+                           bd_expr_binary(e, BD_EXPR_CLAMP_MIN, ct, v,
+                                          bd_expr_const(e, (double)lo, ct)),
+                           bd_expr_const(e, (double)hi, ct));
+    } else {
+        v = bd_expr_binary(e, BD_EXPR_MUL, ct, bd_expr_binary(e, BD_EXPR_SUB, ct, xv, zv), sv);
+    }
+    bd_expr_compact(e, bd_expr_cast(e, y->dtype, v));
+    return BD_OK;
+}

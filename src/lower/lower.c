@@ -68,3 +68,12 @@ bool bd_lower_begin(bd_program *p, int node, bd_diag *d, const char *x_what, con
         return false;
     return true;
 }
+
+int bd_lower_temp(bd_graph *g, int dtype, int rank, const int64_t *dims) {
+    int t = bd_graph_add_value(g, "");
+    bd_value *tv = bd_graph_value(g, t);
+    tv->dtype = dtype;
+    tv->rank = rank;
+    for (int k = 0; k < rank; k++) tv->dims[k] = dims[k];
+    return t;
+}

@@ -15,6 +15,11 @@ bd_status bd_need_static(bd_diag *d, const bd_node *n, const bd_value *v, const 
 bool bd_lower_begin(bd_program *p, int node, bd_diag *d, const char *x_what, const char *y_what,
                     bd_node **n, bd_value **x, bd_value **y, bd_status *s);
 
+/* A new unnamed value of that dtype and shape (dims may be NULL for rank 0): the intermediate
+ * between the nests one op lowers to. Adding a value may move every bd_value: callers keep value
+ * indices, not pointers, across it. */
+int bd_lower_temp(bd_graph *g, int dtype, int rank, const int64_t *dims);
+
 /* Lowerings that compute a table at compile time (a mask, index offsets, a range) refuse one of
  * more than this many elements (exit 3), so that the compiler's memory stays proportional to the
  * model file, as constant folding's BD_FOLD_MAX_ELEMS keeps it. */

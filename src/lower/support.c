@@ -36,7 +36,9 @@ static bool lowering_takes_half(bd_op op) {
     static const lower_fn ok[] = {bd_lower_elementwise, bd_lower_constant, bd_lower_reshape,
                                   bd_lower_transpose,   bd_lower_slice,    bd_lower_expand,
                                   bd_lower_concat,      bd_lower_split,    bd_lower_gather,
-                                  bd_lower_pad};
+                                  bd_lower_pad,         bd_lower_quantize,
+                                  bd_lower_matmul_integer, bd_lower_conv_integer
+                                  /* these two: halves only in their scales, elementwise */};
     for (size_t i = 0; i < BD_COUNT(ok); i++)
         if (lower_of[op] == ok[i]) return true;
     return false;
