@@ -651,6 +651,18 @@ bd_status bd_lower_gather(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* The GATHER that GatherElements and GatherND end with: output yv (rank r) reads the 1-D flat_x
+ * at the flat indices flat_i (same shape as yv), computed by the nests before it. */
+static void flat_gather(bd_program *p, int node, int flat_x, int flat_i, int yv, int r) {
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(p->graph, yv));
+    bd_nest_operand(nest, flat_x, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, flat_i, false, r), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
+    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+    gp->axis = 0;
+    gp->idx_rank = r;
+}
+
 /* GatherElements: y[p] = x[p with its axis coordinate replaced by idx[p]]. With x flattened,
  * that is element base(p) + idx[p] * stride(axis), where base(p) is p's offset in x without the
  * axis coordinate (a constant computed here): a reshape copy of x to 1-D, an elementwise nest of
@@ -715,14 +727,7 @@ bd_status bd_lower_gather_elements(bd_program *p, int node, bd_diag *d) {
     bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, BD_DT_INT64, bd_expr_load(e, 1, BD_DT_INT64),
                                       i));
 
-    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
-    bd_nest_operand(nest, flat_x, false, 1)->dims[0] =
-        (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
-    bd_access_identity(bd_nest_operand(nest, flat_i, false, r), 0);
-    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
-    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
-    gp->axis = 0;
-    gp->idx_rank = r;
+    flat_gather(p, node, flat_x, flat_i, yv, r);
     return BD_OK;
 }
 
@@ -849,13 +854,7 @@ bd_status bd_lower_reverse_sequence(bd_program *p, int node, bd_diag *d) {
                                       bd_expr_binary(e, BD_EXPR_MUL, BD_DT_INT64, src,
                                                      bd_expr_const(e, (double)xs[ta],
                                                                    BD_DT_INT64))));
-    nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, yv));
-    bd_nest_operand(nest, fx, false, 1)->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
-    bd_access_identity(bd_nest_operand(nest, fi, false, r), 0);
-    bd_access_identity(bd_nest_operand(nest, yv, true, r), 0);
-    bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
-    gp->axis = 0;
-    gp->idx_rank = r;
+    flat_gather(p, node, fx, fi, yv, r);
     return BD_OK;
 }
 
