@@ -227,6 +227,13 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
 
 # Models a GPU target cannot compile yet, with the reason (bdc exits 3 for them).
 GPU_UNSUPPORTED = {}
+# Runs known to fail for a reason outside bdc, by (target, schedule, model): each must still fail
+# (then it is counted apart, with its reason), and one that passes fails the test.
+GPU_XFAIL = {
+    ("opencl", "block", "densenet121"):
+        "PoCL's compiler (LLVM 15) crashes with SIGSEGV in its inliner (llvm::InlineFunction) "
+        "building the 846-nest persistent kernel; the op schedule runs, cuda and hip build",
+}
 
 
 def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", seeds=0,
@@ -337,7 +344,7 @@ def main():
     if args.keep_outputs:
         os.makedirs(args.keep_outputs, exist_ok=True)
 
-    passed = failed = unsupported = 0
+    passed = failed = unsupported = xfailed = 0
     for name in names:
         try:
             ok, lines = check_model(args.bdc, args.cache, args.models_cache, name, args.fusion,
@@ -346,6 +353,13 @@ def main():
                                     args.target)
         except Exception as e:  # a broken cache entry or ORT failure fails this model only
             ok, lines = False, ["%s: %s" % (type(e).__name__, e)]
+        known = GPU_XFAIL.get((args.target, args.schedule, name))
+        if known and ok is False:
+            print("XFAIL %-20s %s (known: %s)" % (name, lines[0], known), flush=True)
+            xfailed += 1
+            continue
+        if known and ok:
+            ok, lines = False, ["listed in GPU_XFAIL but passed: update the list"] + lines
         tag = "UNSUPPORTED" if ok is None else "PASS" if ok else "FAIL"
         print("%s %-20s %s" % (tag, name, lines[0]), flush=True)
         for l in lines[1:]:
@@ -355,8 +369,9 @@ def main():
             continue
         passed += ok
         failed += not ok
-    print("%d passed, %d failed%s" % (passed, failed,
-                                      ", %d unsupported (listed above)" % unsupported if unsupported else ""))
+    print("%d passed, %d failed%s%s" % (
+        passed, failed, ", %d unsupported (listed above)" % unsupported if unsupported else "",
+        ", %d known failures (listed above)" % xfailed if xfailed else ""))
     return 0 if failed == 0 and passed > 0 else 1
 
 

@@ -74,15 +74,21 @@ static void open_elements(bd_gpu_printer *g, const bd_nest *n, const bool *skip)
         if (!skip || !skip[k]) count = S("%s * (hi[%d] - lo[%d])", count, k, k);
     L("const int64_t bd_count = %s;", count);
     OPEN("for (int64_t bd_e = BD_THREAD_ID; bd_e < bd_count; bd_e += BD_THREADS)");
-    L("int64_t bd_r = bd_e;");
+    int outer = -1; /* the outermost dim dealt out takes what is left of the index */
+    for (int k = 0; k < n->n_iter && outer < 0; k++)
+        if (!skip || !skip[k]) outer = k;
+    if (outer >= 0) L("int64_t bd_r = bd_e;");
+    const char *unused = "(void)bd_e;";
     for (int k = n->n_iter - 1; k >= 0; k--) {
         if (skip && skip[k]) continue;
-        L("const int64_t i%d = lo[%d] + bd_r %% (hi[%d] - lo[%d]);", k, k, k, k);
-        L("bd_r /= hi[%d] - lo[%d];", k, k);
+        if (k == outer) {
+            L("const int64_t i%d = lo[%d] + bd_r;", k, k);
+        } else {
+            L("const int64_t i%d = lo[%d] + bd_r %% (hi[%d] - lo[%d]);", k, k, k, k);
+            L("bd_r /= hi[%d] - lo[%d];", k, k);
+        }
+        unused = S("%s (void)i%d;", unused, k);
     }
-    const char *unused = "(void)bd_r;";
-    for (int k = 0; k < n->n_iter; k++)
-        if (!skip || !skip[k]) unused = S("%s (void)i%d;", unused, k);
     L("%s", unused);
 }
 

@@ -685,7 +685,8 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
         bd_print_open(dv, "BD_DEV %svoid b%zu(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
                           "BD_G unsigned char *io, int64_t block, BD_LOCAL float *smem)", block ? "BD_NOINLINE " : "", i);
         bd_print_line(dv, "(void)arena; (void)weights; (void)io; (void)smem;");
-        bd_print_block_decode(dv, n);
+        if (n->n_iter) bd_print_block_decode(dv, n);
+        else bd_print_line(dv, "(void)block; /* one block, no dims */");
         st = bd_gpu_body(&gp, n, d);
         bd_print_close(dv, NULL);
     }
