@@ -50,6 +50,10 @@ static const char *value_problem(const bd_value *v, char *buf, size_t len) {
         return buf;
     }
     int dt = v->dtype ? v->dtype : v->decl_dtype;
+    if (!dt && (v->flags & BD_VALUE_INPUT)) { /* the file gave a graph input no element type */
+        snprintf(buf, len, "graph input '%s' has no element type", bd_quote(v->name));
+        return buf;
+    }
     if (dt && !bd_dtype_supported(dt)) {
         snprintf(buf, len, "'%s' has dtype %s, not supported yet", bd_quote(v->name), bd_dtype_name(dt));
         return buf;
