@@ -153,6 +153,17 @@ static int dtype_class(int dt) {
     return bd_dtype_is_signed(dt) ? BD_CLASS_SIGNED : BD_CLASS_UNSIGNED;
 }
 
+/* An integer constant held as a double: C's conversion of one outside long long's range is
+ * undefined, so the values past it are spelled apart (2^63 and up unsigned, saturating at
+ * 2^64 - 1; the least long long as an expression, since its digits alone overflow). */
+static const char *int_literal(bd_printer *p, double k) {
+    if (k != k) return "0";
+    if (k >= 18446744073709551616.0) return "18446744073709551615u";
+    if (k >= 9223372036854775808.0) return bd_print_str(p, "%lluu", (unsigned long long)k);
+    if (k <= -9223372036854775808.0) return "(-9223372036854775807 - 1)";
+    return bd_print_str(p, "%lld", (long long)k);
+}
+
 /* Substitutes a template: $0..$2 arguments, $k0/$k1 constants, $T the node's type. */
 static const char *fill(bd_printer *p, const bd_expr_dialect *d, const char *t,
                         const bd_expr_node *e, const char *const *args) {
@@ -194,7 +205,7 @@ const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr
             val[i] = loads[e->operand];
         } else if (e->op == BD_EXPR_CONST) {
             val[i] = bd_dtype_is_float(e->dtype) ? bd_print_float(p, e->k[0], e->dtype)
-                                                 : bd_print_str(p, "%lld", (long long)e->k[0]);
+                                                 : int_literal(p, e->k[0]);
         } else if (e->op == BD_EXPR_CAST) {
             val[i] = d->cast(p, args[0], x->node[e->arg[0]].dtype, e->dtype);
         } else {
