@@ -1299,6 +1299,9 @@ bd_status bd_lower_tfidf(bd_program *p, int node, bd_diag *d) {
                             "or max_skip_count %lld are not valid", bd_quote(ms),
                             (long long)lo_n, (long long)hi_n, (long long)skips);
     int r = x->rank, xdt = x->dtype;
+    if ((r != 1 && r != 2) || y->rank != r)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 has rank %d and the output %d: expected "
+                            "both 1 or both 2", r, y->rank);
     int64_t B = r == 2 ? x->dims[0] : 1, C = x->dims[r - 1], F = y->dims[r - 1], bc[2] = {B, C};
     int64_t bf[2] = {B, F};
     int xv = n->inputs[0], yv = n->outputs[0];
