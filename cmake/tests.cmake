@@ -24,6 +24,10 @@ bdc_add_test(malformed COMMAND bash tests/test_malformed.sh $<TARGET_FILE:bdc> L
 bdc_add_test(node_shapes COMMAND ${BDC_PYTHON} tests/test_node_shapes.py LABELS "sanitize")
 bdc_add_test(real_models COMMAND ${BDC_PYTHON} tests/test_real_models.py LABELS "sanitize")
 bdc_add_test(node_run COMMAND ${BDC_PYTHON} tests/test_node_run.py LABELS "sanitize")
+# The node suite as a user runs it, every graph input fed at run time (after node_run, whose
+# compiled cases it mostly reuses from the cache).
+bdc_add_test(node_run_runtime_inputs COMMAND ${BDC_PYTHON} tests/test_node_run.py --inputs runtime)
+set_tests_properties(node_run_runtime_inputs PROPERTIES DEPENDS node_run)
 bdc_add_test(lib COMMAND bash tests/test_lib.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 # Real models in the default modes (fusion op, block schedule), also in two random block orders of

@@ -17,6 +17,10 @@ Checks:
     values with np.allclose(rtol=1e-3, atol=1e-4) as in test_real_run.py;
   * a Reshape whose target is a graph input, compiled with --const (.npy and TensorProto .pb),
     matches onnxruntime fed the same target;
+  * a Reshape whose target is computed from Shape(x) through Mod (both fmod modes, negative
+    operands), Or, Xor, GreaterOrEqual, LessOrEqual and Where (the chains newer exporters and the
+    ONNX function expansions write) folds to static shapes (`inspect --json`: all static, none of
+    those ops left), and the folded values, also returned as outputs, match onnxruntime;
   * CumSum over a 3-D tensor whose axis is a graph input (bdc needs it at compile time), frozen
     with --const, for every axis and exclusive/reverse combination, matches onnxruntime.
 Compiled executables are cached like test_real_run.py's (the flags are part of the key). Prints
@@ -137,6 +141,46 @@ def const_model(folder):
     return path
 
 
+def shape_chain_model(folder):
+    """x [2,6,4] float; the target of Reshape(x) and the int/bool outputs are computed from
+    Shape(x) by ops that must fold: with d = [2,6,4], m0 = Mod(d - 5, 4) = [1,1,3] (the divisor's
+    sign), m1 = Mod(d - 5, 4, fmod=1) = [-3,1,-1]; the target is [d0, Where(ge Or le Xor ...)]."""
+    i64 = lambda name, vals: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.array(vals, np.int64), name))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["d"]),
+        i64("five", [5]), i64("four", [4]), i64("minus_four", [-4]), i64("two", [2]),
+        i64("neg1", [-1]), i64("zero", [0]), i64("one", [1]),
+        helper.make_node("Sub", ["d", "five"], ["dm5"]),
+        helper.make_node("Mod", ["dm5", "four"], ["m0"]),
+        helper.make_node("Mod", ["dm5", "minus_four"], ["m0n"]),
+        helper.make_node("Mod", ["dm5", "four"], ["m1"], fmod=1),
+        helper.make_node("GreaterOrEqual", ["m0", "one"], ["ge"]),
+        helper.make_node("LessOrEqual", ["m1", "zero"], ["le"]),
+        helper.make_node("Or", ["ge", "le"], ["either"]),
+        helper.make_node("Xor", ["ge", "le"], ["just_one"]),
+        helper.make_node("And", ["either", "just_one"], ["cond"]),  # [F, T, F]
+        helper.make_node("Where", ["cond", "neg1", "one"], ["sel"]),  # [1, -1, 1]
+        helper.make_node("Slice", ["sel", "one", "two"], ["any_neg"]),  # [-1]
+        helper.make_node("Slice", ["d", "zero", "one"], ["d0"]),
+        helper.make_node("Concat", ["d0", "any_neg"], ["target"], axis=0),  # [2, -1]
+        helper.make_node("Reshape", ["x", "target"], ["r"]),
+        helper.make_node("Relu", ["r"], ["y"]),
+        helper.make_node("Concat", ["m0", "m0n", "m1", "sel"], ["ints"], axis=0),
+        helper.make_node("Concat", ["ge", "le", "either", "just_one"], ["bools"], axis=0),
+    ]
+    g = helper.make_graph(
+        nodes, "shape_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("ints", TensorProto.INT64, None),
+         helper.make_tensor_value_info("bools", TensorProto.BOOL, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(folder, "shape_chain.onnx")
+    onnx.save(m, path)
+    return path
+
+
 def cumsum_model(folder, exclusive, reverse):
     """x [3,4,5] float -> CumSum(x, axis) with axis a graph input."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])
@@ -190,6 +234,22 @@ def main():
             c.report("bert_tiny " + " ".join(flags),
                      *run_and_compare(args.bdc, args.cache, "bert_tiny_dynamic", bert, flags,
                                       {"input_ids": ids, "attention_mask": mask}))
+
+    with tempfile.TemporaryDirectory(prefix="bdc-chain-") as tmp:
+        model = shape_chain_model(tmp)
+        rc, j, err = inspect_json(args.bdc, model, [])
+        left = sorted(set((j or {}).get("op_histogram", {})) &
+                      {"Mod", "Or", "Xor", "GreaterOrEqual", "LessOrEqual", "Where", "Shape"})
+        problem = ""
+        if rc != 0 or not j or not j.get("all_shapes_static"):
+            problem = "inspect exit %d, all_shapes_static %s: %s" % (
+                rc, (j or {}).get("all_shapes_static"), run.first_line(err))
+        elif left:
+            problem = "not folded: %s" % ", ".join(left)
+        c.report("shape-chain-folds", problem)
+        c.report("shape-chain-values",
+                 *run_and_compare(args.bdc, tmp, "shape_chain", model, [],
+                                  {"x": rng.standard_normal((2, 6, 4), dtype=np.float32)}))
 
     with tempfile.TemporaryDirectory(prefix="bdc-const-") as tmp:
         model = const_model(tmp)

@@ -3,7 +3,8 @@
 
 Usage: test_node_run.py [--bdc PATH] [--cache DIR] [--root LABEL=DIR ...] [--archive TGZ]
                         [--xfail FILE] [--min-pass PCT] [--keep-outputs DIR] [-k GLOB] [-j N]
-                        [--target cpu|opencl|cuda|hip] [--schedule op|block] [--sample K] [-v]
+                        [--target cpu|opencl|cuda|hip] [--schedule op|block] [--sample K]
+                        [--inputs frozen|runtime] [-v]
 
 Test roots and scope are those of tests/test_node_shapes.py (its functions are imported, so the
 two tests always agree on what is in scope): Debian's libonnx-testdata suite and the v1.22.0
@@ -34,8 +35,9 @@ the same model are removed when a new one is made.
 Expected failures live in tests/node_run_xfail.txt (`case_name  # reason`, the name optionally
 prefixed `v1.22/` or `v1.12/` for one suite only). A listed case that fails is an expected
 failure; a listed case that passes is an "unexpected pass" and counts as failed, so the list stays
-honest; unsupported cases need no entry. Every suite must also pass (match exactly, not merely be
-listed) at least --min-pass percent (default 95) of its in-scope cases; the rate is reported but
+honest; an unsupported (refused) case must be listed too, with its reason. Every suite must also
+pass (match exactly, not merely be listed) at least --min-pass percent (default 95; 83 for the
+v1.22 suite, whose later opsets bring dtypes bdc refuses: MIN_PASS) of its in-scope cases; the rate is reported but
 not enforced when -k selects a subset. Prints per suite `cases, in scope, passed, failed,
 unsupported`, the failures with reasons, the unsupported cases' reasons (grouped), and a closing
 `N passed, M failed`; exits 1 if anything failed or if no case ran.
@@ -47,6 +49,16 @@ keeps one in-scope case in K (those whose name hashes to 0 modulo K: the same sa
 machine, spread over every op); like -k, it reports the pass rate without enforcing it.
 --target cuda or hip only compiles (with --werror, so no warnings) and checks the executable's
 --info: there is no device to run it on here; a case passes when it builds.
+
+--inputs runtime freezes nothing: every graph input is fed to the executable at run time, as a
+user would. A case whose output shapes then depend on an input's value (a Reshape target, Slice
+starts, Split sizes, reduction axes fed at run time) is refused by bdc with exit 3, naming the
+input and the --const option; such refusals ("known only at run time") need no entry in the
+expected-failure files, are counted as unsupported and listed, grouped, with the others, and the
+--min-pass rate is taken over the in-scope cases without them. --inputs frozen (default)
+is the freezing described above. Both modes also print the out-of-scope cases grouped by reason,
+and a closing line per suite with passed / all cases, so that "passed of every case in the
+suite" is read off directly.
 
 --keep-outputs DIR copies every file the executable writes to its --output-dir into
 DIR/<suite label>/<case>/<test_data_set_N>/ (the folder is replaced if it exists), for comparing
@@ -281,8 +293,18 @@ def run_data_set(case, entry, data_dir, graph_inputs, frozen, outputs, keep=None
     return ""
 
 
+# The least pass rate per suite (--min-pass overrides). The v1.22 suite's opsets 23..27 add about
+# 165 cases of float8, float4 and packed 2- and 4-bit dtypes, which bdc refuses (listed in the
+# expected-failure file); its other cases pass as the v1.12 suite's do.
+MIN_PASS = {"v1.22": 83.0}
+
+# bdc's refusal of a value it needs at compile time but which is a graph input fed at run time
+# (a Reshape target, Slice starts, reduction axes): bd_fail_not_const and the support check.
+RUNTIME_VALUE_REFUSAL = "known only at run time"
+
+
 def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None, flags=(), sample=0,
-             compile_only=False):
+             compile_only=False, freeze=True):
     try:
         with open(case.model, "rb") as f:
             model_bytes = f.read()
@@ -302,7 +324,7 @@ def run_case(case, bdc, stamp, ops, opset_range, slots, cache, keep=None, flags=
         init_names = {t.name for t in g.initializer}
         graph_inputs = [vi.name for vi in g.input if vi.name not in init_names]
         outputs = [vi.name for vi in g.output]
-        frozen = shapes.shape_determining_inputs(g, slots) & set(graph_inputs)
+        frozen = shapes.shape_determining_inputs(g, slots) & set(graph_inputs) if freeze else set()
         sets = data_sets(case)
         if not sets:
             case.status, case.reason = "fail", "no test_data_set_*"
@@ -345,8 +367,9 @@ def main():
     ap.add_argument("--archive", action="append", default=[], metavar="TGZ",
                     help="a backend-testdata archive (repeatable; replaces the defaults)")
     ap.add_argument("--xfail", default=XFAIL_FILE)
-    ap.add_argument("--min-pass", type=float, default=95.0, metavar="PCT",
-                    help="least percentage of in-scope cases that must pass (default 95)")
+    ap.add_argument("--min-pass", type=float, metavar="PCT",
+                    help="least percentage of in-scope cases that must pass (default: 95, and "
+                         "83 for the v1.22 suite)")
     ap.add_argument("--keep-outputs", metavar="DIR",
                     help="copy every output file the executables write to "
                          "DIR/<suite label>/<case>/<data set>/ (for comparing two bdc binaries)")
@@ -358,6 +381,9 @@ def main():
     ap.add_argument("--schedule", choices=("op", "block"), help="bdc compile --schedule")
     ap.add_argument("--sample", type=int, default=0, metavar="K",
                     help="one in-scope case in K, chosen by a hash of its name")
+    ap.add_argument("--inputs", choices=("frozen", "runtime"), default="frozen",
+                    help="frozen (default): shape-deciding graph inputs become initializers; "
+                         "runtime: every graph input is fed at run time")
     ap.add_argument("-v", dest="verbose", action="store_true",
                     help="also list expected failures, each unsupported case and out-of-scope "
                          "reasons")
@@ -406,7 +432,7 @@ def main():
         with ThreadPool(max(1, args.jobs)) as pool:
             pool.map(lambda c: run_case(c, args.bdc, stamp, ops, opset_range, slots, args.cache,
                                         args.keep_outputs, tuple(flags), args.sample,
-                                        args.target in ("cuda", "hip")),
+                                        args.target in ("cuda", "hip"), args.inputs == "frozen"),
                      cases, chunksize=1)
 
         in_scope = [c for c in cases if c.in_scope]
@@ -438,6 +464,9 @@ def main():
                     c.key, entry, os.path.basename(args.xfail), xfail[entry]))
             elif c.status == "pass":
                 passed += 1
+            elif not entry and args.inputs == "runtime" and RUNTIME_VALUE_REFUSAL in c.reason:
+                if args.verbose:  # the documented refusal of this mode; listed grouped below
+                    print("  unsupported %s: %s" % (c.key, c.reason))
             elif not entry:
                 # Refusing is honest, but every refusal is listed with its reason in the file.
                 failed += 1
@@ -457,17 +486,32 @@ def main():
             for reason, which in sorted(why.items(), key=lambda kv: -len(kv[1])):
                 print("  %4d  %s  (%s%s)" % (len(which), reason, ", ".join(which[:3]),
                                             ", ..." if len(which) > 3 else ""))
-        if in_scope:
-            rate = 100.0 * n_pass / len(in_scope)
+        out_of_scope = collections.Counter(
+            re.sub(r"'[^']*'", "'...'", c.scope_reason) for c in cases if not c.in_scope)
+        if out_of_scope and args.sample <= 1:
+            print("[%s] out of scope (not compiled), by reason:" % label)
+            for reason, count in out_of_scope.most_common():
+                print("  %4d  %s" % (count, reason))
+        print("[%s] inputs %s: %d of all %d cases pass (%d in scope; %d unsupported, %d out of "
+              "scope, %d failed)" % (label, args.inputs, n_pass, len(cases), len(in_scope),
+                                     len(unsupported), len(cases) - len(in_scope), n_fail))
+        rated = in_scope
+        if args.inputs == "runtime":
+            rated = [c for c in in_scope if not (c.status == "unsupported"
+                                                 and RUNTIME_VALUE_REFUSAL in c.reason)]
+        if rated:
+            rate = 100.0 * n_pass / len(rated)
             enforce = not args.pattern and args.sample <= 1
-            ok = rate >= args.min_pass
-            print("[%s] pass rate %.1f%% of in-scope cases (%s %.0f%%)%s" % (
-                label, rate, ">=" if ok else "<", args.min_pass,
+            min_pass = args.min_pass if args.min_pass is not None else MIN_PASS.get(label, 95.0)
+            ok = rate >= min_pass
+            print("[%s] pass rate %.1f%% of in-scope cases%s (%s %.0f%%)%s" % (
+                label, rate, "" if rated is in_scope else " whose values are known at compile time",
+                ">=" if ok else "<", min_pass,
                 "" if enforce else "; not enforced with -k or --sample"))
             if enforce and not ok:
                 failed += 1
                 print("  FAIL [%s] pass rate %.1f%% is below %.0f%%" % (label, rate,
-                                                                     args.min_pass))
+                                                                     min_pass))
     if not args.pattern and args.sample <= 1:
         labels = {label for label, _ in roots}
         for k in sorted(set(xfail) - seen):

@@ -59,7 +59,7 @@ BDC_TIMEOUT_S = 60
 DTYPES = [None, "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "string", "bool",
           "float16", "float64", "uint32", "uint64", "complex64", "complex128", "bfloat16",
           "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4",
-          "float4e2m1"]
+          "float4e2m1", "float8e8m0", "uint2", "int2"]
 
 # Input slots whose *values* determine an output shape. Graph inputs feeding these are frozen
 # into initializers. Only ops that are rows of ops.def matter; the rest are listed so that a new

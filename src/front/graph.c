@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "front/passes.h"
@@ -118,6 +119,39 @@ bd_status bd_node_fail(bd_diag *d, bd_status s, const bd_node *n, const char *fm
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return bd_fail(d, s, "node '%s' (%s): %s", bd_quote(n->name), bd_quote(n->op_type), msg);
+}
+
+static int input_behind(bd_graph *g, int v, bool integer_only, bool *seen) {
+    const bd_value *val = bd_graph_value(g, v);
+    if (v < 0 || seen[v] || val->constant) return -1;
+    seen[v] = true;
+    if (val->flags & BD_VALUE_INPUT)
+        return !integer_only || val->dtype == BD_DT_INT64 || val->dtype == BD_DT_INT32 ? v : -1;
+    if (val->producer < 0) return -1;
+    const bd_node *p = bd_graph_node(g, val->producer);
+    for (int k = 0; k < p->n_inputs; k++) {
+        int found = input_behind(g, p->inputs[k], integer_only, seen);
+        if (found >= 0) return found;
+    }
+    return -1;
+}
+
+int bd_graph_input_behind(bd_graph *g, int v, bool integer_only) {
+    bool *seen = calloc(g->values.len + 1, sizeof *seen);
+    BD_ASSERT(seen);
+    int found = input_behind(g, v, integer_only, seen);
+    free(seen);
+    return found;
+}
+
+bd_status bd_fail_not_const(bd_diag *d, bd_graph *g, const bd_node *n, int k, const char *what) {
+    int from = k < n->n_inputs ? bd_graph_input_behind(g, n->inputs[k], false) : -1;
+    if (from < 0) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s is not a compile-time constant", what);
+    char name[160];
+    snprintf(name, sizeof name, "%s", bd_quote(bd_graph_value(g, from)->name));
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s is not a compile-time constant: it comes from "
+                        "graph input '%s', known only at run time; freeze it with --const %s=FILE "
+                        "(.npy or .pb)", what, name, name);
 }
 
 /* ---- tensors ---- */

@@ -16,7 +16,11 @@
 
 #define BD_MAX_RANK 12
 #define BD_OPSET_MIN 7
-#define BD_OPSET_MAX 22
+/* Opsets 23..27 changed, among bdc's ops, only dtype lists (float4, float8e8m0, int2: refused as
+ * dtypes), QuantizeLinear's `precision` and DequantizeLinear's `output_dtype`, Cast's
+ * `round_mode` (float8e8m0 only) and Range's float16/bfloat16 inputs (refused); each is handled
+ * where the op is. */
+#define BD_OPSET_MAX 27
 
 typedef enum bd_op {
     BD_OP_UNKNOWN = 0,
@@ -186,6 +190,14 @@ const char *bd_attr_string(bd_graph *g, const bd_node *n, const char *name, cons
 /* "node 'conv1' (Conv): " prefix + message, recorded in d. */
 bd_status bd_node_fail(bd_diag *d, bd_status s, const bd_node *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* The graph input that value v is computed from (backwards through the nodes that compute it,
+ * not through constants), or -1. integer_only: only int32/int64 inputs count, so that a node's
+ * data input is not taken for the shape tensor beside it. */
+int bd_graph_input_behind(bd_graph *g, int v, bool integer_only);
+/* Refuses node n because its input k (`what`: "input 1 (axes)") is not a compile-time constant;
+ * when it is computed from a graph input, names that input and the --const option. */
+bd_status bd_fail_not_const(bd_diag *d, bd_graph *g, const bd_node *n, int k, const char *what);
 
 /* ---- tensors ---- */
 /* Product of dims, overflow-checked; false on overflow or negative dim. */

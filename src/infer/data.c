@@ -554,6 +554,9 @@ static bd_status range_check(bd_graph *g, const bd_node *n, bd_diag *d, int *dty
         const bd_value *v = bd_node_in(g, n, i);
         if (!v) return bd_node_fail(d, BD_ERR_INVALID, n, "input %d (%s) is required", i, names[i]);
         int dt = v->dtype;
+        if (n->opset >= 27 && (dt == BD_DT_FLOAT16 || dt == BD_DT_BFLOAT16))
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d (%s) has dtype %s, not "
+                                "supported yet", i, names[i], bd_dtype_name(dt));
         if (dt && dt != BD_DT_FLOAT && dt != BD_DT_DOUBLE && dt != BD_DT_INT16 &&
             dt != BD_DT_INT32 && dt != BD_DT_INT64)
             return bd_node_fail(d, BD_ERR_INVALID, n,

@@ -673,11 +673,13 @@ static int64_t bcast_offset(const bd_tensor *t, int rank, const int64_t *dims, i
 }
 
 static bool is_compare(bd_op op) {
-    return op == BD_OP_EQUAL || op == BD_OP_LESS || op == BD_OP_GREATER;
+    return op == BD_OP_EQUAL || op == BD_OP_LESS || op == BD_OP_GREATER ||
+           op == BD_OP_LESS_OR_EQUAL || op == BD_OP_GREATER_OR_EQUAL;
 }
 
-/* out[io] = a[ia] op b[ib] for a and b of one dtype; false when the result is not exact. */
-static bool eval_same_dtype(bd_op op, const bd_tensor *a, int64_t ia, const bd_tensor *b,
+/* out[io] = a[ia] op b[ib] for a and b of one dtype; false when the result is not exact.
+ * c_fmod: Mod's fmod attribute (the remainder takes the dividend's sign, else the divisor's). */
+static bool eval_same_dtype(bd_op op, bool c_fmod, const bd_tensor *a, int64_t ia, const bd_tensor *b,
                             int64_t ib, bd_tensor *out, int64_t io) {
     num_kind k = kind_of(a->dtype);
     if (k == NK_FLOAT) {
@@ -689,9 +691,15 @@ static bool eval_same_dtype(bd_op op, const bd_tensor *a, int64_t ia, const bd_t
         case BD_OP_DIV: r = x / y; break;
         case BD_OP_MIN: r = isnan(x) || isnan(y) ? NAN : x < y ? x : y; break;
         case BD_OP_MAX: r = isnan(x) || isnan(y) ? NAN : x > y ? x : y; break;
+        case BD_OP_MOD:
+            if (!c_fmod) return false; /* the spec requires fmod = 1 for floats */
+            r = fmod(x, y);
+            break;
         case BD_OP_EQUAL: bd_tensor_set_i64(out, io, x == y); return true;
         case BD_OP_LESS: bd_tensor_set_i64(out, io, x < y); return true;
         case BD_OP_GREATER: bd_tensor_set_i64(out, io, x > y); return true;
+        case BD_OP_LESS_OR_EQUAL: bd_tensor_set_i64(out, io, x <= y); return true;
+        case BD_OP_GREATER_OR_EQUAL: bd_tensor_set_i64(out, io, x >= y); return true;
         default: return false;
         }
         /* float32 results computed in double and rounded once equal the float32 operation's. */
@@ -702,6 +710,10 @@ static bool eval_same_dtype(bd_op op, const bd_tensor *a, int64_t ia, const bd_t
     if (k == NK_BOOL) {
         if (op == BD_OP_AND)
             r = x && y;
+        else if (op == BD_OP_OR)
+            r = x || y;
+        else if (op == BD_OP_XOR)
+            r = !x != !y;
         else if (op == BD_OP_EQUAL)
             r = x == y;
         else
@@ -717,14 +729,17 @@ static bool eval_same_dtype(bd_op op, const bd_tensor *a, int64_t ia, const bd_t
         case BD_OP_SUB: ur = ux - uy; break;
         case BD_OP_MUL: ur = ux * uy; break;
         case BD_OP_DIV:
+        case BD_OP_MOD:
             if (!uy) return false;
-            ur = ux / uy;
+            ur = op == BD_OP_DIV ? ux / uy : ux % uy;
             break;
         case BD_OP_MIN: ur = ux < uy ? ux : uy; break;
         case BD_OP_MAX: ur = ux > uy ? ux : uy; break;
         case BD_OP_EQUAL: ur = ux == uy; break;
         case BD_OP_LESS: ur = ux < uy; break;
         case BD_OP_GREATER: ur = ux > uy; break;
+        case BD_OP_LESS_OR_EQUAL: ur = ux <= uy; break;
+        case BD_OP_GREATER_OR_EQUAL: ur = ux >= uy; break;
         default: return false;
         }
         bd_tensor_set_i64(out, io, (int64_t)ur);
@@ -744,11 +759,18 @@ static bool eval_same_dtype(bd_op op, const bd_tensor *a, int64_t ia, const bd_t
         if (y == 0 || (x == INT64_MIN && y == -1)) return false;
         r = x / y; /* truncates toward zero, as the runtime's C division does */
         break;
+    case BD_OP_MOD:
+        if (y == 0 || (x == INT64_MIN && y == -1)) return false;
+        r = x % y;
+        if (!c_fmod && r != 0 && (r < 0) != (y < 0)) r += y; /* the divisor's sign, as numpy */
+        break;
     case BD_OP_MIN: r = x < y ? x : y; break;
     case BD_OP_MAX: r = x > y ? x : y; break;
     case BD_OP_EQUAL: r = x == y; break;
     case BD_OP_LESS: r = x < y; break;
     case BD_OP_GREATER: r = x > y; break;
+    case BD_OP_LESS_OR_EQUAL: r = x <= y; break;
+    case BD_OP_GREATER_OR_EQUAL: r = x >= y; break;
     default: return false;
     }
     if (!is_compare(op) && !signed_fits(a->dtype, r)) return false;
@@ -797,12 +819,12 @@ static bool eval_pow(const bd_tensor *a, int64_t ia, const bd_tensor *b, int64_t
 }
 
 /* out = a op b elementwise under broadcasting (a may be out itself). */
-static bool fold_pair(bd_op op, const bd_tensor *a, const bd_tensor *b, bd_tensor *out) {
+static bool fold_pair(bd_op op, bool c_fmod, const bd_tensor *a, const bd_tensor *b, bd_tensor *out) {
     for (int64_t i = 0; i < out->numel; i++) {
         int64_t ia = bcast_offset(a, out->rank, out->dims, i);
         int64_t ib = bcast_offset(b, out->rank, out->dims, i);
         bool ok = op == BD_OP_POW ? eval_pow(a, ia, b, ib, out, i)
-                                  : eval_same_dtype(op, a, ia, b, ib, out, i);
+                                  : eval_same_dtype(op, c_fmod, a, ia, b, ib, out, i);
         if (!ok) return false;
     }
     return true;
@@ -822,7 +844,9 @@ bd_status bd_fold_binary(bd_graph *g, bd_node *n, bd_diag *d) {
         if (!t || (n->op != BD_OP_POW && t->dtype != first->dtype)) return BD_OK;
         if (!bd_broadcast_shapes(rank, dims, t->rank, t->dims, &rank, dims)) return BD_OK;
     }
-    int out_dtype = is_compare(n->op) || n->op == BD_OP_AND ? BD_DT_BOOL : first->dtype;
+    int out_dtype = is_compare(n->op) || n->op == BD_OP_AND || n->op == BD_OP_OR ||
+                    n->op == BD_OP_XOR ? BD_DT_BOOL : first->dtype;
+    bool c_fmod = n->op == BD_OP_MOD && bd_attr_int(n, "fmod", 0) != 0;
     bd_tensor *out = fold_output(g, out_dtype, rank, dims);
     if (!out) return BD_OK;
     if (variadic) {
@@ -833,8 +857,8 @@ bd_status bd_fold_binary(bd_graph *g, bd_node *n, bd_diag *d) {
                    (const char *)first->data + (size_t)bcast_offset(first, rank, dims, i) * esize,
                    esize);
         for (int i = 1; i < count; i++)
-            if (!fold_pair(n->op, out, fold_input(g, n, i), out)) return BD_OK;
-    } else if (!fold_pair(n->op, first, fold_input(g, n, 1), out)) {
+            if (!fold_pair(n->op, c_fmod, out, fold_input(g, n, i), out)) return BD_OK;
+    } else if (!fold_pair(n->op, c_fmod, first, fold_input(g, n, 1), out)) {
         return BD_OK;
     }
     return bd_value_set_constant(d, n, bd_node_out(g, n, 0), out);

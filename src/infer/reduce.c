@@ -398,8 +398,7 @@ bd_status bd_dft_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, int *axis, i
     *inverse = bd_attr_int(n, "inverse", 0) != 0;
     *onesided = bd_attr_int(n, "onesided", 0) != 0;
     if (av && (!bd_value_const_ints(av, &a, 1, &na) || na != 1))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 2 (axis) is not a compile-time "
-                            "constant");
+        return bd_fail_not_const(d, g, n, 2, "input 2 (axis)");
     if (x->rank < 2 || x->dims[x->rank - 1] < 1 || x->dims[x->rank - 1] > 2)
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 must end in a dim of 1 (real) or 2 "
                             "(complex)");
@@ -408,8 +407,7 @@ bd_status bd_dft_plan_of(bd_graph *g, const bd_node *n, bd_diag *d, int *axis, i
         return bd_node_fail(d, BD_ERR_INVALID, n, "the axis is the complex dim");
     *axis = (int)a;
     if (lv && (!bd_value_const_ints(lv, &l, 1, &na) || na != 1))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (dft_length) is not a compile-time "
-                            "constant");
+        return bd_fail_not_const(d, g, n, 1, "input 1 (dft_length)");
     int64_t ext = x->dims[a];
     if (!lv) l = ext < 0 ? -1 : *inverse && *onesided ? 2 * (ext - 1) : ext;
     if (lv && l < 1)

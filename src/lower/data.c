@@ -463,9 +463,10 @@ static bd_status split_sizes(bd_graph *g, const bd_node *n, bd_diag *d, int axis
     const bd_value *split_in = n->opset >= 13 ? bd_node_in(g, n, 1) : NULL;
     const bd_attr *split_attr = n->opset < 13 ? bd_node_attr(n, "split") : NULL;
     if (split_in) {
-        if (!split_in->constant || split_in->constant->numel != outs)
-            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (split) is not a compile-time "
-                                "constant with one value per output");
+        if (!split_in->constant) return bd_fail_not_const(d, g, n, 1, "input 1 (split)");
+        if (split_in->constant->numel != outs)
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (split) has %lld values for %d "
+                                "outputs", (long long)split_in->constant->numel, outs);
         for (int k = 0; k < outs; k++) sz[k] = bd_tensor_get_i64(split_in->constant, k);
         return BD_OK;
     }
@@ -552,14 +553,12 @@ bd_status bd_lower_pad(bd_program *p, int node, bd_diag *d) {
         value = bd_attr_float(n, "value", 0.0f);
     } else {
         if (!bd_value_const_ints(bd_node_in(g, n, 1), pads, 2 * BD_MAX_RANK, &npads))
-            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (pads) is not a compile-time "
-                                "constant");
+            return bd_fail_not_const(d, g, n, 1, "input 1 (pads)");
         cv = bd_node_in(g, n, 2);
         const bd_value *av = bd_node_in(g, n, 3);
         axes_given = av != NULL;
         if (av && !bd_value_const_ints(av, axes, BD_MAX_RANK, &naxes))
-            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 3 (axes) is not a compile-time "
-                                "constant");
+            return bd_fail_not_const(d, g, n, 3, "input 3 (axes)");
     }
     if (!axes_given)
         for (int i = 0; i < r; i++) axes[i] = i;
@@ -741,9 +740,8 @@ bd_status bd_lower_compress(bd_program *p, int node, bd_diag *d) {
     if (y->constant) return BD_OK;
     bd_status s;
     if (!c->constant)
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (condition) is not a compile-time "
-                            "constant, so the output's extent is data (freeze it with --const "
-                            "NAME=FILE)");
+        return bd_fail_not_const(d, g, n, 1, "input 1 (condition), which decides the output's "
+                                 "extent,");
     if ((s = bd_need_static(d, n, y, "output")) || (s = bd_need_static(d, n, x, "input 0")))
         return s;
     if (numel_of(y) == 0) return BD_OK;
@@ -1606,15 +1604,19 @@ bd_status bd_lower_resize(bd_program *p, int node, bd_diag *d) {
     bool have_scales = scales && !(scales->rank == 1 && scales->dims[0] == 0);
     bool have_sizes = sizes && !(sizes->rank == 1 && sizes->dims[0] == 0);
     if (have_scales) {
-        if (!scales->constant || scales->constant->numel != naxes)
-            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d (scales) is not a compile-time "
-                                "constant with one value per axis", scales_idx);
+        char what[32];
+        snprintf(what, sizeof what, "input %d (scales)", scales_idx);
+        if (!scales->constant) return bd_fail_not_const(d, g, n, scales_idx, what);
+        if (scales->constant->numel != naxes)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d (scales) does not have one "
+                                "value per axis", scales_idx);
         for (int i = 0; i < naxes; i++)
             rp.scale[axes[i]] = (double)(float)bd_tensor_get_f64(scales->constant, i);
     } else if (have_sizes) {
-        if (!sizes->constant || sizes->constant->numel != naxes)
-            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 3 (sizes) is not a compile-time "
-                                "constant with one value per axis");
+        if (!sizes->constant) return bd_fail_not_const(d, g, n, 3, "input 3 (sizes)");
+        if (sizes->constant->numel != naxes)
+            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 3 (sizes) does not have one value "
+                                "per axis");
         const char *policy = n->opset >= 18 ? bd_attr_string(g, n, "keep_aspect_ratio_policy", "stretch")
                                             : "stretch";
         bool stretch = strcmp(policy, "stretch") == 0, not_larger = strcmp(policy, "not_larger") == 0;

@@ -183,6 +183,12 @@ static int op_expr(bd_graph *g, const bd_node *n, bd_expr *x, const int *in, int
         return v;
     }
     case BD_OP_CAST_LIKE: return bd_expr_cast(x, out_dt, in[0]);
+    case BD_OP_SWISH: { /* x * sigmoid(alpha x) */
+        float alpha = bd_attr_float(n, "alpha", 1.0f);
+        int ax = alpha == 1.0f ? in[0] : bd_expr_binary(x, BD_EXPR_MUL, cin, in[0],
+                                                         bd_expr_const(x, alpha, cin));
+        return bd_expr_binary(x, BD_EXPR_MUL, cin, in[0], bd_expr_unary(x, BD_EXPR_SIGMOID, cin, ax));
+    }
     default: return -1;
     }
 }
@@ -333,6 +339,12 @@ bd_status bd_lower_quantize(bd_program *p, int node, bd_diag *d) {
     if (zp && (zp->rank != sc->rank || (zp->rank == 1 && zp->dims[0] != sc->dims[0])))
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (zero_point) does not match the scale");
     int ct = sc->dtype == BD_DT_DOUBLE ? BD_DT_DOUBLE : BD_DT_FLOAT, r = x->rank;
+    /* Opset 23: `precision` names the division's type (default: the scale's). */
+    int64_t precision = q ? bd_attr_int(n, "precision", 0) : 0;
+    if (precision && precision != BD_DT_FLOAT && precision != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "attribute 'precision' = %lld (only float "
+                            "and double are compiled)", (long long)precision);
+    if (precision) ct = (int)precision;
     int xdt = x->dtype, sdt = sc->dtype, zdt = zp ? zp->dtype : 0;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, y);
     bd_access_identity(bd_nest_operand(nest, n->inputs[0], false, r), 0);

@@ -546,7 +546,7 @@ static bd_status lower_layernorm(bd_program *p, int node, bd_diag *d) {
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_NORM, y);
     bd_norm_params *np = BD_NEST_PARAMS(nest, norm);
     memset(np, 0, sizeof *np);
-    np->kind = BD_NORM_LAYER;
+    np->kind = n->op == BD_OP_RMS_NORMALIZATION ? BD_NORM_RMS : BD_NORM_LAYER;
     np->epsilon = bd_attr_float(n, "epsilon", 1e-5f);
     np->axis = axis;
     np->rows = 1;

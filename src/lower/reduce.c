@@ -61,8 +61,7 @@ static bd_status reduced_dims(bd_graph *g, const bd_node *n, const bd_value *x, 
     } else {
         const bd_value *ax = bd_node_in(g, n, 1);
         if (ax && !bd_value_const_ints(ax, axes, BD_MAX_RANK, &naxes))
-            return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (axes) is not a compile-time "
-                                "constant");
+            return bd_fail_not_const(d, g, n, 1, "input 1 (axes)");
     }
     bool noop = from_input && bd_attr_int(n, "noop_with_empty_axes", 0) != 0;
     for (int k = 0; k < x->rank; k++) reduced[k] = naxes == 0 && !noop;
@@ -197,8 +196,7 @@ static bd_status lower_cumsum(bd_program *p, int node, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input rank %d is above %d, the most CumSum "
                             "supports", r, BD_MAX_RANK - 1);
     if (r > 1 && (!bd_value_const_ints(av, &a, 1, &na) || na != 1))
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 1 (axis) is not a compile-time "
-                            "constant (a graph input can be frozen with --const NAME=FILE)");
+        return bd_fail_not_const(d, g, n, 1, "input 1 (axis)");
     if (r > 1 && !bd_norm_axis(a, r, &axis))
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (axis) = %lld is out of range for "
                             "rank %d", (long long)a, r);

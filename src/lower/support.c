@@ -141,33 +141,18 @@ static const char *lowering_problem(bd_graph *g, int i, char *buf, size_t len) {
     return buf;
 }
 
-/* The first integer graph input that value v is computed from (backwards through the nodes that
- * compute it, not through constants), or -1; seen marks the values visited. */
-static int integer_input_behind(bd_graph *g, int v, bool *seen) {
-    const bd_value *val = bd_graph_value(g, v);
-    if (v < 0 || seen[v] || val->constant) return -1;
-    seen[v] = true;
-    if (val->flags & BD_VALUE_INPUT)
-        return val->dtype == BD_DT_INT64 || val->dtype == BD_DT_INT32 ? v : -1;
-    if (val->producer < 0) return -1;
-    const bd_node *p = bd_graph_node(g, val->producer);
-    for (int k = 0; k < p->n_inputs; k++) {
-        int found = integer_input_behind(g, p->inputs[k], seen);
-        if (found >= 0) return found;
-    }
-    return -1;
-}
-
 /* A node whose inputs have static shapes but whose output does not: its shape is decided by a
- * value known only at run time. When that value comes from an integer graph input (a Reshape
- * target fed by the caller), --const can freeze it. */
+ * value known only at run time. When that value comes from a graph input (a Reshape target fed
+ * by the caller), --const can freeze it. */
 static const char *runtime_shape_problem(bd_graph *g, const bd_node *n, char *buf, size_t len) {
-    bool *seen = calloc(g->values.len + 1, sizeof *seen);
-    BD_ASSERT(seen);
+    /* Input 0 is the data input of most ops with a shape-deciding one (Reshape, Resize, Slice,
+     * Compress), so it is searched last; among the others, an integer input (a shape tensor)
+     * first, then any (Resize's float scales, Compress's bool condition). */
     int from = -1;
-    for (int k = 0; k < n->n_inputs && from < 0; k++)
-        from = integer_input_behind(g, n->inputs[k], seen);
-    free(seen);
+    for (int pass = 0; pass < 2 && from < 0; pass++)
+        for (int k = 1; k < n->n_inputs && from < 0; k++)
+            from = bd_graph_input_behind(g, n->inputs[k], pass == 0);
+    if (from < 0 && n->n_inputs > 0) from = bd_graph_input_behind(g, n->inputs[0], false);
     if (from < 0) {
         snprintf(buf, len, "output shape depends on values computed at run time (bdc compiles "
                  "static shapes only)");

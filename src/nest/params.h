@@ -159,9 +159,10 @@ typedef struct bd_matmul_params {
     int64_t a_bstride[BD_MAX_RANK], b_bstride[BD_MAX_RANK], y_bstride[BD_MAX_RANK];
 } bd_matmul_params;
 
-enum { BD_NORM_BATCH = 0, BD_NORM_LAYER = 1 };
+enum { BD_NORM_BATCH = 0, BD_NORM_LAYER = 1, BD_NORM_RMS = 2 };
 
-/* BatchNormalization (inference) and LayerNormalization. */
+/* BatchNormalization (inference), LayerNormalization and RMSNormalization (LayerNormalization
+ * with a mean of 0 and no bias). */
 typedef struct bd_norm_params {
     int kind; /* BD_NORM_* */
     int x, scale, bias, mean, var, y, mean_out, inv_out;

@@ -32,6 +32,14 @@ if [ "$target" = compiler ]; then
   if [ -d "$testdata" ]; then
     for d in "$testdata"/*/; do cp -f "$d/model.onnx" "$seeds/$(basename "$d").onnx"; done
   fi
+  # The newer archive's cases (opsets up to 27), where the tests have extracted it: those whose
+  # names the older suite lacks, so that the ops of later opsets are seeded too.
+  newer=build/cache/onnx-backend-testdata-v1.22.0/onnx/backend/test/data/node
+  if [ -d "$newer" ]; then
+    for d in "$newer"/*/; do
+      [ -f "$seeds/$(basename "$d").onnx" ] || cp -f "$d/model.onnx" "$seeds/$(basename "$d").onnx"
+    done
+  fi
 else
   # First byte: which expected input the parser checks against (see fuzz_tensor.c); the rest is
   # the file. One .npy and one TensorProto per expected input.

@@ -950,10 +950,14 @@ static void emit_layernorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
     bd_emit(e, "%s *yr = Y + row * %lld;", T, ll(cols));
     bd_emit(e, "%s s0 = 0, s1 = 0, s2 = 0, s3 = 0;", T);
     int64_t c4 = cols / 4 * 4;
-    bd_emit(e, "for (int64_t j = 0; j < %lld; j += 4) { s0 += xr[j]; s1 += xr[j + 1]; s2 += xr[j + 2]; s3 += xr[j + 3]; }", ll(c4));
-    if (cols % 4) bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) s0 += xr[j];", ll(c4), ll(cols));
-    bd_emit(e, "const %s mean = ((s0 + s1) + (s2 + s3)) / (%s)%lld;", T, T, ll(cols));
-    bd_emit(e, "s0 = s1 = s2 = s3 = 0;");
+    if (np->kind == BD_NORM_RMS) {
+        bd_emit(e, "const %s mean = 0;", T);
+    } else {
+        bd_emit(e, "for (int64_t j = 0; j < %lld; j += 4) { s0 += xr[j]; s1 += xr[j + 1]; s2 += xr[j + 2]; s3 += xr[j + 3]; }", ll(c4));
+        if (cols % 4) bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) s0 += xr[j];", ll(c4), ll(cols));
+        bd_emit(e, "const %s mean = ((s0 + s1) + (s2 + s3)) / (%s)%lld;", T, T, ll(cols));
+        bd_emit(e, "s0 = s1 = s2 = s3 = 0;");
+    }
     bd_emit(e, "for (int64_t j = 0; j < %lld; j += 4) { %s d0 = xr[j] - mean, d1 = xr[j + 1] - mean, d2 = xr[j + 2] - mean, "
                "d3 = xr[j + 3] - mean; s0 += d0 * d0; s1 += d1 * d1; s2 += d2 * d2; s3 += d3 * d3; }", ll(c4), T);
     if (cols % 4) bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) { %s d0 = xr[j] - mean; s0 += d0 * d0; }", ll(c4), ll(cols), T);

@@ -794,8 +794,10 @@ static void body_layernorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_pa
     L("BD_G const %s *xr = X + row * %lld;", T, ll(cols));
     L("BD_G %s *yr = Y + row * %lld;", T, ll(cols));
     L("%s mean = 0, var = 0;", T);
-    L("for (int64_t j = 0; j < %lld; j++) mean += xr[j];", ll(cols));
-    L("mean /= (%s)%lld;", T, ll(cols));
+    if (np->kind != BD_NORM_RMS) {
+        L("for (int64_t j = 0; j < %lld; j++) mean += xr[j];", ll(cols));
+        L("mean /= (%s)%lld;", T, ll(cols));
+    }
     L("for (int64_t j = 0; j < %lld; j++) { const %s d = xr[j] - mean; var += d * d; }", ll(cols), T);
     L("var /= (%s)%lld;", T, ll(cols));
     L("const %s inv = (%s)1 / %s(var + %s);", T, T, x->dtype == BD_DT_FLOAT ? "sqrtf" : "sqrt",
