@@ -62,6 +62,9 @@ typedef struct bdrt_io {
     int dtype;        /* ONNX TensorProto.DataType code (see the enum above) */
     int rank;         /* 0..BDRT_MAX_RANK; 0 is a scalar */
     int64_t dims[BDRT_MAX_RANK];
+    /* > 0: dim 0 is the model's batch, any extent in [batch_min, dims[0]] (bdc compile
+     * --dim SYMBOL=LO..HI); the buffers hold dims[0] items, the first `batch` of them used */
+    int64_t batch_min;
 } bdrt_io;
 
 typedef struct bdrt_model {
@@ -80,6 +83,9 @@ typedef struct bdrt_model {
     const char *device_api;
     double (*device_ms)(void *inst);
     const char *(*device_name)(void *inst);
+    /* Models with a ranged batch (an input with batch_min > 0): the batch of the next runs,
+     * within the range; NULL otherwise. */
+    void (*set_batch)(void *inst, int64_t batch);
 } bdrt_model;
 
 /* The device chosen by --device N (GPU models; 0 by default). */
@@ -176,6 +182,10 @@ int bdrt_io_size(const bdrt_io *io, int64_t *numel, size_t *nbytes);
  * without blocking on it (FIFOs included). Returns 0, or BDRT_EXIT_INPUT with a one-line reason
  * in err ("shape mismatch: expected [2,3], got [3,2]"); dst is then unspecified. */
 int bdrt_tensor_read(const char *path, const bdrt_io *expect, void *dst, char *err, size_t errlen);
+/* The same, for an `expect` with a ranged batch too: *actual receives expect with the file's
+ * dim 0 (a batch outside the range is BDRT_EXIT_INPUT); dst holds the largest batch. */
+int bdrt_tensor_read_as(const char *path, const bdrt_io *expect, bdrt_io *actual, void *dst,
+                        char *err, size_t errlen);
 /* The same over bytes already in memory (the fuzzing entry point). */
 int bdrt_tensor_parse(const void *buf, size_t len, const bdrt_io *expect, void *dst, char *err,
                       size_t errlen);

@@ -179,15 +179,31 @@ static void shape_str(char *buf, size_t cap, int rank, int known, const int64_t 
 #define MAX_FILE_DIMS 32 /* dims remembered from a file for the mismatch message */
 
 /* 0 when the file's shape equals the expected one, else the mismatch message. file_rank may
- * exceed MAX_FILE_DIMS (only the first ones are kept). */
-static int check_shape(const bdrt_io *io, int file_rank, const int64_t *file_dims, char *err,
-                       size_t errlen) {
+ * exceed MAX_FILE_DIMS (only the first ones are kept). A ranged batch (io->batch_min > 0) takes
+ * any dim 0 in [batch_min, dims[0]]; *actual is io with the file's dim 0. */
+static int check_shape(const bdrt_io *io, int file_rank, const int64_t *file_dims, bdrt_io *actual,
+                       char *err, size_t errlen) {
+    int ranged = io->batch_min > 0 && io->rank > 0;
     int same = file_rank == io->rank;
     for (int i = 0; same && i < io->rank; i++)
-        same = file_dims[i] == io->dims[i];
+        same = file_dims[i] == io->dims[i] || (i == 0 && ranged);
+    *actual = *io;
+    if (same && ranged) {
+        if (file_dims[0] < io->batch_min || file_dims[0] > io->dims[0])
+            return fail(err, errlen, "batch %" PRId64 " is outside the compiled range %" PRId64
+                        "..%" PRId64, file_dims[0], io->batch_min, io->dims[0]);
+        actual->dims[0] = file_dims[0];
+    }
     if (same) return 0;
     char want[SHAPE_STR_MAX], got[SHAPE_STR_MAX];
     shape_str(want, sizeof want, io->rank, io->rank, io->dims);
+    if (ranged) { /* [1..8,3,224,224] */
+        char dims[SHAPE_STR_MAX];
+        memcpy(dims, want, sizeof dims);
+        const char *tail = strchr(dims, ',');
+        snprintf(want, sizeof want, "[%" PRId64 "..%" PRId64 "%s", io->batch_min, io->dims[0],
+                 tail ? tail : "]");
+    }
     shape_str(got, sizeof got, file_rank, MAX_FILE_DIMS, file_dims);
     const char *note = "";
     if (file_rank == 0 && io->rank > 0)
@@ -443,7 +459,8 @@ static int npy_parse_header(const unsigned char *buf, size_t len, npy_header *h,
 
 /* Checks the parsed header against the expected input; sets *swap when the data's byte order
  * differs from the host's. */
-static int npy_check(const npy_header *h, const bdrt_io *io, int *swap, char *err, size_t errlen) {
+static int npy_check(const npy_header *h, const bdrt_io *io, bdrt_io *actual, int *swap, char *err,
+                     size_t errlen) {
     const dtype_info *want = dtype_find(io->dtype);
     const dtype_info *got = h->descr_list || !h->size ? NULL : dtype_from_npy(h->kind, h->size);
     if (!got || got != want) {
@@ -457,7 +474,7 @@ static int npy_check(const npy_header *h, const bdrt_io *io, int *swap, char *er
     }
     if (h->fortran)
         return fail(err, errlen, "fortran_order True is not supported (save a C-ordered array)");
-    if (check_shape(io, h->rank, h->dims, err, errlen)) return BDRT_EXIT_INPUT;
+    if (check_shape(io, h->rank, h->dims, actual, err, errlen)) return BDRT_EXIT_INPUT;
     int file_le = h->order == '<' || (h->order != '>' && host_little_endian());
     *swap = got->size > 1 && file_le != host_little_endian();
     return 0;
@@ -598,8 +615,8 @@ static void store(void *dst, int64_t i, int dtype, uint64_t v) {
     }
 }
 
-static int pb_parse(const unsigned char *buf, size_t len, const bdrt_io *io, void *dst, char *err,
-                    size_t errlen) {
+static int pb_parse(const unsigned char *buf, size_t len, const bdrt_io *io, bdrt_io *actual,
+                    void *dst, char *err, size_t errlen) {
     int64_t numel;
     size_t nbytes;
     if (bdrt_io_size(io, &numel, &nbytes)) return fail(err, errlen, "invalid input descriptor");
@@ -692,7 +709,8 @@ static int pb_parse(const unsigned char *buf, size_t len, const bdrt_io *io, voi
         return fail(err, errlen, "dtype mismatch: expected %s, got %s", bdrt_dtype_name(io->dtype),
                     got);
     }
-    if (check_shape(io, rank, dims, err, errlen)) return BDRT_EXIT_INPUT;
+    if (check_shape(io, rank, dims, actual, err, errlen)) return BDRT_EXIT_INPUT;
+    if (bdrt_io_size(actual, &numel, &nbytes)) return fail(err, errlen, "invalid input descriptor");
 
     int want = field_for_dtype(io->dtype);
     for (int i = 0; i < F_COUNT; i++) {
@@ -755,11 +773,14 @@ int bdrt_tensor_parse(const void *buf_, size_t len, const bdrt_io *io, void *dst
     int64_t numel;
     size_t nbytes;
     if (bdrt_io_size(io, &numel, &nbytes)) return fail(err, errlen, "invalid input descriptor");
-    if (len < 6 || memcmp(buf, npy_magic, 6) != 0) return pb_parse(buf, len, io, dst, err, errlen);
+    bdrt_io actual;
+    if (len < 6 || memcmp(buf, npy_magic, 6) != 0)
+        return pb_parse(buf, len, io, &actual, dst, err, errlen);
 
     npy_header h;
     int swap;
-    if (npy_parse_header(buf, len, &h, err, errlen) || npy_check(&h, io, &swap, err, errlen))
+    if (npy_parse_header(buf, len, &h, err, errlen) ||
+        npy_check(&h, io, &actual, &swap, err, errlen) || bdrt_io_size(&actual, &numel, &nbytes))
         return BDRT_EXIT_INPUT;
     size_t have = len - h.data_offset;
     if (have < nbytes)
@@ -808,7 +829,8 @@ static int read_error(char *err, size_t errlen, int e) {
 
 /* npy_name: the path ends in ".npy", so a file without the magic is reported as such rather
  * than parsed as a TensorProto. */
-static int read_fd(int fd, const bdrt_io *io, int npy_name, void *dst, char *err, size_t errlen) {
+static int read_fd(int fd, const bdrt_io *io, bdrt_io *actual, int npy_name, void *dst, char *err,
+                   size_t errlen) {
     int64_t numel;
     size_t nbytes;
     struct stat st;
@@ -846,9 +868,10 @@ static int read_fd(int fd, const bdrt_io *io, int npy_name, void *dst, char *err
         else if (npy_parse_header(hb, total, &h, err, errlen))
             rc = BDRT_EXIT_INPUT;
         else
-            rc = npy_check(&h, io, &swap, err, errlen);
+            rc = npy_check(&h, io, actual, &swap, err, errlen);
         free(hb);
         if (rc) return rc;
+        bdrt_io_size(actual, &numel, &nbytes);
         uint64_t have = size - h.data_offset;
         if (have < nbytes)
             return fail(err, errlen, "truncated .npy data: expected %zu bytes, got %" PRIu64,
@@ -881,12 +904,18 @@ static int read_fd(int fd, const bdrt_io *io, int npy_name, void *dst, char *err
     if (read_full(fd, buf + npre, (size_t)size - npre))
         rc = read_error(err, errlen, errno);
     else
-        rc = pb_parse(buf, (size_t)size, io, dst, err, errlen);
+        rc = pb_parse(buf, (size_t)size, io, actual, dst, err, errlen);
     free(buf);
     return rc;
 }
 
 int bdrt_tensor_read(const char *path, const bdrt_io *io, void *dst, char *err, size_t errlen) {
+    bdrt_io actual;
+    return bdrt_tensor_read_as(path, io, &actual, dst, err, errlen);
+}
+
+int bdrt_tensor_read_as(const char *path, const bdrt_io *io, bdrt_io *actual, void *dst, char *err,
+                        size_t errlen) {
     int fd;
     do
         fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -895,7 +924,7 @@ int bdrt_tensor_read(const char *path, const bdrt_io *io, void *dst, char *err, 
     size_t n = strlen(path);
     int npy_name = n >= 4 && path[n - 4] == '.' && (path[n - 3] | 0x20) == 'n' &&
                    (path[n - 2] | 0x20) == 'p' && (path[n - 1] | 0x20) == 'y';
-    int rc = read_fd(fd, io, npy_name, dst, err, errlen);
+    int rc = read_fd(fd, io, actual, npy_name, dst, err, errlen);
     close(fd);
     return rc;
 }

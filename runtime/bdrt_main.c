@@ -76,7 +76,9 @@ static const char *q(const char *s) {
 static void shape_text(char *buf, size_t cap, const bdrt_io *io) {
     size_t o = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < io->rank && o < cap; i++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s%" PRId64, i ? "," : "", io->dims[i]);
+        o += i == 0 && io->batch_min > 0
+                 ? (size_t)snprintf(buf + o, cap - o, "%" PRId64 "..%" PRId64, io->batch_min, io->dims[0])
+                 : (size_t)snprintf(buf + o, cap - o, "%s%" PRId64, i ? "," : "", io->dims[i]);
     if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
@@ -374,6 +376,8 @@ static void json_io(FILE *f, const bdrt_io *io, const char *file) {
     for (int d = 0; d < io->rank; d++)
         fprintf(f, "%s%" PRId64, d ? ", " : "", io->dims[d]);
     fputc(']', f);
+    if (io->batch_min > 0) /* the shape holds the largest batch */
+        fprintf(f, ", \"batch\": [%" PRId64 ", %" PRId64 "]", io->batch_min, io->dims[0]);
     if (file) {
         fputs(", \"file\": ", f);
         json_string(f, file);
@@ -901,6 +905,11 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
     o.paths = calloc((size_t)ni + 1, sizeof *o.paths);
     void *inst = NULL;
     out_dir dir = {.fd = -1};
+    bdrt_model at_batch;
+    bdrt_io *ios = NULL;
+    const bdrt_model *full = m;
+    int64_t batch = 0;
+    const char *batch_from = NULL;
     if (!in || !out || !files || !o.paths || bdrt_output_file_names(no, m->outputs, files)) {
         bdrt_errorf("out of memory");
         rc = BDRT_EXIT_IO;
@@ -915,6 +924,18 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
         goto done;
     }
 
+    /* A ranged batch: the descriptor as the inputs give it (every batched input and output with
+     * the inputs' dim 0), used from here on; the buffers keep the largest batch's size. */
+    at_batch = *m;
+    ios = calloc((size_t)ni + (size_t)no + 1, sizeof *ios);
+    if (!ios) {
+        bdrt_errorf("out of memory");
+        rc = BDRT_EXIT_IO;
+        goto done;
+    }
+    memcpy(ios, m->inputs, (size_t)ni * sizeof *ios);
+    memcpy(ios + ni, m->outputs, (size_t)no * sizeof *ios);
+
     /* Every input is read and checked before anything is created or written. */
     for (int i = 0; i < ni; i++) {
         size_t nbytes;
@@ -926,15 +947,29 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
             rc = BDRT_EXIT_IO;
             goto done;
         }
-        if (bdrt_tensor_read(o.paths[i], &m->inputs[i], in[i], err, sizeof err)) {
+        if (bdrt_tensor_read_as(o.paths[i], &m->inputs[i], &ios[i], in[i], err, sizeof err)) {
             bdrt_errorf("input '%s' from '%s': %s", q(m->inputs[i].name), q(o.paths[i]), err);
             rc = BDRT_EXIT_INPUT;
+        } else if (m->inputs[i].batch_min > 0 && batch && ios[i].dims[0] != batch) {
+            bdrt_errorf("input '%s' has batch %" PRId64 ", input '%s' %" PRId64 ": one batch "
+                        "for all", q(m->inputs[i].name), ios[i].dims[0], q(batch_from), batch);
+            rc = BDRT_EXIT_INPUT;
+        } else if (m->inputs[i].batch_min > 0 && !batch) {
+            batch = ios[i].dims[0];
+            batch_from = m->inputs[i].name;
         }
     }
     if (rc) goto done;
+    if (batch) {
+        for (int i = 0; i < no; i++)
+            if (ios[ni + i].batch_min > 0) ios[ni + i].dims[0] = batch;
+        at_batch.inputs = ios;
+        at_batch.outputs = ios + ni;
+        m = &at_batch;
+    }
     for (int i = 0; i < no; i++) {
         size_t nbytes;
-        bdrt_io_size(&m->outputs[i], NULL, &nbytes);
+        bdrt_io_size(&full->outputs[i], NULL, &nbytes);
         out[i] = bdrt_alloc(nbytes);
         if (!out[i]) {
             bdrt_errorf("out of memory for output '%s' (%zu bytes)", q(m->outputs[i].name), nbytes);
@@ -951,6 +986,7 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
         rc = BDRT_EXIT_IO;
         goto done;
     }
+    if (batch && m->set_batch) m->set_batch(inst, batch);
     if (o.profile)
         rc = profile(m, inst, (const void *const *)in, out, o.profile,
                      o.threads > 0 ? o.threads : bdrt_cpu_count());
@@ -967,6 +1003,7 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
 
 done:
     if (inst) m->destroy(inst);
+    m = full;
     if (dir.fd >= 0 || dir.n_created) out_dir_close(&dir, rc != 0);
     for (int i = 0; in && i < ni; i++)
         bdrt_free(in[i]);
@@ -976,6 +1013,7 @@ done:
     free(out);
     free(files);
     free(o.paths);
+    free(ios);
     if (fflush(stdout) || ferror(stdout)) {
         fprintf(stderr, "%s: error: cannot write standard output\n", prog);
         if (!rc) rc = BDRT_EXIT_IO;

@@ -14,7 +14,8 @@
 #   5. input bindings: an input dim left symbolic or missing (exit 3, naming the input and the
 #      symbol, suggesting --dim and --shape), a run-time Reshape target (exit 3, suggesting
 #      --const), and --shape/--dim/--const values the model contradicts, that name no input or
-#      symbol, or that are malformed (exit 1, naming the input or symbol);
+#      symbol, or that are malformed (exit 1, naming the input or symbol); a batch range's
+#      executable fed a batch outside the range (exit 6, naming the input);
 #   6. the generated executable of the bundled sample model fed wrong byte size, dtype, shape, a
 #      missing file, a folder, a FIFO, a truncated .npy, garbage, NaN/Inf (runs: exit 0) and an
 #      unwritable output folder. (tests/runtime/test_runtime.sh covers the runtime's readers in
@@ -224,6 +225,27 @@ compile_fails bind-dim-malformed 1 "--dim 'batch=0': expected SYMBOL=N" symbolic
 compile_fails bind-dim-contradicts-shape 1 \
     "--dim 'batch=2' and --shape 'x=3x3x8x8' give symbol 'batch' different extents \(2, 3\)" \
     symbolic.onnx --dim batch=2 --shape x=3x3x8x8
+compile_fails bind-dim-range-empty 1 "--dim 'batch=4..2': the range's low end must be below its high end" \
+    symbolic.onnx --dim batch=4..2
+compile_fails bind-dim-range-gpu 1 "batch ranges are compiled for --target cpu only" \
+    symbolic.onnx --dim batch=1..4 --target opencl
+# One executable for batches 1..4: a batch-5 input is bad run-time input (exit 6, naming it).
+if "$bdc" compile symbolic.onnx -o ranged --dim batch=1..4 -q 2>stderr.txt; then
+    "$py" -c "import numpy as np; np.save('x5.npy', np.zeros((5, 3, 8, 8), np.float32)); np.save('x3.npy', np.zeros((3, 3, 8, 8), np.float32))"
+    ./ranged x5.npy --output-dir rangedout >/dev/null 2>stderr.txt
+    rc=$?
+    if [ "$rc" = 6 ] && grep -q "input 'x'.*batch 5 is outside the compiled range 1..4" stderr.txt && [ ! -e rangedout ]; then
+        ok "run-batch-outside-range ($(cat stderr.txt))"
+    else
+        bad "run-batch-outside-range: exit $rc (want 6): $(head -3 stderr.txt)"
+    fi
+    ./ranged x3.npy --output-dir rangedout >/dev/null 2>stderr.txt
+    rc=$?
+    [ "$rc" = 0 ] && "$py" -c "import numpy as np, sys; sys.exit(np.load('rangedout/y.npy').shape[0] != 3)" 2>/dev/null &&
+        ok "run-batch-inside-range (batch 3 of 1..4)" || bad "run-batch-inside-range: exit $rc: $(head -3 stderr.txt)"
+else
+    bad "compile --dim batch=1..4: $(head -3 stderr.txt)"
+fi
 compile_fails bind-const-wrong-dtype 1 \
     "--const 'shape=target_f32.npy': input 'shape' is int64 in the model, the file holds float32" \
     runtime_target.onnx --const shape=target_f32.npy

@@ -17,6 +17,14 @@ Checks:
     values with np.allclose(rtol=1e-3, atol=1e-4) as in test_real_run.py;
   * a Reshape whose target is a graph input, compiled with --const (.npy and TensorProto .pb),
     matches onnxruntime fed the same target;
+  * batch ranges (--dim batch=LO..HI, one executable for every batch in the range): ResNet-18
+    compiled with --dim batch=1..8 shows the range in --info and matches onnxruntime at batch 1,
+    3 and 8 (the block schedule, also in its schedule test mode, and --schedule op), refuses batch
+    9 with exit 6 naming the input; the BERT-shaped model with --dim batch=1..4 --dim seq=16
+    matches at batch 1 and 3. Graphs whose batch is not kept apart are refused with exit 3 and a
+    message naming the node or value: a reduction, transpose or softmax over the batch, and the
+    batch extent used as a number; a range on a non-leading dim (exit 3), an empty range and a
+    GPU target (exit 1);
   * a Reshape whose target is computed from Shape(x) through Mod (both fmod modes, negative
     operands), Or, Xor, GreaterOrEqual, LessOrEqual and Where (the chains newer exporters and the
     ONNX function expansions write) folds to static shapes (`inspect --json`: all static, none of
@@ -141,6 +149,41 @@ def const_model(folder):
     return path
 
 
+def batch_model(folder, name, nodes):
+    """x [batch, 4] float -> nodes -> y, the graph input's dim 0 the symbol 'batch'."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    m = helper.make_model(helper.make_graph(nodes, name, [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(folder, name + ".onnx")
+    onnx.save(m, path)
+    return path
+
+
+# Graphs a batch range must refuse (exit 3): each mixes batch items or computes with the batch
+# extent, so running a prefix of the blocks at a smaller batch would be wrong.
+RANGE_REFUSALS = {
+    "reduce-over-batch": [helper.make_node("ReduceMax", ["x"], ["y"], axes=[0], keepdims=1)],
+    "reverse-batch": [  # same shapes at every batch: only the nest check sees item i read as b-1-i
+        helper.make_node("Constant", [], ["st"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+        helper.make_node("Constant", [], ["en"], value=numpy_helper.from_array(
+            np.array([-(2 ** 62)], np.int64))),
+        helper.make_node("Constant", [], ["ax"], value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Constant", [], ["sp"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+        helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+    "transpose": [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+                  helper.make_node("Relu", ["t"], ["y"])],
+    "softmax-over-batch": [helper.make_node("Softmax", ["x"], ["y"], axis=0)],
+    "batch-as-a-number": [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))),
+        helper.make_node("Gather", ["s", "zero"], ["b"]),
+        helper.make_node("Cast", ["b"], ["bf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "bf"], ["y"])],
+}
+
+
 def shape_chain_model(folder):
     """x [2,6,4] float; the target of Reshape(x) and the int/bool outputs are computed from
     Shape(x) by ops that must fold: with d = [2,6,4], m0 = Mod(d - 5, 4) = [1,1,3] (the divisor's
@@ -234,6 +277,61 @@ def main():
             c.report("bert_tiny " + " ".join(flags),
                      *run_and_compare(args.bdc, args.cache, "bert_tiny_dynamic", bert, flags,
                                       {"input_ids": ids, "attention_mask": mask}))
+
+    if os.path.exists(resnet):
+        flags = ["--dim", "batch=1..8"]
+        entry, problem = run.compile_cached(args.bdc, args.cache, "resnet18_dynamic", resnet, flags)
+        if not problem:
+            with open(os.path.join(entry, "info.json")) as f:
+                shape = json.load(f)["inputs"][0]
+            problem = "" if shape.get("batch") == [1, 8] else "--info: %s" % shape
+        c.report("resnet18 --dim batch=1..8 info", problem)
+        for batch, extra in ((1, []), (3, []), (8, []), (3, ["--schedule", "op"])):
+            x = rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)
+            c.report("resnet18 %s at batch %d" % (" ".join(flags + extra), batch),
+                     *run_and_compare(args.bdc, args.cache, "resnet18_dynamic", resnet,
+                                      flags + extra, {"x": x}))
+        with tempfile.TemporaryDirectory(prefix="bdc-range-") as tmp:
+            np.save(os.path.join(tmp, "x9.npy"), np.zeros((9, 3, 224, 224), np.float32))
+            r = subprocess.run([os.path.join(entry, "model"), "--input",
+                                "x=" + os.path.join(tmp, "x9.npy")] if entry else ["false"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            ok = r.returncode == 6 and "'x'" in r.stderr and "1..8" in r.stderr
+            c.report("resnet18 batch 9 outside 1..8", "" if ok else "exit %d: %s" % (
+                r.returncode, r.stderr.strip()))
+    if os.path.exists(bert):
+        flags = ["--dim", "batch=1..4", "--dim", "seq=16"]
+        for b in (1, 3):
+            ids = rng.integers(0, 512, size=(b, 16), dtype=np.int64)
+            mask = np.ones((b, 16), dtype=np.int64)
+            mask[:, 12:] = 0
+            c.report("bert_tiny %s at batch %d" % (" ".join(flags), b),
+                     *run_and_compare(args.bdc, args.cache, "bert_tiny_dynamic", bert, flags,
+                                      {"input_ids": ids, "attention_mask": mask}))
+        r = subprocess.run([args.bdc, "compile", bert, "-o", os.devnull, "--dim", "batch=2",
+                            "--dim", "seq=4..16"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        c.report("bert_tiny range on seq (dim 1) refused", "" if r.returncode == 3 and
+                 "dim 1" in r.stderr else "exit %d: %s" % (r.returncode, r.stderr.strip()))
+
+    with tempfile.TemporaryDirectory(prefix="bdc-range-") as tmp:
+        model = batch_model(tmp, "relu", [helper.make_node("Relu", ["x"], ["y"])])
+        c.report("relu --dim batch=2..5 at batch 4",
+                 *run_and_compare(args.bdc, tmp, "relu", model, ["--dim", "batch=2..5"],
+                                  {"x": rng.standard_normal((4, 4), dtype=np.float32)}))
+        for flags, code in ((["--dim", "batch=5..2"], 1), (["--dim", "batch=1..4", "--target", "opencl"], 1)):
+            r = subprocess.run([args.bdc, "compile", model, "-o", os.path.join(tmp, "m")] + flags,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            c.report("relu %s refused" % " ".join(flags), "" if r.returncode == code else
+                     "exit %d (want %d): %s" % (r.returncode, code, r.stderr.strip()))
+        for name, nodes in RANGE_REFUSALS.items():
+            model = batch_model(tmp, name.replace("-", "_"), nodes)
+            r = subprocess.run([args.bdc, "compile", model, "-o", os.path.join(tmp, "m"), "--dim",
+                                "batch=1..4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+            ok = r.returncode == 3 and ("node '" in r.stderr or "value '" in r.stderr)
+            c.report("range refuses %s" % name, "" if ok else "exit %d: %s" % (
+                r.returncode, r.stderr.strip()), run.first_line(r.stderr))
 
     with tempfile.TemporaryDirectory(prefix="bdc-chain-") as tmp:
         model = shape_chain_model(tmp)

@@ -20,6 +20,7 @@
 
 #include "build/toolchain.h"
 #include "driver/pipeline.h"
+#include "plan/batch.h"
 #include "target/target.h"
 
 static double now_seconds(void) {
@@ -176,6 +177,28 @@ static const char *find_compiler(const char *name, char *buf, size_t len) {
     return name; /* not found: the tool layer says so, with the recipe's hint */
 }
 
+/* --dim SYMBOL=LO..HI: the CPU executable only, and the model bound at LO must agree with the
+ * one bound at HI wherever the batch is not dim 0 (plan/batch.h). */
+static bd_status check_batch_range(const bd_compile_opts *o, const bd_target *t, bd_graph *g,
+                                   bd_diag *d) {
+    if (t->gpu)
+        return bd_fail(d, BD_ERR_USAGE, "--dim %s=%lld..%lld: batch ranges are compiled for "
+                       "--target cpu only (give one extent, --dim %s=N, for --target %s)",
+                       bd_quote(g->batch_symbol), (long long)g->batch_min, (long long)g->batch_max,
+                       bd_quote(g->batch_symbol), t->name);
+    if (o->library)
+        return bd_fail(d, BD_ERR_USAGE, "--dim %s=%lld..%lld: batch ranges are compiled into "
+                       "executables only, not --lib yet", bd_quote(g->batch_symbol),
+                       (long long)g->batch_min, (long long)g->batch_max);
+    bd_input_binds at_min = o->binds;
+    at_min.batch_at = g->batch_min;
+    bd_model *m = NULL;
+    bd_status s = bd_compile_front(o->model, &o->limits, &at_min, &m, d);
+    if (!s) s = bd_batch_check_front(g, m->graph, d);
+    if (m) bd_model_free(m);
+    return s;
+}
+
 static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_workdir *w,
                               const char *rt, const char *prefix, char *result, size_t rlen,
                               bd_diag *d) {
@@ -303,14 +326,18 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
                     bd_quote(o->arch));
     if (!s && o->arch && !t->build.default_arch)
         s = bd_fail(d, BD_ERR_USAGE, "--target %s takes no --arch (the device's driver compiles its code)", t->name);
+    if (!s && m->graph->batch_max) s = check_batch_range(o, t, m->graph, d);
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
+    bool *batch_sliced = NULL;
+    if (!s) s = bd_batch_plan(&pl.prog, &batch_sliced, d);
     if (!s) progress_step(&pr, "lower to loop nests, tile, fuse, analyze, schedule, plan memory");
     char prefix[128];
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
-    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .fuse_branches = o->fuse_branches, .library = o->library, .lib_name = prefix, .weights_symbol = wsym};
+    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .fuse_branches = o->fuse_branches, .library = o->library, .lib_name = prefix, .weights_symbol = wsym,
+                       .batch_sliced = batch_sliced};
     if (!s) s = t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
     if (!s) progress_step(&pr, t->gpu ? "emit device and host code" : "emit C");
     if (!s) s = bd_workdir_create(&w, o->keep_temps, d);
@@ -332,6 +359,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (w.active) bd_workdir_cleanup(&w);
     if (!s && pr.on) fprintf(stderr, "bdc: wrote %s (%.2fs)\n", o->output, now_seconds() - pr.start);
     bd_c_program_free(&c);
+    free(batch_sliced);
     bd_planned_free(&pl);
     bd_model_free(m);
     return s;

@@ -129,13 +129,44 @@ static bd_status symbol_bind(binder *b, const char *name, int64_t value, const c
                    (long long)value);
 }
 
+/* A ranged symbol (SYMBOL=LO..HI, the batch) must be dim 0 wherever it occurs: each input's
+ * first dim is then the batch, and the printers run a prefix of the blocks (plan/batch.c). */
+static bd_status mark_batched(binder *b, const char *name, const char *arg) {
+    for (size_t k = 0; k < b->g->inputs.len; k++) {
+        bd_value *v = bd_graph_value(b->g, BD_VEC_AT(&b->g->inputs, int, k));
+        for (int i = 0; i < v->decl_rank; i++) {
+            if (!declares_symbol(v, i) || strcmp(v->dim_param[i], name) != 0) continue;
+            if (i != 0)
+                return bd_fail(b->d, BD_ERR_UNSUPPORTED,
+                               "--dim '%s': symbol '%s' is dim %d of input '%s'; a range is "
+                               "compiled only for a batch, dim 0 of every input it occurs in",
+                               bd_quote(arg), bd_quote(name), i, bd_quote(v->name));
+            v->flags |= BD_VALUE_BATCHED;
+        }
+    }
+    return BD_OK;
+}
+
 static bd_status bind_dims(binder *b, const bd_input_binds *in) {
     for (int k = 0; k < in->n_dims; k++) {
         const char *arg = in->dims[k], *name, *text = split_value(&b->g->model->arena, arg, &name);
-        int64_t value;
+        int64_t value, lo = 0;
+        /* SYMBOL=N, or SYMBOL=LO..HI: one executable for every extent in the range */
+        bool ranged = text && strstr(text, "..") != NULL;
+        if (ranged && (!parse_extent(&text, &lo) || strncmp(text, "..", 2) != 0))
+            text = NULL;
+        else if (ranged)
+            text += 2;
         if (!text || !parse_extent(&text, &value) || *text)
             return bd_fail(b->d, BD_ERR_USAGE,
-                           "--dim '%s': expected SYMBOL=N, N a positive integer", bd_quote(arg));
+                           "--dim '%s': expected SYMBOL=N or SYMBOL=LO..HI, N, LO and HI positive "
+                           "integers", bd_quote(arg));
+        if (ranged && lo >= value)
+            return bd_fail(b->d, BD_ERR_USAGE, "--dim '%s': the range's low end must be below its "
+                           "high end (for one extent, --dim %s=N)", bd_quote(arg), bd_quote(name));
+        if (ranged && b->g->batch_max)
+            return bd_fail(b->d, BD_ERR_USAGE, "--dim '%s': only one symbol may take a range "
+                           "(the batch; '%s' has one)", bd_quote(arg), bd_quote(b->g->batch_symbol));
         if (!symbol_occurs(b->g, name)) {
             char have[400];
             list_names(b->g, true, have, sizeof have);
@@ -144,6 +175,17 @@ static bd_status bind_dims(binder *b, const bd_input_binds *in) {
                            "(%s%s)",
                            bd_quote(arg), bd_quote(name), have[0] ? "symbols: " : "",
                            have[0] ? have : "the model's inputs have none");
+        }
+        if (ranged) {
+            if (in->batch_at && (in->batch_at < lo || in->batch_at > value))
+                return bd_fail(b->d, BD_ERR_USAGE, "batch %lld is outside --dim '%s'",
+                               (long long)in->batch_at, bd_quote(arg));
+            b->g->batch_symbol = name;
+            b->g->batch_min = lo;
+            b->g->batch_max = value;
+            b->g->batch_at = value = in->batch_at ? in->batch_at : value;
+            bd_status s = mark_batched(b, name, arg);
+            if (s) return s;
         }
         bd_status s = symbol_bind(b, name, value, "--dim", arg);
         if (s) return s;

@@ -55,6 +55,7 @@ enum {
     BD_VALUE_INITIALIZER = 1u << 2, /* weight from the file */
     BD_VALUE_OUTER = 1u << 3,       /* defined by an enclosing graph */
     BD_VALUE_FOLDED = 1u << 4,      /* constant computed at compile time */
+    BD_VALUE_BATCHED = 1u << 5,     /* dim 0 is the ranged batch (--dim SYMBOL=LO..HI) */
 };
 
 typedef struct bd_value {
@@ -135,6 +136,11 @@ typedef struct bd_graph {
     bd_vec inputs;       /* int: value indices of graph inputs, file order (initializers excluded) */
     bd_vec outputs;      /* int: value indices of graph outputs */
     bd_map names;        /* value name -> index */
+    /* --dim SYMBOL=LO..HI: the batch range (0, 0 without one) and the extent the model was bound
+     * to (HI, or the other point the batch check evaluates); BD_VALUE_BATCHED marks the inputs
+     * and outputs whose dim 0 it is (bind.c, plan/batch.c) */
+    const char *batch_symbol;
+    int64_t batch_min, batch_max, batch_at;
 } bd_graph;
 
 typedef struct bd_opset {

@@ -28,6 +28,7 @@ bd_status bd_onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, 
 typedef struct bd_input_binds {
     const char **shapes, **dims, **consts;
     int n_shapes, n_dims, n_consts;
+    int64_t batch_at; /* a ranged --dim (SYMBOL=LO..HI) is bound to this extent; 0: to HI */
 } bd_input_binds;
 /* bind.c: pins input shapes, binds symbolic dims and freezes inputs to constants, before
  * inference; a binding the model contradicts or that names nothing is BD_ERR_USAGE. */

@@ -76,9 +76,16 @@ unsigned char *bd_batchnorm_factors(const struct bd_tensor *scale, const struct 
                                     const struct bd_tensor *mean, const struct bd_tensor *var,
                                     double epsilon, int64_t params, int dtype, size_t *bytes);
 
+/* `DECL NAME[] = {...}`: the inputs' or outputs' descriptors (values) of g. runtime: bdrt_io
+ * entries, with batch_min (g's ranged batch, at the values whose dim 0 it is); else --lib's
+ * exported NAME_io entries. */
+struct bd_vec;
+struct bd_graph;
+void bd_print_io_table(bd_printer *p, const char *decl, const char *name, struct bd_graph *g,
+                       const struct bd_vec *values, bool runtime);
+
 /* The header --lib writes: NAME_create/_run/_destroy and the descriptors; `link` names what to
  * link with besides libNAME.a; gpu: create()'s comment speaks of the device. Heap text. */
-struct bd_graph;
 char *bd_print_lib_header(struct bd_graph *g, const char *name, const char *link, bool gpu);
 
 /* How C spells the expression ops (c_dialect.c), for every C-family printer, and the C element

@@ -10,7 +10,7 @@
 
 #include "bdrt.h"
 
-static bdrt_io echo_in = {"in", BDRT_FLOAT32, 0, {0}}, echo_out = {"out", BDRT_FLOAT32, 0, {0}};
+static bdrt_io echo_in = {"in", BDRT_FLOAT32, 0, {0}, 0}, echo_out = {"out", BDRT_FLOAT32, 0, {0}, 0};
 static size_t echo_bytes;
 
 static void *echo_create(int threads) {
@@ -48,6 +48,6 @@ int main(int argc, char **argv) {
     echo_out.dtype = echo_in.dtype;
     echo_out.rank = echo_in.rank;
     const bdrt_model m = {"echo", 1, 1, &echo_in, &echo_out, echo_create, echo_run, echo_destroy,
-                          0, NULL, NULL, NULL, NULL, NULL};
+                          0, NULL, NULL, NULL, NULL, NULL, NULL};
     return bdrt_main(argc, argv, &m);
 }

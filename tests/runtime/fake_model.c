@@ -28,16 +28,16 @@
 #define LONG2 LONG_PREFIX "dense (bias) & gelu: #2 dense (bias) & gelu: #2 dense (bias) & gel"
 
 static const bdrt_io fake_inputs[] = {
-    {"x", BDRT_FLOAT32, 2, {2, 3}},
-    {"idx", BDRT_INT64, 1, {4}},
+    {"x", BDRT_FLOAT32, 2, {2, 3}, 0},
+    {"idx", BDRT_INT64, 1, {4}, 0},
 };
 
 static const bdrt_io fake_outputs[] = {
-    {"y", BDRT_FLOAT32, 2, {2, 3}},     {"pos", BDRT_BOOL, 1, {4}},
-    {"idx_sum", BDRT_INT64, 0, {0}},    {LONG1, BDRT_FLOAT64, 2, {2, 3}},
-    {"a/b", BDRT_INT32, 1, {4}},        {"a b", BDRT_UINT8, 1, {4}},
-    {"big", BDRT_FLOAT32, 2, {32, 32}}, {"../up", BDRT_INT8, 1, {2}},
-    {"A/B", BDRT_FLOAT16, 1, {2}},      {LONG2, BDRT_UINT16, 1, {2}},
+    {"y", BDRT_FLOAT32, 2, {2, 3}, 0},     {"pos", BDRT_BOOL, 1, {4}, 0},
+    {"idx_sum", BDRT_INT64, 0, {0}, 0},    {LONG1, BDRT_FLOAT64, 2, {2, 3}, 0},
+    {"a/b", BDRT_INT32, 1, {4}, 0},        {"a b", BDRT_UINT8, 1, {4}, 0},
+    {"big", BDRT_FLOAT32, 2, {32, 32}, 0}, {"../up", BDRT_INT8, 1, {2}, 0},
+    {"A/B", BDRT_FLOAT16, 1, {2}, 0},      {LONG2, BDRT_UINT16, 1, {2}, 0},
 };
 
 typedef struct fake {

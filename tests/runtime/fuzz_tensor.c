@@ -18,19 +18,19 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const bdrt_io expected[] = {
-    {"x", BDRT_FLOAT32, 2, {2, 3}},
-    {"s", BDRT_INT64, 0, {0}},
-    {"b", BDRT_BOOL, 1, {5}},
-    {"e", BDRT_UINT8, 2, {0, 4}},
-    {"h", BDRT_FLOAT16, 1, {3}},
-    {"d", BDRT_FLOAT64, 3, {1, 2, 2}},
-    {"i8", BDRT_INT8, 1, {7}},
-    {"u32", BDRT_UINT32, 1, {2}},
-    {"u64", BDRT_UINT64, 1, {2}},
-    {"i16", BDRT_INT16, 2, {1, 1}},
-    {"u16", BDRT_UINT16, 1, {4}},
-    {"i32", BDRT_INT32, 1, {3}},
-    {"r12", BDRT_FLOAT32, 12, {1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+    {"x", BDRT_FLOAT32, 2, {2, 3}, 0},
+    {"s", BDRT_INT64, 0, {0}, 0},
+    {"b", BDRT_BOOL, 1, {5}, 0},
+    {"e", BDRT_UINT8, 2, {0, 4}, 0},
+    {"h", BDRT_FLOAT16, 1, {3}, 0},
+    {"d", BDRT_FLOAT64, 3, {1, 2, 2}, 0},
+    {"i8", BDRT_INT8, 1, {7}, 0},
+    {"u32", BDRT_UINT32, 1, {2}, 0},
+    {"u64", BDRT_UINT64, 1, {2}, 0},
+    {"i16", BDRT_INT16, 2, {1, 1}, 0},
+    {"u16", BDRT_UINT16, 1, {4}, 0},
+    {"i32", BDRT_INT32, 1, {3}, 0},
+    {"r12", BDRT_FLOAT32, 12, {1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
 };
 
 static void fuzz_names(const uint8_t *data, size_t size) {

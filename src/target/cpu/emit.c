@@ -56,28 +56,17 @@ int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) {
 
 /* ---------------------------------------------------------------- the file */
 
-/* `static const bdrt_io bd_inputs[]` or, for --lib, the exported `const NAME_io NAME_inputs[]`. */
-static void emit_io_table(bd_emitter *e, const char *decl, const char *name, const bd_vec *values) {
-    bd_graph *g = e->graph;
-    if (!values->len) {
-        bd_emit(e, "%s %s[1];", decl, name);
-        return;
-    }
-    bd_emit_open(e, "%s %s[%zu] =", decl, name, values->len);
-    for (size_t i = 0; i < values->len; i++) {
-        const bd_value *v = bd_graph_value(g, BD_VEC_AT(values, int, i));
-        char dims[BD_MAX_RANK * 24 + 4] = "";
-        size_t o = 0;
-        for (int k = 0; k < v->rank; k++)
-            o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
-        bd_emit(e, "{%s, %d, %d, {%s}},", bd_print_string_literal(&e->pr, v->name), v->dtype, v->rank, v->rank ? dims : "0");
-    }
-    bd_emit_close(e, ";");
-}
-
 void bd_emit_block_decode(bd_emitter *e, const bd_nest *n) { bd_print_block_decode(&e->pr, n); }
 
-static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_status *s, bd_diag *d) {
+/* The blocks of nest n a run at batch S->batch needs: those over its first batch items (the
+ * batch is iteration dim 0, the outermost in the block order). */
+static const char *active_blocks(bd_emitter *e, const bd_nest *n) {
+    return bd_emit_str(e, "((S->batch + %lld) / %lld * %lld)", (long long)n->tile[0] - 1,
+                       (long long)n->tile[0], (long long)(n->n_blocks / n->grid[0]));
+}
+
+static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool sliced, bd_status *s,
+                                bd_diag *d) {
     const bd_node *node = bd_emit_node(e, n);
     bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
                                 : bd_emit_str(e, "nest %zu", i));
@@ -85,6 +74,7 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bd_st
     bd_emit(e, "bd_state *S = ctx;");
     bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
     bd_emit(e, "(void)S; (void)scratch; (void)block;");
+    if (sliced) bd_emit(e, "if (block >= %s) return; /* past the batch of this run */", active_blocks(e, n));
     bd_emit_block_decode(e, n);
     if (!*s) *s = body_fns[n->body](e, n, BD_EMIT_BLOCK, d);
     bd_emit_close(e, NULL);
@@ -297,13 +287,15 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "    const void *const *in;");
     bd_emit(&e, "    void *const *out;");
     bd_emit(&e, "    void *packed[BD_PACKED_SLOTS];");
+    bd_emit(&e, "    int64_t batch; /* a ranged batch: this run's (bd_set_batch) */");
     bd_emit(&e, "} bd_state;");
     bd_emit_blank(&e);
 
     /* Nests over an empty domain have nothing to run and get no code. */
     for (size_t i = 0; i < p->nests.len && !s; i++) {
         if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks == 0) continue;
-        emit_block_function(&e, i, &BD_VEC_AT(&p->nests, bd_nest, i), &s, d);
+        emit_block_function(&e, i, &BD_VEC_AT(&p->nests, bd_nest, i),
+                            opts->batch_sliced && opts->batch_sliced[i], &s, d);
         bd_emit_blank(&e);
     }
 
@@ -327,6 +319,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "if (!S) return NULL;");
     bd_emit(&e, "S->pool = bdrt_pool_create(threads);");
     bd_emit(&e, "if (!S->pool) { bd_destroy(S); return NULL; }");
+    bd_emit(&e, "S->batch = %lld;", (long long)e.graph->batch_max);
     if (dataflow) {
         bd_emit(&e, "S->dag = bdrt_dag_exec_create(&bd_dag);");
         bd_emit(&e, "if (!S->dag) { bd_destroy(S); return NULL; }");
@@ -348,7 +341,10 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "S->out = out;");
     for (int i = 0; i < sched->n_steps && !dataflow; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, sched->order[i]);
-        if (n->n_blocks > 0) bd_emit(&e, "bdrt_pool_run(S->pool, %lld, k%d, S);", (long long)n->n_blocks, sched->order[i]);
+        bool sliced = opts->batch_sliced && opts->batch_sliced[sched->order[i]];
+        if (n->n_blocks > 0)
+            bd_emit(&e, "bdrt_pool_run(S->pool, %s, k%d, S);",
+                    sliced ? active_blocks(&e, n) : bd_emit_str(&e, "%lld", (long long)n->n_blocks), sched->order[i]);
     }
     if (dataflow) bd_emit(&e, "bdrt_dag_run(S->dag, S->pool, S, S->arena);");
     bd_emit(&e, "return 0;");
@@ -375,11 +371,14 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks) bd_emit(&e, "k%zu,", i);
     if (!n_named) bd_emit(&e, "NULL");
     bd_emit_close(&e, ";");
-    emit_io_table(&e, "static const bdrt_io", "bd_inputs", &e.graph->inputs);
-    emit_io_table(&e, "static const bdrt_io", "bd_outputs", &e.graph->outputs);
+    bd_print_io_table(&e.pr, "static const bdrt_io", "bd_inputs", e.graph, &e.graph->inputs, true);
+    bd_print_io_table(&e.pr, "static const bdrt_io", "bd_outputs", e.graph, &e.graph->outputs, true);
+    if (e.graph->batch_max)
+        bd_emit(&e, "static void bd_set_batch(void *inst, int64_t batch) { ((bd_state *)inst)->batch = batch; }");
     bd_emit_open(&e, "static const bdrt_model bd_model =");
-    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL",
-            bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len, n_named);
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL, %s",
+            bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len, n_named,
+            e.graph->batch_max ? "bd_set_batch" : "NULL");
     bd_emit_close(&e, ";");
     bd_emit_blank(&e);
     if (opts->library) {
@@ -387,8 +386,8 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         /* The header's descriptor type, declared identically here (same tag, same members). */
         bd_emit(&e, "typedef struct %s_io { const char *name; int dtype; int rank; int64_t dims[12]; } %s_io;", nm, nm);
         const char *decl = bd_emit_str(&e, "const %s_io", nm);
-        emit_io_table(&e, decl, bd_emit_str(&e, "%s_inputs", nm), &e.graph->inputs);
-        emit_io_table(&e, decl, bd_emit_str(&e, "%s_outputs", nm), &e.graph->outputs);
+        bd_print_io_table(&e.pr, decl, bd_emit_str(&e, "%s_inputs", nm), e.graph, &e.graph->inputs, false);
+        bd_print_io_table(&e.pr, decl, bd_emit_str(&e, "%s_outputs", nm), e.graph, &e.graph->outputs, false);
         bd_emit(&e, "void *%s_create(int threads) { return bd_create(threads); }", nm);
         bd_emit(&e, "int %s_run(void *instance, const void *const *inputs, void *const *outputs) "
                     "{ return bd_run(instance, inputs, outputs); }", nm);

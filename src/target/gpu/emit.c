@@ -198,23 +198,6 @@ static void emit_persistent_kernel(bd_printer *dv, const bd_program *p, const da
     bd_print_close(dv, NULL);
 }
 
-/* `DECL NAME[] = {...}`: the runtime's descriptors, or --lib's exported ones. */
-static void emit_io_table(bd_printer *p, const char *decl, const char *name, bd_graph *g, const bd_vec *values) {
-    if (!values->len) {
-        bd_print_line(p, "%s %s[1];", decl, name);
-        return;
-    }
-    bd_print_open(p, "%s %s[%zu] =", decl, name, values->len);
-    for (size_t i = 0; i < values->len; i++) {
-        const bd_value *v = bd_graph_value(g, BD_VEC_AT(values, int, i));
-        char dims[BD_MAX_RANK * 24 + 4] = "";
-        size_t o = 0;
-        for (int k = 0; k < v->rank; k++)
-            o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%lld", k ? ", " : "", ll(v->dims[k]));
-        bd_print_line(p, "{%s, %d, %d, {%s}},", bd_print_string_literal(p, v->name), v->dtype, v->rank, v->rank ? dims : "0");
-    }
-    bd_print_close(p, ";");
-}
 
 static int64_t value_bytes(bd_graph *g, int v) {
     const bd_value *val = bd_graph_value(g, v);
@@ -608,10 +591,10 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_blank(h);
     bd_print_line(h, "static double bd_device_ms(void *inst) { return ((bd_state *)inst)->ms; }");
     bd_print_line(h, "static const char *bd_device_name(void *inst) { return bdrt_gpu_name(((bd_state *)inst)->g); }");
-    emit_io_table(h, "static const bdrt_io", "bd_inputs", g, &g->inputs);
-    emit_io_table(h, "static const bdrt_io", "bd_outputs", g, &g->outputs);
+    bd_print_io_table(h, "static const bdrt_io", "bd_inputs", g, &g->inputs, true);
+    bd_print_io_table(h, "static const bdrt_io", "bd_outputs", g, &g->outputs, true);
     bd_print_open(h, "static const bdrt_model bd_model =");
-    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name",
+    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name, NULL",
                   bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name));
     bd_print_close(h, ";");
     stream_plan_free(&sp);
@@ -623,8 +606,8 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     const char *nm = o->lib_name, *ex = dl->cplusplus ? "extern \"C\" " : "";
     bd_print_line(h, "typedef struct %s_io { const char *name; int dtype; int rank; int64_t dims[12]; } %s_io;", nm, nm);
     const char *decl = bd_print_str(h, "%sconst %s_io", dl->cplusplus ? "extern \"C\" " : "", nm);
-    emit_io_table(h, decl, bd_print_str(h, "%s_inputs", nm), g, &g->inputs);
-    emit_io_table(h, decl, bd_print_str(h, "%s_outputs", nm), g, &g->outputs);
+    bd_print_io_table(h, decl, bd_print_str(h, "%s_inputs", nm), g, &g->inputs, false);
+    bd_print_io_table(h, decl, bd_print_str(h, "%s_outputs", nm), g, &g->outputs, false);
     bd_print_line(h, "%svoid *%s_create(int threads) { return bd_create(threads); }", ex, nm);
     bd_print_line(h, "%sint %s_run(void *instance, const void *const *inputs, void *const *outputs) "
                      "{ return bd_run(instance, inputs, outputs); }", ex, nm);
