@@ -26,7 +26,7 @@ Checks:
     batch extent used as a number; a range on a non-leading dim (exit 3), an empty range and a
     GPU target (exit 1);
   * a Reshape whose target is computed from Shape(x) through Mod (both fmod modes, negative
-    operands), Or, Xor, GreaterOrEqual, LessOrEqual and Where (the chains newer exporters and the
+    operands), Or, Xor, GreaterOrEqual, LessOrEqual, Where and integer ReduceProd/Min/Sum/Max (the chains newer exporters and the
     ONNX function expansions write) folds to static shapes (`inspect --json`: all static, none of
     those ops left), and the folded values, also returned as outputs, match onnxruntime;
   * CumSum over a 3-D tensor whose axis is a graph input (bdc needs it at compile time), frozen
@@ -209,7 +209,12 @@ def shape_chain_model(folder):
         helper.make_node("Concat", ["d0", "any_neg"], ["target"], axis=0),  # [2, -1]
         helper.make_node("Reshape", ["x", "target"], ["r"]),
         helper.make_node("Relu", ["r"], ["y"]),
-        helper.make_node("Concat", ["m0", "m0n", "m1", "sel"], ["ints"], axis=0),
+        helper.make_node("ReduceProd", ["d"], ["numel"], keepdims=1),  # [48]
+        helper.make_node("ReduceMin", ["m1"], ["least"], keepdims=1),  # [-3]
+        helper.make_node("ReduceSum", ["m0", "zero"], ["total"], keepdims=1),  # [5]
+        helper.make_node("ReduceMax", ["m0n"], ["most"], keepdims=1),  # [-1]
+        helper.make_node("Concat", ["m0", "m0n", "m1", "sel", "numel", "least", "total", "most"],
+                         ["ints"], axis=0),
         helper.make_node("Concat", ["ge", "le", "either", "just_one"], ["bools"], axis=0),
     ]
     g = helper.make_graph(
@@ -337,7 +342,8 @@ def main():
         model = shape_chain_model(tmp)
         rc, j, err = inspect_json(args.bdc, model, [])
         left = sorted(set((j or {}).get("op_histogram", {})) &
-                      {"Mod", "Or", "Xor", "GreaterOrEqual", "LessOrEqual", "Where", "Shape"})
+                      {"Mod", "Or", "Xor", "GreaterOrEqual", "LessOrEqual", "Where", "Shape",
+                       "ReduceProd", "ReduceMin", "ReduceSum", "ReduceMax"})
         problem = ""
         if rc != 0 or not j or not j.get("all_shapes_static"):
             problem = "inspect exit %d, all_shapes_static %s: %s" % (

@@ -1,6 +1,7 @@
 /* reduce.c — shape and dtype inference for the Reduce* family, whose axes moved from an
  * attribute to an input (ReduceSum at opset 13, the others at 18), with keepdims and
  * noop_with_empty_axes, for ArgMax/ArgMin (one axis, an int64 result) and CumSum. */
+#include <stdint.h>
 #include <string.h>
 
 #include "infer/checks.h"
@@ -450,4 +451,37 @@ bd_status bd_infer_group_norm(bd_graph *g, bd_node *n, bd_diag *d) {
     if (bd_attr_int(n, "num_groups", 0) < 1)
         return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'num_groups' (>= 1) is required");
     return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, x->rank, x->dims);
+}
+
+/* ReduceSum/Prod/Min/Max of a constant int32/int64 vector, all of it or none (noop), the shape
+ * arithmetic exporters write (ReduceProd(Shape(x)) for an element count): folded so that the
+ * shape chains it feeds stay static. Other reductions are computed at run time. */
+bd_status bd_fold_reduce(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_tensor *x = bd_node_in(g, n, 0)->constant;
+    bd_value *y = bd_node_out(g, n, 0);
+    int64_t ny;
+    if (!x || x->rank > 1 || (x->dtype != BD_DT_INT64 && x->dtype != BD_DT_INT32) ||
+        y->dtype != x->dtype || !bd_value_shape_known(y) || !bd_dims_numel(y->rank, y->dims, &ny))
+        return BD_OK;
+    bool sum = n->op == BD_OP_REDUCE_SUM, prod = n->op == BD_OP_REDUCE_PROD;
+    if (!sum && !prod && n->op != BD_OP_REDUCE_MIN && n->op != BD_OP_REDUCE_MAX) return BD_OK;
+    bd_tensor *t = bd_tensor_new(&g->model->arena, y->dtype, y->rank, y->dims);
+    if (!t) return BD_OK;
+    if (ny == x->numel) { /* nothing reduced: noop_with_empty_axes, or a length-1 vector */
+        for (int64_t i = 0; i < ny; i++) bd_tensor_set_i64(t, i, bd_tensor_get_i64(x, i));
+    } else if (ny == 1 && (x->numel > 0 || sum || prod)) {
+        int64_t r = sum ? 0 : prod ? 1 : bd_tensor_get_i64(x, 0);
+        for (int64_t i = 0; i < x->numel; i++) {
+            int64_t v = bd_tensor_get_i64(x, i);
+            bool overflow = sum ? __builtin_add_overflow(r, v, &r)
+                            : prod ? __builtin_mul_overflow(r, v, &r) : false;
+            if (!sum && !prod) r = (n->op == BD_OP_REDUCE_MIN) == (v < r) ? v : r;
+            if (overflow || (x->dtype == BD_DT_INT32 && (r < INT32_MIN || r > INT32_MAX)))
+                return BD_OK; /* wraps at run time; not folded */
+        }
+        bd_tensor_set_i64(t, 0, r);
+    } else {
+        return BD_OK;
+    }
+    return bd_value_set_constant(d, n, y, t);
 }
