@@ -8,6 +8,8 @@ Models (tests/tools/export_models.py DYNAMIC_MODELS, exported with fixed seeds o
   resnet18_dynamic   torchvision ResNet-18, input x [batch,3,224,224]
   bert_tiny_dynamic  a 2-layer BERT-shaped encoder, input_ids and attention_mask [batch,seq]:
                      the position-id slice and the attention reshapes all depend on seq
+  gpt2_tiny_dynamic  a 2-layer GPT-2-shaped decoder, input_ids [batch,seq]: the causal mask is
+                     sliced by seq from a buffer, the position ids are Range(seq)
 Checks:
   * `bdc inspect --json` lists each symbol with the inputs and dims where it occurs, unbound
     (value null, the input listed as unsupported with the --dim/--shape hint, exit 3), and
@@ -21,7 +23,8 @@ Checks:
     compiled with --dim batch=1..8 shows the range in --info and matches onnxruntime at batch 1,
     3 and 8 (the block schedule, also in its schedule test mode, and --schedule op), refuses batch
     9 with exit 6 naming the input; the BERT-shaped model with --dim batch=1..4 --dim seq=16
-    matches at batch 1 and 3. Graphs whose batch is not kept apart are refused with exit 3 and a
+    matches at batch 1 and 3, the GPT-2-shaped one, pinned (--dim, --shape) and with
+    --dim batch=1..4 --dim seq=12, at batch 1 and 3. Graphs whose batch is not kept apart are refused with exit 3 and a
     message naming the node or value: a reduction, transpose or softmax over the batch, and the
     batch extent used as a number; a range on a non-leading dim (exit 3), an empty range and a
     GPU target (exit 1);
@@ -256,7 +259,7 @@ def main():
     c = Checks()
     rng = np.random.default_rng(20240917)
 
-    for name in ("resnet18_dynamic", "bert_tiny_dynamic"):
+    for name in ("resnet18_dynamic", "bert_tiny_dynamic", "gpt2_tiny_dynamic"):
         err = real.ensure_exported(args.models_cache, name)
         if err:
             c.report(name, err)
@@ -318,6 +321,18 @@ def main():
                            text=True)
         c.report("bert_tiny range on seq (dim 1) refused", "" if r.returncode == 3 and
                  "dim 1" in r.stderr else "exit %d: %s" % (r.returncode, r.stderr.strip()))
+
+    gpt2 = os.path.join(args.models_cache, "gpt2_tiny_dynamic.onnx")
+    if os.path.exists(gpt2):
+        # a causal mask sliced by seq from a registered buffer, position ids from Range(seq)
+        for flags, b, t in ((["--dim", "batch=2", "--dim", "seq=12"], 2, 12),
+                            (["--shape", "input_ids=1x40"], 1, 40),
+                            (["--dim", "batch=1..4", "--dim", "seq=12"], 3, 12),
+                            (["--dim", "batch=1..4", "--dim", "seq=12"], 1, 12)):
+            ids = rng.integers(0, 512, size=(b, t), dtype=np.int64)
+            c.report("gpt2_tiny %s at batch %d" % (" ".join(flags), b),
+                     *run_and_compare(args.bdc, args.cache, "gpt2_tiny_dynamic", gpt2, flags,
+                                      {"input_ids": ids}))
 
     with tempfile.TemporaryDirectory(prefix="bdc-range-") as tmp:
         model = batch_model(tmp, "relu", [helper.make_node("Relu", ["x"], ["y"])])

@@ -253,6 +253,12 @@ def _bert_tiny(rng):
         ["last_hidden_state", "pooler_output"]
 
 
+def _gpt2_tiny(rng):
+    model = GPT2(vocab=512, hidden=64, layers=2, heads=2, n_ctx=64)
+    ids = rng.integers(0, model.wte.num_embeddings, size=(1, 16), dtype=np.int64)
+    return model, [("input_ids", ids)], ["logits"]
+
+
 MODELS = {
     "resnet18": _tv(torchvision.models.resnet18),
     "mobilenet_v2": _tv(torchvision.models.mobilenet_v2),
@@ -280,6 +286,8 @@ DYNAMIC_MODELS = {
                            "attention_mask": {0: "batch", 1: "seq"},
                            "last_hidden_state": {0: "batch", 1: "seq"},
                            "pooler_output": {0: "batch"}}),
+    "gpt2_tiny_dynamic": (_gpt2_tiny, ["input_ids"],
+                          {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}),
 }
 
 
