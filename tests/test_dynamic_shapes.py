@@ -294,6 +294,10 @@ def main():
                 shape = json.load(f)["inputs"][0]
             problem = "" if shape.get("batch") == [1, 8] else "--info: %s" % shape
         c.report("resnet18 --dim batch=1..8 info", problem)
+        rc, j, err = inspect_json(args.bdc, resnet, flags)
+        ranges = [sym.get("range") for sym in (j or {}).get("symbols", [])]
+        c.report("resnet18 inspect --dim batch=1..8", "" if rc == 0 and ranges == [[1, 8]] else
+                 "exit %d, symbols %s: %s" % (rc, (j or {}).get("symbols"), run.first_line(err)))
         for batch, extra in ((1, []), (3, []), (8, []), (3, ["--schedule", "op"])):
             x = rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)
             c.report("resnet18 %s at batch %d" % (" ".join(flags + extra), batch),

@@ -174,6 +174,11 @@ static void json_symbol(void *ctx, bd_graph *g, const char *symbol, int64_t boun
     cJSON_AddStringToObject(o, "name", symbol);
     if (bound >= 0) cJSON_AddNumberToObject(o, "value", (double)bound);
     else cJSON_AddNullToObject(o, "value");
+    if (g->batch_max && strcmp(g->batch_symbol, symbol) == 0) { /* --dim SYMBOL=LO..HI */
+        cJSON *range = cJSON_AddArrayToObject(o, "range");
+        cJSON_AddItemToArray(range, cJSON_CreateNumber((double)g->batch_min));
+        cJSON_AddItemToArray(range, cJSON_CreateNumber((double)g->batch_max));
+    }
     cJSON *uses = cJSON_AddArrayToObject(o, "inputs");
     for (size_t k = 0; k < g->inputs.len; k++) {
         const bd_value *v = bd_graph_value(g, BD_VEC_AT(&g->inputs, int, k));
@@ -288,7 +293,10 @@ static void text_symbol(void *ctx, bd_graph *g, const char *symbol, int64_t boun
     int *count = ctx;
     if (!(*count)++) printf("symbols\n");
     symbol_uses(g, symbol, uses, sizeof uses);
-    if (bound >= 0) printf("  %-24s = %lld (%s)\n", bd_quote(symbol), (long long)bound, uses);
+    if (bound >= 0 && g->batch_max && strcmp(g->batch_symbol, symbol) == 0)
+        printf("  %-24s = %lld..%lld, shapes shown at %lld (%s)\n", bd_quote(symbol),
+               (long long)g->batch_min, (long long)g->batch_max, (long long)bound, uses);
+    else if (bound >= 0) printf("  %-24s = %lld (%s)\n", bd_quote(symbol), (long long)bound, uses);
     else printf("  %-24s unbound (%s): pin it with --dim or --shape\n", bd_quote(symbol), uses);
 }
 
