@@ -186,10 +186,6 @@ static bd_status check_batch_range(const bd_compile_opts *o, const bd_target *t,
                        "--target cpu only (give one extent, --dim %s=N, for --target %s)",
                        bd_quote(g->batch_symbol), (long long)g->batch_min, (long long)g->batch_max,
                        bd_quote(g->batch_symbol), t->name);
-    if (o->library)
-        return bd_fail(d, BD_ERR_USAGE, "--dim %s=%lld..%lld: batch ranges are compiled into "
-                       "executables only, not --lib yet", bd_quote(g->batch_symbol),
-                       (long long)g->batch_min, (long long)g->batch_max);
     bd_input_binds at_min = o->binds;
     at_min.batch_at = g->batch_min;
     bd_model *m = NULL;

@@ -414,6 +414,16 @@ char *bd_print_lib_header(bd_graph *g, const char *name, const char *link, bool 
     H("void *%s_create(int threads);\n", name);
     H("/* Runs one inference. inputs[i] / outputs[i] point to dense row-major buffers of the\n   descriptors' shapes and dtypes. Returns 0 on success. Not re-entrant per instance. */\n");
     H("int %s_run(void *instance, const void *const *inputs, void *const *outputs);\n", name);
+    if (g->batch_max) {
+        H("/* A batch range (bdc compile --dim SYMBOL=%lld..%lld): the descriptors hold the largest batch at\n"
+          "   dim 0 of the inputs and of the outputs computed from them, and the buffers are sized for\n"
+          "   it; %s_set_batch picks the batch of the runs that follow (the first `batch` items are\n"
+          "   read and written). Returns 0, or 6 when batch is outside the range (nothing changes). */\n",
+          (long long)g->batch_min, (long long)g->batch_max, name);
+        H("#define %s_BATCH_MIN %lld\n#define %s_BATCH_MAX %lld\n", name, (long long)g->batch_min, name,
+          (long long)g->batch_max);
+        H("int %s_set_batch(void *instance, int64_t batch);\n", name);
+    }
     H("void %s_destroy(void *instance);\n\n#endif\n", name);
 #undef H
     *(char *)bd_vec_push(&t) = 0;

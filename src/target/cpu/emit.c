@@ -392,6 +392,10 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         bd_emit(&e, "int %s_run(void *instance, const void *const *inputs, void *const *outputs) "
                     "{ return bd_run(instance, inputs, outputs); }", nm);
         bd_emit(&e, "void %s_destroy(void *instance) { bd_destroy(instance); }", nm);
+        if (e.graph->batch_max)
+            bd_emit(&e, "int %s_set_batch(void *instance, int64_t batch) { if (batch < %lld || batch > %lld) return 6; "
+                        "bd_set_batch(instance, batch); return 0; }",
+                    nm, (long long)e.graph->batch_min, (long long)e.graph->batch_max);
         bd_emit(&e, "const bdrt_model *%s_descriptor(void) { return &bd_model; }", nm);
     } else {
         bd_emit(&e, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
