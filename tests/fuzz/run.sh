@@ -49,7 +49,7 @@ import numpy as np
 from onnx import numpy_helper
 shapes = [("<f4", (2, 3)), ("<i8", ()), ("|b1", (5,)), ("|u1", (0, 4)), ("<f2", (3,)),
           ("<f8", (1, 2, 2)), ("|i1", (7,)), ("<u4", (2,)), ("<u8", (2,)), ("<i2", (1, 1)),
-          ("<u2", (4,)), ("<i4", (3,)), ("<f4", (1, 2) + (1,) * 10)]
+          ("<u2", (4,)), ("<i4", (3,)), ("<f4", (1, 2) + (1,) * 10), ("<f4", (3, 3))]
 for k, (dt, shape) in enumerate(shapes):
     a = (np.arange(int(np.prod(shape))) % 2).astype(dt).reshape(shape)
     buf = io.BytesIO()

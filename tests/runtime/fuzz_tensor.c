@@ -31,6 +31,7 @@ static const bdrt_io expected[] = {
     {"u16", BDRT_UINT16, 1, {4}, 0},
     {"i32", BDRT_INT32, 1, {3}, 0},
     {"r12", BDRT_FLOAT32, 12, {1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+    {"batched", BDRT_FLOAT32, 2, {4, 3}, 2}, /* a ranged batch: dim 0 in 2..4 */
 };
 
 static void fuzz_names(const uint8_t *data, size_t size) {
