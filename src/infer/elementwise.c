@@ -796,13 +796,36 @@ static bool eval_pow(const bd_tensor *a, int64_t ia, const bd_tensor *b, int64_t
     return true;
 }
 
-/* out = a op b elementwise under broadcasting (a may be out itself). */
-static bool fold_pair(bd_op op, const bd_tensor *a, const bd_tensor *b, bd_tensor *out) {
+/* Mod on integers only (the shape arithmetic tracing records, e.g. Swin's window padding
+ * (7 - 56 % 7) % 7): fmod 0 takes the divisor's sign, as Python's %, fmod 1 the dividend's, as
+ * C's %. A zero divisor, and floats, are left to run time. */
+static bool eval_mod(bool c_sign, const bd_tensor *a, int64_t ia, const bd_tensor *b, int64_t ib,
+                     bd_tensor *out, int64_t io) {
+    num_kind k = kind_of(a->dtype);
+    int64_t x = bd_tensor_get_i64(a, ia), y = bd_tensor_get_i64(b, ib), r;
+    if (k == NK_UNSIGNED) {
+        if (!y) return false;
+        r = (int64_t)((uint64_t)x % (uint64_t)y);
+    } else if (k == NK_SIGNED) {
+        if (y == 0 || (x == INT64_MIN && y == -1)) return false;
+        r = x % y;
+        if (!c_sign && r != 0 && (r < 0) != (y < 0)) r += y;
+    } else {
+        return false;
+    }
+    bd_tensor_set_i64(out, io, r);
+    return true;
+}
+
+/* out = a op b elementwise under broadcasting (a may be out itself); c_sign: Mod's fmod. */
+static bool fold_pair(bd_op op, bool c_sign, const bd_tensor *a, const bd_tensor *b,
+                      bd_tensor *out) {
     for (int64_t i = 0; i < out->numel; i++) {
         int64_t ia = bcast_offset(a, out->rank, out->dims, i);
         int64_t ib = bcast_offset(b, out->rank, out->dims, i);
-        bool ok = op == BD_OP_POW ? eval_pow(a, ia, b, ib, out, i)
-                                  : eval_same_dtype(op, a, ia, b, ib, out, i);
+        bool ok = op == BD_OP_POW   ? eval_pow(a, ia, b, ib, out, i)
+                  : op == BD_OP_MOD ? eval_mod(c_sign, a, ia, b, ib, out, i)
+                                    : eval_same_dtype(op, a, ia, b, ib, out, i);
         if (!ok) return false;
     }
     return true;
@@ -833,8 +856,9 @@ bd_status bd_fold_binary(bd_graph *g, bd_node *n, bd_diag *d) {
                    (const char *)first->data + (size_t)bcast_offset(first, rank, dims, i) * esize,
                    esize);
         for (int i = 1; i < count; i++)
-            if (!fold_pair(n->op, out, fold_input(g, n, i), out)) return BD_OK;
-    } else if (!fold_pair(n->op, first, fold_input(g, n, 1), out)) {
+            if (!fold_pair(n->op, false, out, fold_input(g, n, i), out)) return BD_OK;
+    } else if (!fold_pair(n->op, n->op == BD_OP_MOD && bd_attr_int(n, "fmod", 0), first,
+                          fold_input(g, n, 1), out)) {
         return BD_OK;
     }
     return bd_value_set_constant(d, n, bd_node_out(g, n, 0), out);
