@@ -84,21 +84,24 @@ RTOL, ATOL = 1e-3, 1e-4
 # The error itself is always printed.
 PRECISION_TOL = {"tf32": 2e-2, "fp16": 2e-2, "bf16": 1e-1}
 # int8 models (export_models.QUANTIZED): an absolute tolerance of their own, per model. Their
-# float intermediates still differ from onnxruntime's by float32 rounding, and where one lands
-# on a rounding tie of a quantizer, the quantized value moves by one step, which the rest of the
-# network carries to the outputs; onnxruntime itself moves them as much between its fused
-# integer kernels and the plain QDQ graph (ORT_DISABLE_ALL). A real bug moves them by the
-# outputs' own scale (order 1).
+# float intermediates differ from onnxruntime's by float32 rounding like any model's, and where
+# one lands on a quantizer's rounding tie the quantized value moves by a step, which the rest of
+# the network carries to the outputs (a dynamic quantizer's scale, the tensor's range, moves
+# with it and requantizes the whole tensor). The tolerances are measured on onnxruntime against
+# itself, one intermediate multiplied by 1 + eps * N(0, 1) noise, and set with a margin; a real
+# bug (a wrong zero point, scale, weight or pad) moves the outputs by their own scale (order 1).
 QUANT_ATOL = {
-    # QDQ: the output is DequantizeLinear(scale 0.0259); bdc is up to 2 steps (0.0518) from
-    # onnxruntime, exactly as far as onnxruntime's optimized session is from its unoptimized one
-    # (324 of 1000 outputs differ by a step or two). 2.5 steps.
-    "resnet18_int8": 0.065,
-    # DynamicQuantizeLinear: every integer tensor matches onnxruntime exactly except where a
-    # quantizer input is a tie within float rounding (one GELU output of 131072 in the last
-    # layer: x/scale = 35.5 in bdc, 35.4999962 in onnxruntime), which moves that token's row of
-    # last_hidden_state by up to 1.4e-3 through MatMulInteger and the last LayerNorm.
-    "bert_int8": 5e-3,
+    # QDQ, output DequantizeLinear scale 0.0259: the perturbed onnxruntime moves up to 2 steps
+    # (0.0518) with eps 1e-7 (60 trials), 3 (0.0777) with eps 1e-6 (20 trials); its optimized
+    # session (fused integer kernels) is itself 2 steps from its unoptimized one (plain QDQ).
+    # bdc: 2 steps on cpu and opencl. 5 steps.
+    "resnet18_int8": 0.13,
+    # DynamicQuantizeLinear + MatMulInteger: bdc's integer tensors equal onnxruntime's until a
+    # quantizer input is a tie within float rounding (cpu: one GELU output of 131072 in the last
+    # layer, x/scale 35.5 in bdc, 35.4999962 in onnxruntime: 1.4e-3 on last_hidden_state;
+    # opencl: one in the second layer, whose drift changes the next layers' scales: 0.049).
+    # The perturbed onnxruntime (eps 1e-7, 52 trials) moves up to 0.086. 0.2.
+    "bert_int8": 0.2,
 }
 precision = "fp32"
 branches = "streams"
