@@ -258,6 +258,9 @@ GPU_XFAIL = {
     ("opencl", "block", "densenet121"):
         "PoCL's compiler (LLVM 15) crashes with SIGSEGV in its inliner (llvm::InlineFunction) "
         "building the 846-nest persistent kernel; the op schedule runs, cuda and hip build",
+    ("opencl", "block", "swin_t"):  # a HEAVY model: run by name only
+        "PoCL's compiler (LLVM 15) crashes with SIGSEGV in its inliner (llvm::InlineFunction -> "
+        "getUnderlyingObject) building the persistent kernel; the op schedule runs",
 }
 
 
