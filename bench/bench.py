@@ -307,8 +307,8 @@ def main():
                 ap.error("--modes: %s/%s: fusion none|op|block, schedule op|block" % (f, sch))
     else:
         args.modes = [None]
-    known = real.model_names()
-    names = args.models.split(",") if args.models else known
+    known = real.model_names(heavy=True)
+    names = args.models.split(",") if args.models else real.model_names()
     bad = [n for n in names if n not in known]
     if bad:
         ap.error("unknown model(s) %s; known: %s" % (" ".join(bad), " ".join(known)))

@@ -265,7 +265,8 @@ def main():
     opts = ap.parse_args()
     opts.peers = opts.peers.split(",")
     bad = [p for p in opts.peers if p not in PEERS]
-    names = opts.models.split(",") if opts.models else list(export_models.MODELS)
+    names = opts.models.split(",") if opts.models else [
+        n for n in export_models.MODELS if n not in export_models.HEAVY]  # heavy ones by name
     bad += [n for n in names if n not in export_models.MODELS]
     if bad or opts.runs < 1 or opts.warmup < 0:
         ap.error("unknown peer/model %s, or --runs < 1 / --warmup < 0 (peers: %s; models: %s)"

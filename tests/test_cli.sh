@@ -69,6 +69,27 @@ check inspect-symbols-bound 0 "batch += 2 \(x dim 0, m dim 0\)" \
   "$bdc" inspect "$tmp/sym.onnx" --dim batch=2 --dim seq=7
 check inspect-shape-binds-others 0 "m +float32 +\[3,1,4\]" \
   "$bdc" inspect "$tmp/sym.onnx" --shape x=3x5x4
+# Mod of constants folds (a Reshape or Pad fed by it stays static): fmod 0 takes the divisor's
+# sign, fmod 1 the dividend's (-7 mod 3 = 2 or -1, 5 mod -3 = -1 or 2)
+/usr/bin/python3 - "$tmp/mod.onnx" <<'EOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6])
+outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y0", "y1")]
+inits = [helper.make_tensor("a", TensorProto.INT64, [2], [-7, 5]),
+         helper.make_tensor("b", TensorProto.INT64, [2], [3, -3])]
+nodes = [helper.make_node("Mod", ["a", "b"], ["s0"], fmod=0),
+         helper.make_node("Mod", ["a", "b"], ["s1"], fmod=1),
+         helper.make_node("Reshape", ["x", "s0"], ["y0"]),
+         helper.make_node("Reshape", ["x", "s1"], ["y1"])]
+g = helper.make_graph(nodes, "mod", [x], outs, inits)
+model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.save(model, sys.argv[1])
+EOF
+check inspect-mod-folds-python-sign 0 "y0 +float32 +\[2,3\]" "$bdc" inspect "$tmp/mod.onnx"
+check inspect-mod-folds-c-sign 0 "y1 +float32 +\[3,2\]" "$bdc" inspect "$tmp/mod.onnx"
 
 # analyze: the block-dependency report in its three forms, and its usage errors
 check analyze-no-model 1 "no model given" "$bdc" analyze

@@ -12,7 +12,9 @@ Conv bias, opsets 9 and 15, grouped and depthwise, a Relu after it, its output a
 or not), by Mul or Add with a per-channel or scalar constant on either side, or chains of them;
 and the cases that must not fold: a Conv output with a second reader, constants that broadcast
 along the spatial or batch axes, a BatchNormalization whose var + epsilon is negative (its NaN
-must survive), a Conv with weights that are a graph input. For each case:
+must survive), a Conv with weights that are a graph input. Also DequantizeLinear of constant
+weights before a Conv or MatMul (per-channel int8 with an int32 bias, scalar uint8), which
+folds into float weights (infer/elementwise.c). For each case:
   folds    `bdc inspect --json`: node_count must be original_node_count minus the maps the
            case expects folded (so a fold that silently stops happening fails here);
   runs     `bdc compile --werror` and the executable on the sample input; every output is
@@ -49,9 +51,14 @@ class Case:
         self.feeds = {"x": rng.standard_normal(x_shape).astype(np.float32)}
         for n, shape in inputs:
             self.feeds[n] = rng.standard_normal(shape).astype(np.float32)
-        self.consts = {n: (f(rng) if callable(f) else f).astype(np.float32)
-                       for n, f in consts.items()}
+        self.consts = {n: self.weight(f(rng) if callable(f) else f) for n, f in consts.items()}
         self.nodes, self.outputs = nodes, outputs
+
+    @staticmethod
+    def weight(a):
+        """Float data as float32; integer arrays (quantized weights) keep their dtype."""
+        a = np.asarray(a)
+        return a.astype(np.float32) if a.dtype.kind == "f" else a
 
     def model(self):
         graph = helper.make_graph(
@@ -119,6 +126,23 @@ def cases():
     out.append(Case("add/channel-rank4", 13, (1, c, 6, 7),
                     [conv("x", "c", bias=False), helper.make_node("Add", ["c", "k"], ["y"])],
                     {**w_nobias, "k": normal(1, m, 1, 1)}, ["y"], folds=1))
+    # DequantizeLinear of constant weights folds (a QDQ model's weights: the Conv or MatMul
+    # then has constant weights), bit for bit the runtime's (x - zero_point) * scale
+    ints = lambda dt, lo, hi, *shape: lambda rng: rng.integers(lo, hi + 1, shape).astype(dt)
+    out.append(Case("dq/conv-per-channel-int8-int32-bias", 13, (1, c, 7, 8),
+                    [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=0),
+                     helper.make_node("DequantizeLinear", ["bq", "bs"], ["b"], axis=0),
+                     conv("x", "y")],
+                    {"wq": ints(np.int8, -128, 127, m, c, 3, 3), "ws": normal(m, scale=0.01, offset=0.03),
+                     "wz": ints(np.int8, -3, 3, m), "bq": ints(np.int32, -3000, 3000, m),
+                     "bs": normal(m, scale=1e-4, offset=5e-4)}, ["y"], folds=2))
+    # (weights on the left: onnxruntime rewrites DequantizeLinear -> MatMul's right operand into
+    # a matrix product that quantizes x too, 0.04 off the spec's result on this case)
+    out.append(Case("dq/matmul-uint8-scalar", 13, (1, c, 6, 6),
+                    [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+                     helper.make_node("MatMul", ["w", "x"], ["y"])],
+                    {"wq": ints(np.uint8, 0, 255, 7, 6), "ws": np.array(0.02),
+                     "wz": np.array(128, dtype=np.uint8)}, ["y"], folds=1))
     # must not fold
     out.append(Case("keep/second-reader", 15, (1, c, 6, 6),
                     [conv("x", "c"), bn("c", "n"), helper.make_node("Add", ["c", "n"], ["y"])],

@@ -30,14 +30,16 @@ Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
                   DIR/<name>/fusion-<mode>/ (replaced if it exists), with inputs.sha256 naming
                   the model and sample inputs it ran on; for comparing two bdc binaries byte for
                   byte (tests/tools/compare_outputs.sh). A failed run keeps nothing.
-  NAME            models to test (default: every model tests/tools/export_models.py knows)
+  NAME            models to test (default: those `tests/tools/export_models.py --list` prints,
+                  the heavy ones left out; any name --list-all prints is accepted)
 
 For every model: export it if the cache lacks it (tests/tools/export_models.py, fixed seeds),
 `bdc compile MODEL.onnx -o .../model --werror` (cached under CACHE/real_run/<name>-<sha256 of
 the model>/<bdc stamp>/, the stamp being the modification times of bdc and the runtime staged
 beside it), run the executable on the sample inputs NAME.input*.npy, run onnxruntime
 (CPUExecutionProvider, default session options) on the same inputs, and compare every output:
-dtype and shape exactly, values with np.allclose(rtol=1e-3, atol=1e-4). Prints per output the
+dtype and shape exactly, values with np.allclose(rtol=1e-3, atol=1e-4; the int8 models have their
+own atol, QUANT_ATOL, within a quantization step or two). Prints per output the
 max absolute error and the max relative error (|bdc - ort| / max(|ort|, atol)), one line per
 model, and a closing `N passed, M failed`; exits 1 if any failed. bdc exit 3 (unsupported) is a
 failure here: these are the networks bdc exists for.
@@ -81,6 +83,26 @@ RTOL, ATOL = 1e-3, 1e-4
 # a real bug (a wrong weight, pad or bias) gives errors of the order of the outputs themselves.
 # The error itself is always printed.
 PRECISION_TOL = {"tf32": 2e-2, "fp16": 2e-2, "bf16": 1e-1}
+# int8 models (export_models.QUANTIZED): an absolute tolerance of their own, per model. Their
+# float intermediates differ from onnxruntime's by float32 rounding like any model's, and where
+# one lands on a quantizer's rounding tie the quantized value moves by a step, which the rest of
+# the network carries to the outputs (a dynamic quantizer's scale, the tensor's range, moves
+# with it and requantizes the whole tensor). The tolerances are measured on onnxruntime against
+# itself, one intermediate multiplied by 1 + eps * N(0, 1) noise, and set with a margin; a real
+# bug (a wrong zero point, scale, weight or pad) moves the outputs by their own scale (order 1).
+QUANT_ATOL = {
+    # QDQ, output DequantizeLinear scale 0.0259: the perturbed onnxruntime moves up to 2 steps
+    # (0.0518) with eps 1e-7 (60 trials), 3 (0.0777) with eps 1e-6 (20 trials); its optimized
+    # session (fused integer kernels) is itself 2 steps from its unoptimized one (plain QDQ).
+    # bdc: 2 steps on cpu and opencl. 5 steps.
+    "resnet18_int8": 0.13,
+    # DynamicQuantizeLinear + MatMulInteger: bdc's integer tensors equal onnxruntime's until a
+    # quantizer input is a tie within float rounding (cpu: one GELU output of 131072 in the last
+    # layer, x/scale 35.5 in bdc, 35.4999962 in onnxruntime: 1.4e-3 on last_hidden_state;
+    # opencl: one in the second layer, whose drift changes the next layers' scales: 0.049).
+    # The perturbed onnxruntime (eps 1e-7, 52 trials) moves up to 0.086. 0.2.
+    "bert_int8": 0.2,
+}
 precision = "fp32"
 branches = "streams"
 
@@ -181,6 +203,7 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
     """Runs the compiled model once with environment env and compares every output with the
     reference. Returns (ok, lines, seconds)."""
     lines, ok, secs = [], True, 0.0
+    atol = QUANT_ATOL.get(what[0], ATOL)
     with tempfile.TemporaryDirectory(prefix="bdc-real-run-") as out:
         t0 = time.time()
         try:
@@ -218,10 +241,12 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
                                  n, got.dtype, list(got.shape), precision, abs_err, of_max,
                                  PRECISION_TOL[precision], "" if close else "  MISMATCH"))
                 continue
-            close = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+            close = bool(np.allclose(got, want, rtol=RTOL, atol=atol, equal_nan=True))
             ok = ok and close
-            lines.append("output %-20s %s%-16s max abs err %.3g, max rel err %.3g%s" % (
-                n, got.dtype, list(got.shape), abs_err, rel_err, "" if close else "  MISMATCH"))
+            lines.append("output %-20s %s%-16s max abs err %.3g, max rel err %.3g%s%s" % (
+                n, got.dtype, list(got.shape), abs_err, rel_err,
+                "" if atol == ATOL else " (int8 model: atol %g)" % atol,
+                "" if close else "  MISMATCH"))
     return ok, lines, secs
 
 
@@ -233,6 +258,9 @@ GPU_XFAIL = {
     ("opencl", "block", "densenet121"):
         "PoCL's compiler (LLVM 15) crashes with SIGSEGV in its inliner (llvm::InlineFunction) "
         "building the 846-nest persistent kernel; the op schedule runs, cuda and hip build",
+    ("opencl", "block", "swin_t"):  # a HEAVY model: run by name only
+        "PoCL's compiler (LLVM 15) crashes with SIGSEGV in its inliner (llvm::InlineFunction -> "
+        "getUnderlyingObject) building the persistent kernel; the op schedule runs",
 }
 
 
@@ -330,8 +358,8 @@ def main():
     precision = args.precision
     branches = ap_branches
 
-    known = real.model_names()
-    names = args.models or known
+    known = real.model_names(heavy=True)
+    names = args.models or real.model_names()
     bad = [n for n in names if n not in known]
     if bad:
         ap.error("unknown model(s) %s; known: %s" % (" ".join(bad), " ".join(known)))

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Export real network architectures to ONNX (opset 17) for bdc's real-model tests.
 
-Usage: export_models.py OUTDIR [NAME ...]        (no NAME: every model; --list: print names)
+Usage: export_models.py OUTDIR [NAME ...]   (no NAME: every model but HEAVY's; --list: print
+                                             those names; --list-all: every name)
 
 Writes OUTDIR/NAME.onnx plus one sample input per graph input, in graph-input order:
 NAME.input.npy (first input), NAME.input.1.npy, NAME.input.2.npy, ... A model whose .onnx
@@ -206,6 +207,47 @@ class LSTMModel(nn.Module):
         return self.fc(y), h, c
 
 
+class UNet(nn.Module):
+    """Small U-Net for segmentation: conv-BN-ReLU pairs, MaxPool down, ConvTranspose2d (and one
+    bilinear Upsample) up, skip connections joined by Concat, 1x1 conv to per-pixel logits."""
+
+    @staticmethod
+    def double_conv(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+                             nn.ReLU(inplace=True),
+                             nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+                             nn.ReLU(inplace=True))
+
+    def __init__(self, cin=3, classes=4, width=16):
+        super().__init__()
+        w = [width, 2 * width, 4 * width, 8 * width]
+        self.enc = nn.ModuleList([self.double_conv(cin, w[0]), self.double_conv(w[0], w[1]),
+                                  self.double_conv(w[1], w[2])])
+        self.pool = nn.MaxPool2d(2)
+        self.bottleneck = self.double_conv(w[2], w[3])
+        self.up = nn.ModuleList([nn.ConvTranspose2d(w[3], w[2], 2, stride=2),
+                                 nn.ConvTranspose2d(w[2], w[1], 2, stride=2)])
+        # the last step upsamples (bilinear) then convolves, the other common decoder form
+        self.up_last = nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear",
+                                                 align_corners=False),
+                                     nn.Conv2d(w[1], w[0], 1))
+        self.dec = nn.ModuleList([self.double_conv(2 * w[2], w[2]),
+                                  self.double_conv(2 * w[1], w[1]),
+                                  self.double_conv(2 * w[0], w[0])])
+        self.head = nn.Conv2d(w[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for enc in self.enc:
+            x = enc(x)
+            skips.append(x)
+            x = self.pool(x)
+        x = self.bottleneck(x)
+        for up, dec in zip(list(self.up) + [self.up_last], self.dec):
+            x = dec(torch.cat([up(x), skips.pop()], dim=1))
+        return self.head(x)
+
+
 # ---------------------------------------------------------------------------------------------
 # Model table: name -> builder returning (module, [(input name, sample array)], [output names])
 # ---------------------------------------------------------------------------------------------
@@ -259,6 +301,10 @@ def _gpt2_tiny(rng):
     return model, [("input_ids", ids)], ["logits"]
 
 
+def _unet(rng):
+    return UNet(), [("input", rng.standard_normal((1, 3, 128, 128), dtype=np.float32))], ["output"]
+
+
 MODELS = {
     "resnet18": _tv(torchvision.models.resnet18),
     "mobilenet_v2": _tv(torchvision.models.mobilenet_v2),
@@ -273,7 +319,30 @@ MODELS = {
     "bert": _bert,
     "gpt2": _gpt2,
     "lstm": _lstm,
+    "regnet_y_400mf": _tv(torchvision.models.regnet_y_400mf),
+    "unet": _unet,
+    "efficientnet_v2_s": _tv(torchvision.models.efficientnet_v2_s),
+    "convnext_tiny": _tv(torchvision.models.convnext_tiny),
+    "swin_t": _tv(torchvision.models.swin_t),
 }
+
+# int8 models made by onnxruntime's quantizer from a float model above (the same weights and
+# sample inputs): name -> (float model, how). "static": quantize_static, QDQ format, int8
+# weights (per channel) and uint8 activations calibrated (MinMax) on CALIB_BATCHES fixed-seed
+# random inputs; "dynamic": quantize_dynamic, uint8 activations quantized at run time
+# (DynamicQuantizeLinear + MatMulInteger), int8 weights.
+QUANTIZED = {
+    "resnet18_int8": ("resnet18", "static"),
+    "bert_int8": ("bert", "dynamic"),
+}
+CALIB_BATCHES = 4
+
+# Models too heavy for the default list, which CI exports, compiles and runs in every mode (four
+# CPU modes, PoCL in both schedules, nvcc and hipcc builds) on 2 cores: 82-109 MiB of weights,
+# 13-48 s to export, 12-32 s to compile, 5.7-9.1 GFLOP a run. --list leaves them out, --list-all
+# includes them, and every tool takes them by name.
+HEAVY = {"efficientnet_v2_s", "convnext_tiny", "swin_t"}
+ALL = list(MODELS) + list(QUANTIZED)
 
 # Models exported with symbolic dimensions (dynamic_axes), for the --dim/--shape tests
 # (tests/test_dynamic_shapes.py): name -> (builder, input names, dynamic_axes). They are not in
@@ -411,23 +480,64 @@ def export(name, outdir):
     return float(first.std())
 
 
+def export_quantized(name, outdir):
+    """QUANTIZED[name]: its float model exported into a scratch folder (same seeds as under its
+    own name), then quantized by onnxruntime; the float model's sample inputs are this one's."""
+    import onnxruntime.quantization as q  # only these models need onnxruntime here
+
+    base, how = QUANTIZED[name]
+    with tempfile.TemporaryDirectory(prefix="bdc-quant-") as tmp:
+        std = export(base, tmp)
+        src = os.path.join(tmp, base + ".onnx")
+        count = len(build(base)[1])
+        arrays = [np.load(p) for p in input_paths(tmp, base, count)]
+        if how == "static":
+            rng = np.random.default_rng(zlib.crc32(name.encode()))
+            names = [i.name for i in _onnx_inputs(src)]
+
+            class Calib(q.CalibrationDataReader):
+                def __init__(self):
+                    self.batches = iter([{n: rng.standard_normal(a.shape, dtype=np.float32)
+                                          for n, a in zip(names, arrays)}
+                                         for _ in range(CALIB_BATCHES)])
+
+                def get_next(self):
+                    return next(self.batches, None)
+
+            quantize = lambda out: q.quantize_static(  # noqa: E731
+                src, out, Calib(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+        else:
+            quantize = lambda out: q.quantize_dynamic(  # noqa: E731
+                src, out, weight_type=q.QuantType.QInt8)
+        for path, a in zip(input_paths(outdir, name, count), arrays):
+            _atomic_write(path, lambda tmp, a=a: _save_npy(tmp, a))
+        _atomic_write(os.path.join(outdir, name + ".onnx"), quantize)
+    return std
+
+
+def _onnx_inputs(path):
+    import onnx
+    return onnx.load(path, load_external_data=False).graph.input
+
+
 def _save_npy(path, a):
     with open(path, "wb") as f:  # np.save(path) would append ".npy" to the temporary name
         np.save(f, a)
 
 
 def main(argv):
-    if len(argv) >= 1 and argv[0] == "--list":
-        print("\n".join(MODELS))
+    if len(argv) >= 1 and argv[0] in ("--list", "--list-all"):
+        print("\n".join(n for n in ALL if argv[0] == "--list-all" or n not in HEAVY))
         return 0
     if not argv or argv[0].startswith("-"):
-        sys.stderr.write(__doc__.split("\n\n")[1] + "\nmodels: " + " ".join(MODELS) + "\n")
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\nmodels: " + " ".join(ALL) + "\n")
         return 1
-    outdir, names = argv[0], argv[1:] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS and n not in DYNAMIC_MODELS]
+    outdir, names = argv[0], argv[1:] or [n for n in ALL if n not in HEAVY]
+    unknown = [n for n in names if n not in ALL and n not in DYNAMIC_MODELS]
     if unknown:
         sys.stderr.write("export_models: unknown model(s): %s (known: %s)\n"
-                         % (" ".join(unknown), " ".join(MODELS)))
+                         % (" ".join(unknown), " ".join(ALL)))
         return 1
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -437,7 +547,7 @@ def main(argv):
             print("%-20s cached     %8.1f MB" % (name, os.path.getsize(path) / 1e6), flush=True)
             continue
         t0 = time.time()
-        std = export(name, outdir)
+        std = (export_quantized if name in QUANTIZED else export)(name, outdir)
         print("%-20s exported   %8.1f MB  %6.1f s  (output std %.3g)"
               % (name, os.path.getsize(path) / 1e6, time.time() - t0, std), flush=True)
     return 0
