@@ -523,6 +523,11 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
     const bd_graph *g = p->graph;
     for (size_t i = 0; i < p->nests.len; i++) {
         bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
+        /* A batch range (--dim batch=LO..HI, compiled at HI): a nest over the batch is tiled as
+         * at LO, so that a run at the smallest batch has the blocks its threads need; a larger
+         * batch adds blocks along dim 0 (plan/batch.h). */
+        bool at_min = g->batch_max && n->n_iter > 0 && n->extent[0] == g->batch_max && !n->whole[0];
+        if (at_min) n->extent[0] = g->batch_min;
         switch (n->body) {
         case BD_BODY_ELEMENTWISE: bd_nest_tile_default(g, n, ELEMENTWISE_TILE); break;
         case BD_BODY_COPY:
@@ -553,6 +558,12 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         case BD_BODY_LSTM: tile_lstm(g, n); break;
         case BD_BODY_CONSTANT: break; /* one block */
         case BD_BODY_COUNT: BD_ASSERT(!"no body");
+        }
+        if (at_min) {
+            int64_t tile[BD_MAX_RANK];
+            memcpy(tile, n->tile, sizeof tile);
+            n->extent[0] = g->batch_max;
+            bd_nest_set_tile(g, n, tile);
         }
     }
     return bd_program_verify(p, d);
