@@ -78,11 +78,7 @@ def main():
                 continue
             feeds = feeds_for(name, b, rng)
             with tempfile.TemporaryDirectory(prefix="bdc-batch-range-") as tmp:
-                feeds_args = []
-                for k, (n, a) in enumerate(feeds.items()):
-                    p = os.path.join(tmp, "in%d.npy" % k)
-                    np.save(p, a)
-                    feeds_args += ["--input", "%s=%s" % (n, p)]
+                feeds_args = bench.real_run.save_inputs(tmp, feeds)
                 row = {"model": name, "batch": b, "range": args.range, "threads": args.threads,
                        "ranged": bench.bench_bdc(ranged, feeds_args, args.runs, args.warmup,
                                                  args.threads),

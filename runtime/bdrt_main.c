@@ -1003,7 +1003,6 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
 
 done:
     if (inst) m->destroy(inst);
-    m = full;
     if (dir.fd >= 0 || dir.n_created) out_dir_close(&dir, rc != 0);
     for (int i = 0; in && i < ni; i++)
         bdrt_free(in[i]);

@@ -90,11 +90,7 @@ def run_and_compare(bdc, cache, name, model, flags, feeds):
     with open(os.path.join(entry, "info.json")) as f:
         files = {o["name"]: o["file"] for o in json.load(f)["outputs"]}
     with tempfile.TemporaryDirectory(prefix="bdc-dynamic-") as tmp:
-        args = []
-        for k, (n, a) in enumerate(feeds.items()):
-            p = os.path.join(tmp, "in%d.npy" % k)
-            np.save(p, a)
-            args += ["--input", "%s=%s" % (n, p)]
+        args = run.save_inputs(tmp, feeds)
         out = os.path.join(tmp, "out")
         r = subprocess.run([os.path.join(entry, "model")] + args + ["--output-dir", out],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -176,6 +176,17 @@ def compile_cached(bdc, cache, name, model, flags=()):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def save_inputs(folder, feeds):
+    """Writes each array of feeds ({input name: array}) to folder as .npy; returns the
+    executable's `--input NAME=FILE` arguments for them."""
+    args = []
+    for k, (name, a) in enumerate(feeds.items()):
+        path = os.path.join(folder, "in%d.npy" % k)
+        np.save(path, a)
+        args += ["--input", "%s=%s" % (name, path)]
+    return args
+
+
 def errors(got, want):
     """(max abs error, max relative error) in float64; inf when NaNs disagree."""
     g, w = got.astype(np.float64), want.astype(np.float64)

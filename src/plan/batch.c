@@ -36,6 +36,17 @@ static bool same_constant(const bd_tensor *a, const bd_tensor *b) {
     return !a->nbytes || !a->data || !b->data || memcmp(a->data, b->data, (size_t)a->nbytes) == 0;
 }
 
+/* Per value of g: whether it is a graph input whose dim 0 is the ranged batch (bind.c). */
+static bool *batched_inputs(bd_graph *g) {
+    bool *batched = calloc(g->values.len + 1, sizeof *batched);
+    BD_ASSERT(batched);
+    for (size_t k = 0; k < g->inputs.len; k++) {
+        int v = BD_VEC_AT(&g->inputs, int, k);
+        batched[v] = (bd_graph_value(g, v)->flags & BD_VALUE_BATCHED) != 0;
+    }
+    return batched;
+}
+
 static bd_status refuse_value(bd_diag *d, const bd_graph *g, const bd_value *v, const char *why) {
     return bd_fail(d, BD_ERR_UNSUPPORTED, "--dim %s=%lld..%lld: value '%s' %s", bd_quote(g->batch_symbol),
                    (long long)g->batch_min, (long long)g->batch_max, bd_quote(v->name), why);
@@ -47,12 +58,7 @@ bd_status bd_batch_check_front(bd_graph *hi, bd_graph *lo, bd_diag *d) {
                        "different graphs at batch %lld and %lld", bd_quote(hi->batch_symbol),
                        (long long)hi->batch_min, (long long)hi->batch_max,
                        (long long)lo->batch_at, (long long)hi->batch_at);
-    bool *tainted = calloc(hi->values.len + 1, sizeof *tainted);
-    BD_ASSERT(tainted);
-    for (size_t k = 0; k < hi->inputs.len; k++) {
-        int v = BD_VEC_AT(&hi->inputs, int, k);
-        tainted[v] = (bd_graph_value(hi, v)->flags & BD_VALUE_BATCHED) != 0;
-    }
+    bool *tainted = batched_inputs(hi);
     bd_status s = BD_OK;
     for (size_t i = 0; i < hi->nodes.len && !s; i++) {
         const bd_node *n = bd_graph_node(hi, (int)i), *m = bd_graph_node(lo, (int)i);
@@ -115,12 +121,7 @@ bd_status bd_batch_plan(const bd_program *p, bool **batch_sliced, bd_diag *d) {
     *batch_sliced = calloc(p->nests.len + 1, sizeof **batch_sliced);
     BD_ASSERT(*batch_sliced);
     if (!g->batch_max) return BD_OK;
-    bool *batched = calloc(g->values.len + 1, sizeof *batched); /* per storage root */
-    BD_ASSERT(batched);
-    for (size_t k = 0; k < g->inputs.len; k++) {
-        int v = BD_VEC_AT(&g->inputs, int, k);
-        batched[v] = (bd_graph_value(g, v)->flags & BD_VALUE_BATCHED) != 0;
-    }
+    bool *batched = batched_inputs(g); /* per storage root */
     bd_status s = BD_OK;
     for (size_t i = 0; i < p->nests.len && !s; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
@@ -163,12 +164,6 @@ bd_status bd_batch_plan(const bd_program *p, bool **batch_sliced, bd_diag *d) {
         else if (!val->constant && !(val->flags & BD_VALUE_INPUT))
             s = bd_fail(d, BD_ERR_UNSUPPORTED, "--dim %s ranges: graph output '%s' is computed "
                         "without batch items", bd_quote(g->batch_symbol), bd_quote(val->name));
-    }
-    /* A graph output that is a graph input (passed through) is batched when the input is. */
-    for (size_t k = 0; k < g->outputs.len && !s; k++) {
-        bd_value *val = bd_graph_value(g, BD_VEC_AT(&g->outputs, int, k));
-        if ((val->flags & BD_VALUE_INPUT) && batched[BD_VEC_AT(&g->outputs, int, k)])
-            val->flags |= BD_VALUE_BATCHED;
     }
     free(batched);
     return s;
