@@ -40,6 +40,7 @@ import math
 import os
 import platform
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -159,6 +160,7 @@ def bench_model(args, name, threads):
     if args.against and "error" not in row:
         mode = args.modes[0]
         flags = arch + ([] if mode is None else ["--fusion", mode[0], "--schedule", mode[1]])
+        flags += shlex.split(args.against_flags or "")
         against, problem = real_run.compile_cached(args.against, args.against_cache, name, path,
                                                    flags)
         if problem:
@@ -284,6 +286,9 @@ def main():
                                     "op/op,block/op,op/block,block/block (default: bdc's own)")
     ap.add_argument("--against", metavar="PATH",
                     help="a second bdc to time next to the first (e.g. the base of a change)")
+    ap.add_argument("--against-flags", metavar="FLAGS",
+                    help="more `bdc compile` options for --against (e.g. \"--winograd off\": the "
+                         "same compiler with a choice turned off)")
     ap.add_argument("--against-cache", metavar="DIR",
                     help="its compiled executables (default: CACHE/against)")
     args = ap.parse_args()
@@ -323,7 +328,7 @@ def main():
         " --arch " + args.arch if args.arch else "", ort.__version__, args.runs, args.warmup,
         cpu_name()))
     if args.against:
-        print("against: %s" % args.against)
+        print("against: %s %s" % (args.against, args.against_flags or ""))
         os.makedirs(args.against_cache, exist_ok=True)
     tables, all_rows = [], []
     for threads in thread_counts:
@@ -345,6 +350,7 @@ def main():
                   "command": " ".join(sys.argv), "tables": tables, "models": all_rows}
         if args.against:
             result["against"] = args.against
+            result["against_flags"] = args.against_flags or ""
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
             f.write("\n")

@@ -105,10 +105,13 @@ void bd_f32_gemm_packed_a(int64_t m0, int64_t m1, int64_t N, int64_t K, const fl
 /* ---- 2-D convolution (NCHW) --------------------------------------------------------------- */
 
 /* x: N x C x H x W, weights: M x C/group x KH x KW, y: N x M x OH x OW. pad_top/pad_left are
- * the leading pads; trailing pads are implied by OH/OW (which the caller computed). */
+ * the leading pads; trailing pads are implied by OH/OW (which the caller computed).
+ * winograd: 0 (direct or im2col GEMM), or 2 / 4 to compute a 3x3, stride-1, undilated,
+ * ungrouped convolution by Winograd's F(2x2,3x3) / F(4x4,3x3): 2.25x / 4x fewer multiplies, at
+ * a larger rounding error (bdckernels_test prints the measured error against the direct sum). */
 typedef struct bd_conv2d_shape {
     int64_t N, C, H, W, M, OH, OW, KH, KW, group, stride_h, stride_w, dil_h, dil_w, pad_top,
-        pad_left;
+        pad_left, winograd;
 } bd_conv2d_shape;
 
 /* 1 when the shape is consistent (positive sizes, group divides C and M, ...). The other conv
@@ -126,6 +129,26 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
 /* One tile: output channels [oc0, oc1) x output rows [oh0, oh1) x all output columns of batch
  * item n. x and y are the whole tensors; bias (M values) may be NULL; act as for the GEMM. */
 void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
+                        const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
+                        int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
+                        void *scratch);
+
+/* ---- transposed 2-D convolution, stride = kernel, no padding (deconv.c) -------------------- */
+
+/* The upsampling of U-Nets and decoders: each output pixel takes exactly one tap, so output
+ * pixel (oh, ow) of channel m is bias[m] + sum over c of x[c, oh / KH, ow / KW] *
+ * w[c, m, oh % KH, ow % KW]. The shape is a bd_conv2d_shape with x N x C x H x W, weights
+ * C x M x KH x KW (ONNX's ConvTranspose layout), stride_h == KH, stride_w == KW, dilations 1,
+ * no padding, group 1, OH = H * KH, OW = W * KW (winograd 0). Per tap it is the GEMM of the tap's
+ * M x C weights (packed once) by the input rows; the tile scatters the products to every KH-th
+ * row and KW-th column. */
+int bd_deconv_shape_valid(const bd_conv2d_shape *s);
+size_t bd_f32_deconv_packed_w_bytes(const bd_conv2d_shape *s);
+void bd_f32_deconv_pack_w(const bd_conv2d_shape *s, const float *w, float *packed);
+size_t bd_f32_deconv_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
+/* Output channels [oc0, oc1) x output rows [oh0, oh1) x all columns of batch item n; act as for
+ * the GEMM (applied after the bias). */
+void bd_f32_deconv_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
                         const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
                         int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
                         void *scratch);

@@ -113,7 +113,7 @@ void bd_f32_dwconv_avx2(const bd_dw_job *job);
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 
 #define BD_PACK_HDR_FLOATS 16 /* 64 bytes, keeps the panels 64-byte aligned to the buffer */
-enum { BD_PACK_A = 1, BD_PACK_B = 2, BD_PACK_CONV = 3, BD_PACK_DW = 4 };
+enum { BD_PACK_A = 1, BD_PACK_B = 2, BD_PACK_CONV = 3, BD_PACK_DW = 4, BD_PACK_WINO = 5, BD_PACK_DECONV = 6 };
 typedef struct bd_pack_hdr {
     uint32_t magic;
     int32_t kind;  /* BD_PACK_* */
@@ -121,7 +121,7 @@ typedef struct bd_pack_hdr {
     int32_t tile;  /* MR (A, conv) or NR (B) */
     int64_t rows;  /* M (A), N (B), M (conv) */
     int64_t K;     /* depth; for conv: C/group*KH*KW */
-    int64_t extra; /* conv: group */
+    int64_t extra; /* conv: group; Winograd: the output tile m */
 } bd_pack_hdr;
 void bd_pack_hdr_write(float *packed, const bd_pack_hdr *h);
 /* Reads and checks the header (magic, kind); returns the kernel of its instruction set. */
@@ -175,6 +175,20 @@ size_t bd_gemm_scratch_floats(const bd_gemm_kernel *kd, int64_t M, int64_t N, in
                               int a_packed);
 /* The same bound over every instruction set, in bytes. */
 size_t bd_gemm_scratch_bytes_all(int64_t M, int64_t N, int64_t K, int a_packed);
+
+/* ---- Winograd convolutions (winograd.c) ------------------------------------------------------ */
+
+/* 3x3, unit strides and dilations, one group: what bd_conv2d_shape.winograd may be set for. */
+int bd_wino_shape_ok(const bd_conv2d_shape *s);
+/* The transformed weights: (m+2)^2 matrices M x C, each packed as an A operand of MR-row
+ * panels. */
+size_t bd_wino_packed_floats(const bd_conv2d_shape *s, int mr);
+void bd_wino_pack(const bd_conv2d_shape *s, const float *w, float *dst, int mr);
+/* Scratch for tiles of up to `rows` output rows, a bound for every instruction set. */
+size_t bd_wino_scratch_floats(const bd_conv2d_shape *s, int64_t rows);
+void bd_wino_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *x,
+                  const float *upacked, const float *bias, float *y, int64_t m_lo, int64_t m_hi,
+                  int64_t oh0, int64_t oh1, int act, float act_min, float act_max, void *scratch);
 
 /* Scalar activation with NaN passed through. */
 static inline float bd_act_apply(float v, int act, float lo, float hi) {

@@ -37,7 +37,8 @@ int bd_conv2d_shape_valid(const bd_conv2d_shape *s) {
     return s && s->N >= 1 && s->C >= 1 && s->H >= 1 && s->W >= 1 && s->M >= 1 && s->OH >= 1 &&
            s->OW >= 1 && s->KH >= 1 && s->KW >= 1 && s->group >= 1 && s->C % s->group == 0 &&
            s->M % s->group == 0 && s->stride_h >= 1 && s->stride_w >= 1 && s->dil_h >= 1 &&
-           s->dil_w >= 1 && s->pad_top >= 0 && s->pad_left >= 0;
+           s->dil_w >= 1 && s->pad_top >= 0 && s->pad_left >= 0 &&
+           (s->winograd == 0 || ((s->winograd == 2 || s->winograd == 4) && bd_wino_shape_ok(s)));
 }
 
 /* Depthwise convolutions take their own path (column strides past 16 are left to the GEMM). */
@@ -596,6 +597,7 @@ size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     BD_KCHECK(bd_conv2d_shape_valid(s));
     if (is_depthwise(s)) return (size_t)(BD_PACK_HDR_FLOATS + s->M * s->KH * s->KW) * sizeof(float);
     const int64_t mr = bd_gemm_kernel_current()->mr;
+    if (s->winograd) return (BD_PACK_HDR_FLOATS + bd_wino_packed_floats(s, (int)mr)) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
     return (size_t)(BD_PACK_HDR_FLOATS + s->group * round_up(Mg, mr) * Kd) * sizeof(float);
 }
@@ -604,6 +606,12 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
     BD_KCHECK(bd_conv2d_shape_valid(s));
     const bd_gemm_kernel *kd = bd_gemm_kernel_current();
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
+    if (s->winograd) {
+        bd_pack_hdr h = {0, BD_PACK_WINO, (int32_t)kd->isa, kd->mr, s->M, s->C, s->winograd};
+        bd_pack_hdr_write(packed, &h);
+        bd_wino_pack(s, w, packed + BD_PACK_HDR_FLOATS, kd->mr);
+        return;
+    }
     bd_pack_hdr h = {
         0,       is_depthwise(s) ? BD_PACK_DW : BD_PACK_CONV, (int32_t)kd->isa, kd->mr, s->M, Kd,
         s->group};
@@ -624,6 +632,7 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     if (oh_tile < 1) oh_tile = 1;
     if (oh_tile > s->OH) oh_tile = s->OH;
     if (is_depthwise(s)) return dw_scratch_floats(s) * sizeof(float);
+    if (s->winograd) return bd_wino_scratch_floats(s, oh_tile) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
     size_t gemm = bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
     size_t direct = direct_scratch_floats(s, oh_tile) * sizeof(float);
@@ -646,6 +655,14 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         BD_KCHECK(h.rows == s->M && h.K == Kd);
         dw_tile(kd, s, x, wpacked + BD_PACK_HDR_FLOATS, bias, y, n, oc0, oc1, oh0, oh1, act,
                 act_min, act_max, scratch);
+        return;
+    }
+    if (s->winograd) {
+        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_WINO, &h);
+        BD_KCHECK(h.rows == s->M && h.K == s->C && h.extra == s->winograd && h.tile == kd->mr);
+        bd_wino_tile(kd, s, x + n * s->C * s->H * s->W, wpacked + BD_PACK_HDR_FLOATS,
+                     bias ? bias + oc0 : NULL, y + (n * s->M + oc0) * s->OH * s->OW + oh0 * s->OW,
+                     oc0, oc1, oh0, oh1, act, act_min, act_max, scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);

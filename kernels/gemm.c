@@ -356,11 +356,12 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
     const int mr = kd->mr, nr = kd->nr;
     const int64_t KC = kd->kc, MC = kd->mc, NC = a->packed ? kd->nc_packed_a : kd->nc;
     BD_KCHECK(scratch != NULL);
-    /* the layout bd_gemm_scratch_floats sized: B block, A block, edge tile */
+    /* the layout bd_gemm_scratch_floats sized: B block, A block, edge tile (a pre-packed
+     * operand needs no block, so a call with both pre-packed needs only the edge tile) */
     float *bbuf = align64(scratch);
     int64_t kcmax = imin(K, KC);
-    float *abuf = bbuf + kcmax * round_up(imin(NC, n1 - n0), nr) + nr;
-    float *tmp = abuf + kcmax * round_up(imin(MC, m1 - m0), mr);
+    float *abuf = bbuf + (b->packed ? 0 : kcmax * round_up(imin(NC, n1 - n0), nr) + nr);
+    float *tmp = abuf + (a->packed ? 0 : kcmax * round_up(imin(MC, m1 - m0), mr));
 
     macro_args g;
     g.kd = kd;

@@ -98,6 +98,7 @@ check analyze-both-stdout 1 "cannot both go to stdout" "$bdc" analyze models/sam
 check analyze-text 0 "critical path [0-9]+ blocks" "$bdc" analyze models/sample.onnx
 check analyze-schedules 0 "block  arena [0-9]+ bytes" "$bdc" analyze models/sample.onnx
 check compile-bad-schedule 1 "expected op or block" "$bdc" compile models/sample.onnx -o /dev/null --schedule x
+check compile-bad-winograd 1 "--winograd 'maybe': expected on or off" "$bdc" compile models/sample.onnx -o /dev/null --winograd maybe
 if "$bdc" analyze models/sample.onnx --fusion block --json "$tmp/a.json" --dot "$tmp/a.dot" >/dev/null &&
     /usr/bin/python3 -c '
 import json, sys
@@ -155,6 +156,7 @@ check precision-bad 1 "--precision 'fp8': expected fp32, tf32, fp16 or bf16" "$b
 check cuda-old-arch 1 "expected sm_70 or newer" "$bdc" compile models/sample.onnx -o "$tmp/x" --target cuda --arch sm_60
 check branches-cpu 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --branches fuse
 check branches-block 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --branches fuse
+check winograd-gpu 1 "--winograd is for --target cpu" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --winograd off
 check analyze-gpu-target 0 "critical path" "$bdc" analyze models/sample.onnx --target opencl
 check cpu-exe-no-device 1 "--device: this model was compiled for the CPU" "$tmp/sample" models/sample.input.npy --device 1
 if "$bdc" compile models/sample.onnx -o "$tmp/sample_ocl" --target opencl -q 2>/dev/null; then

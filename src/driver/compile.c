@@ -313,6 +313,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     const bd_target *t = o->target ? o->target : bd_targets[0];
     if (!s && o->fuse_branches && (!t->gpu || o->schedule != BD_SCHEDULE_OP))
         s = bd_fail(d, BD_ERR_USAGE, "--branches is for the GPU targets' --schedule op");
+    if (!s && o->winograd_given && t->gpu)
+        s = bd_fail(d, BD_ERR_USAGE, "--winograd is for --target cpu: the GPU targets' convolutions are direct");
     if (!s && o->precision != BD_PRECISION_FP32 && !t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--precision is for the GPU targets: --target %s computes in fp32", t->name);
     /* the persistent kernel's acquire/release atomics and nanosleep are sm_70 and newer */
@@ -323,7 +325,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s && o->arch && !t->build.default_arch)
         s = bd_fail(d, BD_ERR_USAGE, "--target %s takes no --arch (the device's driver compiles its code)", t->name);
     if (!s && m->graph->batch_max) s = check_batch_range(o, t, m->graph, d);
-    bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes};
+    bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes, o->winograd};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
     bool *batch_sliced = NULL;
     if (!s) s = bd_batch_plan(&pl.prog, &batch_sliced, d);

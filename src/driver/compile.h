@@ -16,6 +16,8 @@ typedef struct bd_compile_opts {
     const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
     bd_precision precision; /* --precision fp32|tf32|fp16|bf16 (GPU targets) */
     bool fuse_branches;     /* --branches fuse (GPU targets, --schedule op) */
+    bool winograd;          /* --winograd on|off (the CPU target; default on) */
+    bool winograd_given;    /* --winograd was on the command line */
     bool keep_temps;   /* --keep-temps */
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */

@@ -27,6 +27,10 @@ static const char usage_text[] =
     "                                cuda: sm_XX (default sm_90); hip: gfxNNN (default gfx90a)\n"
     "      --precision fp32|tf32|fp16|bf16  GPU targets: the inputs of tiled matrix products and\n"
     "                                convolutions rounded to it (fp32 sums); default fp32\n"
+    "      --winograd on|off         cpu: 3x3 stride-1 convolutions by Winograd F(2x2,3x3) or\n"
+    "                                F(4x4,3x3) where the cost model expects them faster (on,\n"
+    "                                the default; F(4x4,3x3) rounds about 10x more than direct\n"
+    "                                sums); off: direct sums only\n"
     "      --branches streams|fuse   GPU --schedule op: independent branches on parallel streams\n"
     "                                (default), or small siblings fused into one kernel\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
@@ -200,7 +204,7 @@ static bool parse_size(const char *s, int64_t *out) {
 
 static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
     bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits,
-                         .fusion = BD_FUSION_OP, .schedule = BD_SCHEDULE_BLOCK};
+                         .fusion = BD_FUSION_OP, .schedule = BD_SCHEDULE_BLOCK, .winograd = true};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int taken = take_bind(argc, argv, &i, binds);
@@ -208,10 +212,17 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
         if (taken) continue;
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
             strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0 ||
-            strcmp(a, "--schedule") == 0 || strcmp(a, "--precision") == 0 || strcmp(a, "--branches") == 0) {
+            strcmp(a, "--schedule") == 0 || strcmp(a, "--precision") == 0 || strcmp(a, "--branches") == 0 ||
+            strcmp(a, "--winograd") == 0) {
             if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
             const char *v = argv[++i];
             if (strcmp(a, "-o") == 0) o.output = v;
+            else if (strcmp(a, "--winograd") == 0) {
+                o.winograd_given = true;
+                if (strcmp(v, "on") == 0) o.winograd = true;
+                else if (strcmp(v, "off") == 0) o.winograd = false;
+                else return usage_error("compile: --winograd '%s': expected on or off", v);
+            }
             else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
             else if (strcmp(a, "--fusion") == 0) {
                 if (strcmp(v, "none") == 0) o.fusion = BD_FUSION_NONE;

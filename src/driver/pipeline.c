@@ -38,6 +38,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     memset(out, 0, sizeof *out);
     bd_program *p = &out->prog;
     p->fusion = opts->fusion;
+    p->winograd = opts->winograd;
     bd_status s = bd_lower(g, p, d); /* verifies */
     if (!s && dumps->lower) bd_program_dump(p, stderr);
     if (!s) s = t->tile(p, d); /* verifies */

@@ -306,6 +306,9 @@ void bd_program_dump(const bd_program *p, FILE *f) {
             fprintf(f, "nest %zu: body %s", i, body_names[n->body]);
         }
         if (n->part) fprintf(f, " part %d", n->part);
+        if (n->body == BD_BODY_CONV && n->params.conv.winograd)
+            fprintf(f, " winograd F(%lldx%lld,3x3)", (long long)n->params.conv.winograd,
+                    (long long)n->params.conv.winograd);
         fprintf(f, "\n  domain [");
         for (int k = 0; k < n->n_iter; k++)
             fprintf(f, "%s%lld", k ? "," : "", (long long)n->extent[k]);

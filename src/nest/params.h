@@ -116,6 +116,8 @@ typedef struct bd_conv_params {
     int64_t dilations[BD_NN_MAX_SPATIAL];
     int64_t pads[2 * BD_NN_MAX_SPATIAL];
     bool packed; /* Conv: float32, 1-D or 2-D, constant W: packed weights + bd_f32_conv2d_tile */
+    int64_t winograd; /* packed 3x3 stride 1: 0, or the Winograd output tile m (2, 4) the CPU
+                       * tiler chose (kernels/winograd.c) */
 } bd_conv_params;
 
 /* MaxPool and AveragePool. */

@@ -203,11 +203,14 @@ static void run_conv(void *v) {
         }
 }
 
-/* One layer, whole (one tile) and cut into tiles of about 64 channels x 8 rows. */
-static void bench_conv(const conv_layer *l, double peak) {
+/* One layer, whole (one tile) and cut into tiles of about 64 channels x 8 rows; winograd: the
+ * output tile m of a Winograd variant (0: direct or im2col). GFLOP/s count the direct
+ * convolution's flops, so a Winograd row's figure can exceed the peak. */
+static void bench_conv(const conv_layer *l, int winograd, double peak) {
     conv_arg c;
     memset(&c, 0, sizeof c);
     bd_conv2d_shape *s = &c.s;
+    s->winograd = winograd;
     s->N = 1;
     s->C = l->C;
     s->H = s->W = l->H;
@@ -229,11 +232,14 @@ static void bench_conv(const conv_layer *l, double peak) {
     c.oc_tile = s->M;
     c.oh_tile = s->OH;
     double t1 = time_call(run_conv, &c);
-    c.oc_tile = s->group == s->C ? 16 : 64;
+    c.oc_tile = s->group == s->C ? 16 : winograd ? 60 : 64; /* Winograd: whole 12-row panels */
     c.oh_tile = 8;
     double t2 = time_call(run_conv, &c);
+    char name[80];
+    snprintf(name, sizeof name, "%s%s", l->name,
+             winograd == 2 ? " F(2x2,3x3)" : winograd == 4 ? " F(4x4,3x3)" : "");
     printf("  %-34s %7.1f GFLOP/s %5.1f%%   tiles %lldx%lld %7.1f GFLOP/s %5.1f%%  (%.3f ms)\n",
-           l->name, flops / t1 * 1e-9, 100 * flops / t1 * 1e-9 / peak, (long long)c.oc_tile,
+           name, flops / t1 * 1e-9, 100 * flops / t1 * 1e-9 / peak, (long long)c.oc_tile,
            (long long)c.oh_tile, flops / t2 * 1e-9, 100 * flops / t2 * 1e-9 / peak, t1 * 1e3);
     free(c.x);
     free(w);
@@ -325,7 +331,12 @@ int main(int argc, char **argv) {
             bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
         }
         for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
-            if (!only || strstr(layers[l].name, only)) bench_conv(&layers[l], peak);
+            if (!only || strstr(layers[l].name, only)) {
+                const conv_layer *cl = &layers[l];
+                bench_conv(cl, 0, peak);
+                for (int m = 2; m <= 4 && cl->K == 3 && cl->stride == 1 && cl->group == 1; m += 2)
+                    bench_conv(cl, m, peak);
+            }
     }
     return 0;
 }

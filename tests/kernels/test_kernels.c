@@ -81,14 +81,19 @@ static const float GUARD = -12345.5f;
 
 /* Compares got with ref where mask says a value was expected; elsewhere got must be GUARD.
  * mag: per element magnitude for the relative tolerance. */
+/* The relative tolerance of compare(), and the largest error it saw, relative to the same
+ * magnitude (the Winograd tests loosen the first and report the second). */
+static double g_rel_tol = 1e-4, g_rel_err_max = 0;
+
 static int compare(const char *what, const float *got, const double *ref, const double *mag,
                    const unsigned char *mask, int64_t n) {
     int64_t bad = 0, first = -1;
     for (int64_t i = 0; i < n; i++) {
         int ok;
         if (mask[i]) {
-            double tol = 1e-4 * (mag[i] + 1e-3);
-            ok = fabs((double)got[i] - ref[i]) <= tol;
+            double err = fabs((double)got[i] - ref[i]) / (mag[i] + 1e-3);
+            if (err > g_rel_err_max || err != err) g_rel_err_max = err != err ? INFINITY : err;
+            ok = err <= g_rel_tol;
         } else {
             ok = got[i] == GUARD;
         }
@@ -373,8 +378,47 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0,
     return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
 }
 
-static void test_conv(const conv_case *cc) {
-    bd_conv2d_shape s;
+/* A tile entry point of the convolution kernels (conv2d and deconv share one signature). */
+typedef void (*conv_tile_fn)(const bd_conv2d_shape *s, const float *x, const float *wpacked,
+                             const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
+                             int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
+                             void *scratch);
+typedef size_t (*conv_scratch_fn)(const bd_conv2d_shape *s, int64_t oh_tile);
+
+/* Runs the last batch item of s as random cuts of the channels and of the rows (scratch sized by
+ * the tallest tile) into an output of guard cells, and compares it with ref (where the other
+ * batch items must stay untouched). */
+static void check_conv_tiles(const char *what, const bd_conv2d_shape *s, const float *x,
+                             const float *wp, const float *bias, int act, const double *ref,
+                             const double *mag, conv_tile_fn tile, conv_scratch_fn scratch_bytes) {
+    const int64_t yn = s->N * s->M * s->OH * s->OW, n = s->N - 1;
+    unsigned char *mask = xmalloc((size_t)yn);
+    float *y = xmalloc((size_t)yn * sizeof(float));
+    for (int64_t t = 0; t < yn; t++) {
+        y[t] = GUARD;
+        mask[t] = (unsigned char)(t / (s->M * s->OH * s->OW) == n);
+    }
+    int64_t mc[8], rc[8];
+    int km = cuts(s->M, 1 + (int)irand(3), mc), kr = cuts(s->OH, 1 + (int)irand(3), rc);
+    int64_t tallest = 0;
+    for (int i = 0; i + 1 < kr; i++)
+        if (rc[i + 1] - rc[i] > tallest) tallest = rc[i + 1] - rc[i];
+    scratch sc = scratch_new(scratch_bytes(s, tallest));
+    for (int i = 0; i + 1 < km; i++)
+        for (int r = 0; r + 1 < kr; r++)
+            tile(s, x, wp, bias, y, n, mc[i], mc[i + 1], rc[r], rc[r + 1], act, -0.5f, 0.75f, sc.p);
+    char name[240];
+    snprintf(name, sizeof name, "%s %s (M cuts %d, row cuts %d, bias %d)", what,
+             bd_kernels_isa_name(bd_kernels_get_isa()), km - 1, kr - 1, bias != NULL);
+    compare(name, y, ref, mag, mask, yn);
+    free(sc.base);
+    free(mask);
+    free(y);
+}
+
+static void test_conv(const conv_case *cc, int winograd) {
+    bd_conv2d_shape s = {0};
+    s.winograd = winograd;
     s.N = cc->N;
     s.C = cc->C;
     s.H = cc->H;
@@ -404,13 +448,7 @@ static void test_conv(const conv_case *cc) {
     float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
     bd_f32_conv2d_pack_w(&s, w, wp);
     double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
-    unsigned char *mask = xmalloc((size_t)yn);
-    float *y = xmalloc((size_t)yn * sizeof(float));
-    const int64_t n = s.N - 1; /* the last batch item; the others must stay untouched */
-    for (int64_t t = 0; t < yn; t++) {
-        y[t] = GUARD;
-        mask[t] = (unsigned char)(t / (s.M * s.OH * s.OW) == n);
-    }
+    const int64_t n = s.N - 1; /* the batch item computed */
     for (int64_t m = 0; m < s.M; m++) {
         int64_t g = m / Mg;
         for (int64_t oh = 0; oh < s.OH; oh++)
@@ -432,30 +470,34 @@ static void test_conv(const conv_case *cc) {
                 mag[o] = mg;
             }
     }
-    /* tiles: random cuts of the channels and of the rows; scratch sized by the tallest tile */
-    int64_t mc[8], rc[8];
-    int km = cuts(s.M, 1 + (int)irand(3), mc), kr = cuts(s.OH, 1 + (int)irand(3), rc);
-    int64_t tallest = 0;
-    for (int i = 0; i + 1 < kr; i++)
-        if (rc[i + 1] - rc[i] > tallest) tallest = rc[i + 1] - rc[i];
-    scratch sc = scratch_new(bd_f32_conv2d_scratch_bytes(&s, tallest));
-    for (int i = 0; i + 1 < km; i++)
-        for (int r = 0; r + 1 < kr; r++)
-            bd_f32_conv2d_tile(&s, x, wp, use_bias ? bias : NULL, y, n, mc[i], mc[i + 1], rc[r],
-                               rc[r + 1], cc->act, -0.5f, 0.75f, sc.p);
-    char name[200];
-    snprintf(name, sizeof name, "conv %s %s (M cuts %d, row cuts %d, bias %d)",
-             bd_kernels_isa_name(bd_kernels_get_isa()), cc->name, km - 1, kr - 1, use_bias);
-    compare(name, y, ref, mag, mask, yn);
-    free(sc.base);
+    if (winograd) {
+        /* a Winograd output is a combination of its whole m x m tile: its error scales with the
+         * largest magnitude among the outputs that may share its tile */
+        double *tile_mag = xmalloc((size_t)yn * sizeof(double));
+        for (int64_t m = 0; m < s.M; m++)
+            for (int64_t oh = 0; oh < s.OH; oh++)
+                for (int64_t ow = 0; ow < s.OW; ow++) {
+                    double big = 0;
+                    for (int64_t i = oh - winograd + 1; i < oh + winograd; i++)
+                        for (int64_t j = ow - winograd + 1; j < ow + winograd; j++)
+                            if (i >= 0 && i < s.OH && j >= 0 && j < s.OW)
+                                big = fmax(big, mag[((n * s.M + m) * s.OH + i) * s.OW + j]);
+                    tile_mag[((n * s.M + m) * s.OH + oh) * s.OW + ow] = big;
+                }
+        free(mag);
+        mag = tile_mag;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "conv %s%s", cc->name,
+             winograd == 2 ? " winograd F(2x2,3x3)" : winograd == 4 ? " winograd F(4x4,3x3)" : "");
+    check_conv_tiles(what, &s, x, wp, use_bias ? bias : NULL, cc->act, ref, mag,
+                     bd_f32_conv2d_tile, bd_f32_conv2d_scratch_bytes);
     free(x);
     free(w);
     free(bias);
     free(wp);
     free(ref);
     free(mag);
-    free(mask);
-    free(y);
 }
 
 static void test_conv_all(void) {
@@ -515,13 +557,136 @@ static void test_conv_all(void) {
          BD_ACT_HARD_SWISH},
     };
     int before = g_failed, count = 0;
+    g_rel_err_max = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int rep = 0; rep < (g_quick ? 1 : 3); rep++) {
-            test_conv(&cases[i]);
+            test_conv(&cases[i], 0);
             count++;
         }
-    printf("%s conv %s: %d cases\n", g_failed == before ? "ok" : "FAILED",
-           bd_kernels_isa_name(bd_kernels_get_isa()), count);
+    printf("%s conv %s: %d cases, largest error %.2g of the sum of |products|\n",
+           g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), count,
+           g_rel_err_max);
+}
+
+/* Winograd F(2x2,3x3) and F(4x4,3x3): 3x3 stride-1 ungrouped cases and layers of real
+ * networks, against the same double-precision direct sums. The error is measured relative to
+ * the largest sum of absolute products among the outputs that may share the output's tile
+ * (test_conv) and bounded per variant: the transforms' constants (up to 8 and 1/24 for
+ * F(4x4,3x3)) magnify rounding. */
+static void test_winograd_all(void) {
+    /* name, N C H W M KH KW group sh sw dh dw pt pl pb pr act */
+    static const conv_case cases[] = {
+        {"3x3 pad1", 1, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"3x3 pad1 relu batch2", 2, 19, 13, 17, 29, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"3x3 nopad clip", 1, 3, 8, 10, 5, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, BD_ACT_CLIP},
+        {"3x3 deep", 1, 64, 9, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"3x3 7x7 image", 1, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"tiny 1x1 image", 1, 3, 1, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"big pads", 1, 2, 4, 5, 3, 3, 3, 1, 1, 1, 1, 1, 3, 4, 3, 4, BD_ACT_RELU},
+        {"asymmetric pads", 1, 6, 9, 11, 13, 3, 3, 1, 1, 1, 1, 1, 0, 2, 1, 0, 0},
+        {"silu", 1, 9, 7, 7, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_SILU},
+        {"hardswish wide", 1, 6, 7, 37, 26, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_HARD_SWISH},
+        {"resnet 56x56", 1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+        {"resnet 14x14 deep", 1, 256, 14, 14, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"resnet 7x7 deep", 1, 512, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, BD_ACT_RELU},
+    };
+    static const double bound[5] = {0, 0, 1e-6, 0, 1e-5}; /* by output tile m, 5x the measured */
+    for (int m = 2; m <= 4; m += 2) {
+        int before = g_failed, count = 0;
+        g_rel_tol = bound[m];
+        g_rel_err_max = 0;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            for (int rep = 0; rep < (g_quick ? 1 : 2); rep++) {
+                test_conv(&cases[i], m);
+                count++;
+            }
+        printf("%s conv %s winograd F(%dx%d,3x3): %d cases, largest error %.2g of the tile's sum "
+               "of |products| (bound %.0e)\n",
+               g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), m,
+               m, count, g_rel_err_max, bound[m]);
+    }
+    g_rel_tol = 1e-4;
+}
+
+/* ---- transposed convolution, stride = kernel ------------------------------------------------ */
+
+typedef struct deconv_case {
+    const char *name;
+    int64_t N, C, H, W, M, KH, KW;
+    int act;
+} deconv_case;
+
+static void test_deconv(const deconv_case *dc) {
+    bd_conv2d_shape s = {0};
+    s.N = dc->N;
+    s.C = dc->C;
+    s.H = dc->H;
+    s.W = dc->W;
+    s.M = dc->M;
+    s.KH = s.stride_h = dc->KH;
+    s.KW = s.stride_w = dc->KW;
+    s.group = s.dil_h = s.dil_w = 1;
+    s.OH = s.H * s.KH;
+    s.OW = s.W * s.KW;
+    if (!bd_deconv_shape_valid(&s)) {
+        g_failed++;
+        printf("FAIL deconv %s: shape not valid\n", dc->name);
+        return;
+    }
+    const int64_t taps = s.KH * s.KW, xn = s.N * s.C * s.H * s.W, yn = s.N * s.M * s.OH * s.OW;
+    float *x = frandom(xn), *w = frandom(s.C * s.M * taps), *bias = frandom(s.M);
+    int use_bias = (int)irand(4) != 0;
+    float *wp = xmalloc(bd_f32_deconv_packed_w_bytes(&s));
+    bd_f32_deconv_pack_w(&s, w, wp);
+    double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
+    const int64_t n = s.N - 1; /* the batch item computed */
+    for (int64_t m = 0; m < s.M; m++)
+        for (int64_t oh = 0; oh < s.OH; oh++)
+            for (int64_t ow = 0; ow < s.OW; ow++) {
+                double acc = use_bias ? bias[m] : 0.0, mg = use_bias ? fabs(bias[m]) : 0.0;
+                for (int64_t c = 0; c < s.C; c++) {
+                    double v = (double)x[((n * s.C + c) * s.H + oh / s.KH) * s.W + ow / s.KW] *
+                               w[((c * s.M + m) * s.KH + oh % s.KH) * s.KW + ow % s.KW];
+                    acc += v;
+                    mg += fabs(v);
+                }
+                int64_t o = ((n * s.M + m) * s.OH + oh) * s.OW + ow;
+                ref[o] = act_ref(acc, dc->act, -0.5f, 0.75f);
+                mag[o] = mg;
+            }
+    char what[160];
+    snprintf(what, sizeof what, "deconv %s", dc->name);
+    check_conv_tiles(what, &s, x, wp, use_bias ? bias : NULL, dc->act, ref, mag,
+                     bd_f32_deconv_tile, bd_f32_deconv_scratch_bytes);
+    free(x);
+    free(w);
+    free(bias);
+    free(wp);
+    free(ref);
+    free(mag);
+}
+
+static void test_deconv_all(void) {
+    /* name, N C H W M KH KW act */
+    static const deconv_case cases[] = {
+        {"2x2", 1, 16, 9, 9, 24, 2, 2, 0},
+        {"2x2 relu batch2", 2, 7, 5, 6, 13, 2, 2, BD_ACT_RELU},
+        {"3x3 clip", 1, 5, 4, 7, 9, 3, 3, BD_ACT_CLIP},
+        {"2x1", 1, 12, 6, 5, 10, 2, 1, 0},
+        {"1x1", 1, 8, 5, 5, 6, 1, 1, BD_ACT_SILU},
+        {"u-net 128->64 16x16", 1, 128, 16, 16, 64, 2, 2, 0},
+        {"one pixel", 1, 3, 1, 1, 4, 2, 2, 0},
+    };
+    int before = g_failed, count = 0;
+    g_rel_err_max = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int rep = 0; rep < (g_quick ? 1 : 3); rep++) {
+            test_deconv(&cases[i]);
+            count++;
+        }
+    printf("%s deconv %s: %d cases, largest error %.2g of the sum of |products|\n",
+           g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), count,
+           g_rel_err_max);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
@@ -648,6 +813,8 @@ int main(int argc, char **argv) {
         test_act_special();
         test_gemm_all();
         test_conv_all();
+        test_winograd_all();
+        test_deconv_all();
     }
     bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
     printf("%d passed, %d failed\n", g_passed, g_failed);

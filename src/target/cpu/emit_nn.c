@@ -1,11 +1,12 @@
 /* emit_nn.c — C bodies of the neural-network nests: CONV, CONV_TRANSPOSE, POOL, GLOBAL_POOL,
  * MATMUL, NORM and LSTM (parameters resolved by lower/nn.c and the CPU tiler, see nest/params.h).
  *
- * float32 convolutions of rank 1 and 2 with constant weights and every float32 matrix product
- * call the micro-kernels of kernels/bd_kernels.h: weights (and constant B matrices) are packed
- * once in create() into the nest's S->packed slot, and create() also checks that the per-thread
- * scratch the compiler reserved covers what the kernels ask for. Everything else (3-D and
- * float64 convolutions, transposed convolutions, pooling, integer matrix products, the
+ * float32 convolutions of rank 1 and 2 with constant weights, float32 2-D transposed
+ * convolutions whose stride is their kernel (no padding), and every float32 matrix product call
+ * the micro-kernels of kernels/bd_kernels.h: weights (and constant B matrices) are packed once in
+ * create() into the nest's S->packed slot, and create() also checks that the per-thread scratch
+ * the compiler reserved covers what the kernels ask for. Everything else (3-D and float64
+ * convolutions, other transposed convolutions, pooling, integer matrix products, the
  * normalisations) is a generated loop nest whose sizes are compile-time constants. Loops walk
  * each block's [lo, hi) ranges; window loops start and stop at the first and last tap that falls
  * inside the input, so the inner loops carry no bounds tests.
@@ -113,22 +114,24 @@ static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_
     int64_t dh = one_d ? 1 : cp->dilations[0], dw = cp->dilations[cp->nsp - 1];
     int64_t pt = one_d ? 0 : cp->pads[0], pl = cp->pads[cp->nsp - 1];
     bd_emit(e, "static const bd_conv2d_shape sh = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-               "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};",
+               "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};",
             ll(x->dims[0]), ll(x->dims[1]), ll(H), ll(W), ll(y->dims[1]), ll(OH), ll(OW), ll(KH),
-            ll(KW), ll(cp->group), ll(sh), ll(sw), ll(dh), ll(dw), ll(pt), ll(pl));
+            ll(KW), ll(cp->group), ll(sh), ll(sw), ll(dh), ll(dw), ll(pt), ll(pl), ll(cp->winograd));
 }
 
+/* A packed-weight convolution (kernel functions `fn`_packed_w_bytes, _pack_w, _scratch_bytes,
+ * _tile: bd_f32_conv2d, or bd_f32_deconv for the transposed ones). */
 static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp,
-                             bd_emit_phase phase) {
+                             bd_emit_phase phase, const char *fn) {
     const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
     int slot = bd_emit_nest_slot(e, n);
     int64_t rows = cp->nsp == 2 ? n->tile[2] : 1;
     if (phase == BD_EMIT_SETUP) {
         bd_emit_open(e, "%s", "");
         emit_conv2d_shape(e, cp, x, y);
-        emit_packed_alloc(e, slot, "pk", "bd_f32_conv2d_packed_w_bytes(&sh)");
-        bd_emit(e, "bd_f32_conv2d_pack_w(&sh, %s, pk);", operand_ptr(e, n, cp->w));
-        emit_scratch_check(e, n, bd_emit_str(e, "bd_f32_conv2d_scratch_bytes(&sh, %lld)", ll(rows)));
+        emit_packed_alloc(e, slot, "pk", bd_emit_str(e, "%s_packed_w_bytes(&sh)", fn));
+        bd_emit(e, "%s_pack_w(&sh, %s, pk);", fn, operand_ptr(e, n, cp->w));
+        emit_scratch_check(e, n, bd_emit_str(e, "%s_scratch_bytes(&sh, %lld)", fn, ll(rows)));
         bd_emit_close(e, NULL);
         return;
     }
@@ -137,9 +140,9 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     kernel_act ka = kernel_act_of(n);
     int kact = n->epi.residual >= 0 ? BD_ACT_NONE : ka.code; /* act follows the residual */
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    bd_emit(e, "bd_f32_conv2d_tile(&sh, %s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
+    bd_emit(e, "%s_tile(&sh, %s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
                "%s, %s, %d, %s, %s, scratch);",
-            operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
+            fn, operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
             cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
             bd_emit_float(e, kact == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
             bd_emit_float(e, kact == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
@@ -258,7 +261,7 @@ bd_status bd_emit_body_CONV(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     (void)d;
     const bd_conv_params *cp = BD_NEST_PARAMS(n, conv);
     if (cp->packed) {
-        emit_conv_packed(e, n, cp, phase);
+        emit_conv_packed(e, n, cp, phase, "bd_f32_conv2d");
         return BD_OK;
     }
     if (phase == BD_EMIT_BLOCK) emit_conv_direct(e, n, cp);
@@ -271,8 +274,12 @@ bd_status bd_emit_body_CONV(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
  * every tap k where the division is exact and i is inside the input. */
 bd_status bd_emit_body_CONV_TRANSPOSE(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
-    if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_conv_params *cp = BD_NEST_PARAMS(n, conv);
+    if (cp->packed) { /* stride = kernel, no padding: kernels/deconv.c */
+        emit_conv_packed(e, n, cp, phase, "bd_f32_deconv");
+        return BD_OK;
+    }
+    if (phase != BD_EMIT_BLOCK) return BD_OK;
     const conv_geom G = emit_conv_prologue(e, n, cp);
     const bd_value *x = G.x;
     const char *T = G.T;

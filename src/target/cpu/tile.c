@@ -132,8 +132,8 @@ static double spread_cost(int64_t blocks, double cost) {
  * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
  * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
  * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
-static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg,
-                             int64_t group) {
+static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg,
+                               int64_t group) {
     int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
     int64_t inner = 1;
     for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++)
@@ -171,6 +171,84 @@ static void conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_
     tile[1] = best_m;
     if (nest->n_iter > 3) tile[2] = best_r;
     bd_nest_set_tile(g, nest, tile);
+    return best;
+}
+
+/* Winograd F(m x m, 3x3) for a 3x3 stride-1 convolution (kernels/winograd.c): what a tile of
+ * mt channels x rows costs, in conv_gemm_tiling's cycles, fitted (to within 15%) to ResNet-18's
+ * layers run in the model on one thread. The tile's input is cut into P patches (computed in
+ * lanes of 16). Each of the (m+2)^2 products, mt x C by C x P, runs at 0.7 of the kernel's peak
+ * or at the rate its transformed weights stream from memory (2 bytes a cycle: each is used P
+ * times and a model's weights outgrow the caches), whichever is slower. Transforming the input
+ * costs 1.5 cycles an element, the output (with its scattered stores) 3. */
+typedef struct wino_geom {
+    int64_t T, P, Pp;
+} wino_geom;
+
+static wino_geom wino_geometry(int64_t m, int64_t rows, int64_t OW) {
+    wino_geom w;
+    w.T = (m + 2) * (m + 2);
+    w.P = ceil_div(rows, m) * ceil_div(OW, m);
+    w.Pp = round_up(w.P, 16);
+    return w;
+}
+
+static double wino_tile_cost(int64_t m, int64_t mt, int64_t C, int64_t rows, int64_t OW) {
+    const wino_geom w = wino_geometry(m, rows, OW);
+    double compute = (double)round_up(mt, 12) * (double)C * (double)w.Pp / 32.0 / 0.7;
+    double stream = 4.0 * (double)mt * (double)C / 2.0;
+    double gemm = (double)w.T * (compute > stream ? compute : stream);
+    double transforms = (double)w.T * (double)w.Pp * (1.5 * (double)C + 3.0 * (double)mt);
+    return gemm + transforms + 20000.0;
+}
+
+/* What conv_gemm_tiling leaves out of a direct convolution's cost, for comparing it with
+ * Winograd's: its M x K weights streaming from memory once a run, at about 1.3 bytes a cycle
+ * (fitted on the same layers), counted for the 4 thread counts spread_cost sums. */
+static double direct_weight_cost(int64_t M, int64_t K) {
+    return 4.0 * 4.0 * (double)M * (double)K / 1.3;
+}
+
+/* An upper bound of kernels/'s Winograd scratch (bd_wino_scratch_floats) for tiles of `rows`
+ * output rows: its output patch tables, input pass buffers (phases of lane-rounded patch rows),
+ * transformed input, products, 64-byte alignment of each, and the GEMM driver's blocks. */
+static int64_t wino_scratch_bound(int64_t m, int64_t C, int64_t M, int64_t rows, int64_t OW) {
+    const wino_geom w = wino_geometry(m, rows, OW);
+    int64_t a = m + 2, rows_in = ceil_div(rows, m) * m + 2, twr = round_up(ceil_div(OW, m), 16);
+    int64_t floats = 2 * w.Pp + w.Pp / 2 + 16 + (rows_in + 1) * m * (twr + 16) + rows_in * a * twr +
+                     48 + w.T * C * (w.Pp + 16) + 16 + w.T * M * w.Pp + 16 + 16 + 7 * 16;
+    return floats * 4 + gemm_scratch_bound(M, w.Pp, C);
+}
+
+/* When a Winograd tiling (m = 2 or 4, row tiles of whole patch rows searched as
+ * conv_gemm_tiling does) beats `direct` (conv_gemm_tiling's best), take it: cp->winograd and
+ * the tile. A tile keeps every output channel: each channel tile would transform and pack the
+ * whole input again (measured 1.6x to 2x slower per layer than one tile on ResNet-18, beyond
+ * what the cost model predicts). Convolutions with fewer than WINO_MIN_CHANNELS input or output
+ * channels stay direct: the transforms are then most of the work, and the cost model was fitted
+ * only above (DenseNet-121's 128 -> 32 convolutions ran 15% slower by Winograd). */
+enum { WINO_MIN_CHANNELS = 64 };
+static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double direct) {
+    bd_conv_params *cp = &nest->params.conv;
+    int64_t N = nest->extent[0], M = nest->extent[1], OH = nest->extent[2], OW = nest->extent[3];
+    if (C < WINO_MIN_CHANNELS || M < WINO_MIN_CHANNELS) return;
+    int64_t best_m = 0, best_r = OH;
+    double best = direct + direct_weight_cost(M, 9 * C);
+    for (int64_t m = 2; m <= 4; m += 2)
+        for (int64_t kr = 1; kr <= ceil_div(OH, m); kr++) {
+            int64_t rows = imin64(round_up(ceil_div(OH, kr), m), OH); /* whole patch rows */
+            if (ceil_div(OH, rows) != kr) continue;
+            double total = spread_cost(N * kr, wino_tile_cost(m, M, C, rows, OW));
+            if (total < best * 0.999) {
+                best = total;
+                best_m = m;
+                best_r = rows;
+            }
+        }
+    if (!best_m) return;
+    int64_t tile[BD_MAX_RANK] = {1, M, best_r, OW};
+    bd_nest_set_tile(g, nest, tile);
+    cp->winograd = best_m;
 }
 
 /* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
@@ -344,7 +422,7 @@ static void tile_reshape(const bd_graph *g, bd_nest *nest) {
     }
 }
 
-static void tile_conv(const bd_graph *g, bd_nest *nest) {
+static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
     const bd_value *y = operand_value(g, nest, cp->y);
@@ -358,9 +436,14 @@ static void tile_conv(const bd_graph *g, bd_nest *nest) {
     for (int i = 0; i < nsp; i++)
         ksize *= cp->kernel[i];
     int64_t mstep = group > 1 ? Mg * imax64(1, 48 / Mg) : 48; /* whole groups */
-    if (cp->packed && !depthwise)
-        conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
-    else if (cp->packed)
+    cp->winograd = 0;
+    bool wino_shape = nsp == 2 && group == 1 && cp->kernel[0] == 3 && cp->kernel[1] == 3 &&
+                      cp->strides[0] == 1 && cp->strides[1] == 1 && cp->dilations[0] == 1 &&
+                      cp->dilations[1] == 1;
+    if (cp->packed && !depthwise) {
+        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
+        if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct);
+    } else if (cp->packed)
         dwconv_tiling(g, nest, ksize);
     else
         conv_tiling(g, nest, Cg * ksize, mstep, mstep, true, 1);
@@ -371,6 +454,8 @@ static void tile_conv(const bd_graph *g, bd_nest *nest) {
     if (depthwise) {
         int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
         nest->scratch_bytes = dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
+    } else if (cp->winograd) {
+        nest->scratch_bytes = wino_scratch_bound(cp->winograd, C, M, rows, OW);
     } else {
         bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
         nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
@@ -381,8 +466,26 @@ static void tile_conv(const bd_graph *g, bd_nest *nest) {
 }
 
 static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
-    const bd_conv_params *cp = &nest->params.conv;
+    bd_conv_params *cp = &nest->params.conv;
     int64_t group = cp->group;
+    const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
+    const bd_value *y = operand_value(g, nest, cp->y);
+    /* Stride = kernel without padding (U-Net upsampling): kernels/deconv.c, a GEMM per tap, tiled
+     * as a convolution of depth C whose row tiles are whole input rows (multiples of KH). */
+    cp->packed = x->dtype == BD_DT_FLOAT && w->constant && cp->nsp == 2 && group == 1;
+    for (int i = 0; i < 2 && cp->packed; i++)
+        cp->packed = cp->strides[i] == cp->kernel[i] && cp->dilations[i] == 1 &&
+                     cp->pads[i] == 0 && cp->pads[2 + i] == 0 &&
+                     y->dims[2 + i] == x->dims[2 + i] * cp->kernel[i];
+    if (cp->packed) {
+        int64_t C = x->dims[1], M = y->dims[1], OH = y->dims[2], OW = y->dims[3];
+        conv_gemm_tiling(g, nest, C, M, 1);
+        int64_t tile[BD_MAX_RANK] = {1, nest->tile[1], imin64(round_up(nest->tile[2], cp->kernel[0]), OH), OW};
+        bd_nest_set_tile(g, nest, tile);
+        int64_t in_rows = imin64(ceil_div(tile[2], cp->kernel[0]) + 1, x->dims[2]);
+        nest->scratch_bytes = (M * in_rows * x->dims[3] + 32) * 4 + gemm_scratch_bound(M, in_rows * x->dims[3], C);
+        return;
+    }
     int64_t Cg = operand_value(g, nest, cp->x)->dims[1] / group;
     int64_t Mg = operand_value(g, nest, cp->y)->dims[1] / group;
     int64_t ksize = 1;
@@ -543,7 +646,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
             n->scratch_bytes = n->params.resize.row_elems *
                                (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
             break;
-        case BD_BODY_CONV: tile_conv(g, n); break;
+        case BD_BODY_CONV: tile_conv(g, n, p->winograd); break;
         case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n); break;
         case BD_BODY_POOL: tile_pool(g, n); break;
         case BD_BODY_GLOBAL_POOL: {
