@@ -121,7 +121,7 @@ typedef struct bd_pack_hdr {
     int32_t tile;  /* MR (A, conv) or NR (B) */
     int64_t rows;  /* M (A), N (B), M (conv) */
     int64_t K;     /* depth; for conv: C/group*KH*KW */
-    int64_t extra; /* conv: group; Winograd: the output tile m */
+    int64_t extra; /* conv: group; Winograd: the output tile m; deconv: KH*KW */
 } bd_pack_hdr;
 void bd_pack_hdr_write(float *packed, const bd_pack_hdr *h);
 /* Reads and checks the header (magic, kind); returns the kernel of its instruction set. */

@@ -3,9 +3,9 @@
  *
  * Output pixel (oh, ow) takes the single tap (oh % KH, ow % KW) of input pixel (oh / KH,
  * ow / KW). So for each of the KH*KW taps, the outputs it feeds are one GEMM: the tap's M x C
- * weights (packed once, as an A operand) times the C x P input pixels of the tile's input rows
- * (read in place: one channel's rows are contiguous). The bias and activation run in the GEMM's
- * epilogue; the tile then scatters the tap's product to every KH-th row and KW-th column.
+ * weights (packed once, as an A operand) times the C x P input pixels of the tile's input rows,
+ * which the tile packs once into B panels for all its taps. The bias and activation run in the
+ * GEMM's epilogue; the tile then scatters the tap's product to every KH-th row and KW-th column.
  */
 #include <string.h>
 
@@ -59,7 +59,10 @@ size_t bd_f32_deconv_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     if (oh_tile < 1) oh_tile = 1;
     if (oh_tile > s->OH) oh_tile = s->OH;
     const int64_t P = in_rows(s, oh_tile) * s->W;
-    return (size_t)(s->M * P + 32) * sizeof(float) + bd_gemm_scratch_bytes_all(s->M, P, s->C, 1);
+    /* the products, the packed input rows (B panels of NR <= 32 columns), the GEMM driver's edge
+     * tile (both operands pre-packed), each 64-byte aligned */
+    return (size_t)(s->M * P + s->C * round_up(P, 32) + 32) * sizeof(float) +
+           bd_gemm_scratch_bytes_all(0, 0, 0, 1);
 }
 
 void bd_f32_deconv_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
@@ -76,10 +79,13 @@ void bd_f32_deconv_tile(const bd_conv2d_shape *s, const float *x, const float *w
     BD_KCHECK(h.rows == s->M && h.K == C && h.extra == KH * KW && h.tile == kd->mr);
     const int64_t ih0 = oh0 / KH, ih1 = (oh1 + KH - 1) / KH, P = (ih1 - ih0) * W;
     BD_KCHECK(ih1 - ih0 <= in_rows(s, oh1 - oh0));
-    float *z = align16(scratch), *gemm_scratch = align16(z + Mt * P);
+    float *z = align16(scratch), *xpk = align16(z + Mt * P);
+    float *gemm_scratch = align16(xpk + C * round_up(P, kd->nr));
     const int64_t per_tap = round_up(s->M, kd->mr) * C;
+    /* the input rows as C x P, packed once (whole depth) for the KH*KW products */
     const bd_raw_matrix xm = {x + n * C * s->H * W + ih0 * W, s->H * W, 0};
-    const bd_gemm_operand b = {NULL, NULL, bd_pack_b_raw, &xm};
+    bd_pack_b_raw(&xm, 0, C, 0, P, kd->nr, xpk);
+    const bd_gemm_operand b = {xpk, NULL, NULL, NULL};
     const bd_gemm_epilogue ep = {NULL, bias ? bias + oc0 : NULL, 0, act, act_min, act_max};
     float *yn = y + (n * s->M + oc0) * s->OH * OW;
     for (int64_t kh = 0; kh < KH; kh++)

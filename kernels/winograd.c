@@ -157,13 +157,12 @@ static inline __attribute__((always_inline)) void at4(lanes *y, lanes *m) {
 typedef struct wino_in {
     const float *x; /* this channel's input plane */
     int64_t H, W, ih0, left;
-    int64_t m, a, th, tw, rows_in, wq, twr;
+    int64_t a, th, tw, rows_in, wq, twr;
     float *row, *ph, *hr; /* the padded row (m * wq floats), its phases, the row pass */
     float *v;          /* channel c of V[0] */
     int64_t xi_stride; /* V[xi + 1] - V[xi] */
     int64_t zero_from; /* the lane group from here is zeroed: columns below Pp that the lane
-                        * groups of the last patch row do not reach (Pp: none) */
-    int64_t Pp;
+                        * groups of the last patch row do not reach (-1: none) */
 } wino_in;
 
 /* Phase q of a padded row (m*wq floats): dst + q*wq holds row[q], row[q+m], ... (wq of them). */
@@ -250,7 +249,7 @@ static inline __attribute__((always_inline)) void input_channel(const int a, con
                     memcpy(w->v + (i * a + k) * w->xi_stride + p0, t[i], sizeof(lanes));
             }
         }
-    if (w->zero_from < w->Pp) {
+    if (w->zero_from >= 0) {
         static const lanes zeros = {0};
         for (int xi = 0; xi < a * a; xi++)
             memcpy(w->v + xi * w->xi_stride + w->zero_from, zeros, sizeof(lanes));
@@ -373,12 +372,12 @@ void bd_wino_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const floa
         output_all = output_all_avx2;
     }
 #endif
-    wino_in win = {NULL, H,    W,         oh0 - s->pad_top, s->pad_left, g.m, g.a,
-                   g.th, g.tw, g.rows_in, g.wq,             g.twr,       row, ph,
-                   hr,   NULL, C * g.vld, 0,                g.Pp};
     /* the last patch row's lane groups reach up to last; past it V is not written */
     const int64_t last = (g.th - 1) * g.tw + (g.tw - 1) / LANES * LANES + LANES;
-    win.zero_from = last < g.Pp ? last : g.Pp;
+    wino_in win = {.H = H, .W = W, .ih0 = oh0 - s->pad_top, .left = s->pad_left, .a = g.a,
+                   .th = g.th, .tw = g.tw, .rows_in = g.rows_in, .wq = g.wq, .twr = g.twr,
+                   .row = row, .ph = ph, .hr = hr, .xi_stride = C * g.vld,
+                   .zero_from = last < g.Pp ? last : -1};
     for (int64_t c = 0; c < C; c++) {
         win.x = x + c * H * W;
         win.v = v + c * g.vld;

@@ -465,6 +465,15 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd) {
     }
 }
 
+/* An upper bound of bd_f32_deconv_scratch_bytes for tiles of `rows` output rows: the products
+ * and the packed input of the input rows they read (at most ceil(rows / KH) + 1 of H), and the
+ * GEMM driver's edge tile. */
+static int64_t deconv_scratch_bound(int64_t C, int64_t M, int64_t H, int64_t W, int64_t KH,
+                                    int64_t rows) {
+    int64_t P = imin64(ceil_div(rows, KH) + 1, H) * W;
+    return (M * P + C * round_up(P, 32) + 32) * 4 + gemm_scratch_bound(0, 0, 0);
+}
+
 static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
     bd_conv_params *cp = &nest->params.conv;
     int64_t group = cp->group;
@@ -480,10 +489,10 @@ static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
     if (cp->packed) {
         int64_t C = x->dims[1], M = y->dims[1], OH = y->dims[2], OW = y->dims[3];
         conv_gemm_tiling(g, nest, C, M, 1);
-        int64_t tile[BD_MAX_RANK] = {1, nest->tile[1], imin64(round_up(nest->tile[2], cp->kernel[0]), OH), OW};
+        int64_t rows = imin64(round_up(nest->tile[2], cp->kernel[0]), OH);
+        int64_t tile[BD_MAX_RANK] = {1, nest->tile[1], rows, OW};
         bd_nest_set_tile(g, nest, tile);
-        int64_t in_rows = imin64(ceil_div(tile[2], cp->kernel[0]) + 1, x->dims[2]);
-        nest->scratch_bytes = (M * in_rows * x->dims[3] + 32) * 4 + gemm_scratch_bound(M, in_rows * x->dims[3], C);
+        nest->scratch_bytes = deconv_scratch_bound(C, M, x->dims[2], x->dims[3], cp->kernel[0], rows);
         return;
     }
     int64_t Cg = operand_value(g, nest, cp->x)->dims[1] / group;
