@@ -1,4 +1,5 @@
-/* bd_kernels.h — hand-written float32 compute micro-kernels for generated CPU code.
+/* bd_kernels.h — hand-written float32 (and 8-bit integer GEMM) micro-kernels for generated CPU
+ * code.
  *
  * Generated code calls these as the body of one tile (one block of parallel work). The caller
  * owns parallelism: every function here is single-threaded, re-entrant, allocates nothing and
@@ -153,6 +154,28 @@ void bd_f32_deconv_tile(const bd_conv2d_shape *s, const float *x, const float *w
                         const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
                         int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
                         void *scratch);
+
+/* ---- 8-bit integer GEMM (gemm_i8.c) ------------------------------------------------------- */
+
+/* C (int32, M x N) = (A - a_zero) x (B - b_zero), exactly, for 8-bit A (uint8, or int8 when
+ * a_signed) and a B packed once (uint8, or int8 when b_signed; K x N row-major) whose values
+ * less b_zero lie in [-128, 127] (every int8 B with b_zero 0, every uint8 B with b_zero 128).
+ * AVX-512 VNNI when the CPU has it and the AVX-512 kernels are chosen, plain C otherwise; the
+ * packed layout is the same for both. K is at most BD_I8_GEMM_MAX_K, which keeps every sum
+ * within int32. */
+#define BD_I8_GEMM_MAX_K 32768
+size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N);
+/* Returns 0, or -1 (the buffer is then unusable) when a B - b_zero is outside [-128, 127] or K
+ * is over the bound. */
+int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_signed, int32_t b_zero,
+                      void *packed);
+/* Scratch for a bd_i8_gemm_packed_b call of this K (any M and columns). */
+size_t bd_i8_gemm_scratch_bytes(int64_t K);
+/* Columns [n0, n1) of C = (A - a_zero)(Bpacked): C is indexed by absolute column (the same C for
+ * every column tile), A is M x K with leading dimension lda. */
+void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const void *A, int64_t lda,
+                         int a_signed, int32_t a_zero, const void *Bpacked, int32_t *C, int64_t ldc,
+                         void *scratch);
 
 #ifdef __cplusplus
 }

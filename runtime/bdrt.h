@@ -120,6 +120,17 @@ int bdrt_pool_threads(const bdrt_pool *p);
 typedef void (*bdrt_task_fn)(void *ctx, int64_t block, int thread);
 void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx);
 
+/* ---- denormals (bdrt_pool.c) ----
+ * Arithmetic on denormal floats (below 1.2e-38 in magnitude) takes a slow microcode path on x86
+ * cores, up to 100 times slower: a Softmax whose tiny probabilities are denormal slowed the
+ * matrix product after it 30-fold. The generated run() (unless compiled with --denormals keep)
+ * calls bdrt_fp_flush_denormals first, which sets the calling thread's flush-to-zero and
+ * denormals-are-zero modes (x86 MXCSR; nothing elsewhere) and returns the previous state, and
+ * bdrt_fp_restore(saved) before it returns, so a library caller's own thread is left as it was.
+ * The pool's workers take the calling thread's state with every job. */
+unsigned bdrt_fp_flush_denormals(void);
+void bdrt_fp_restore(unsigned saved);
+
 /* ---- dataflow execution of a block DAG (bdrt_dag.c) ----
  * The block schedule: every task is one block of one nest (fns[task_fn[t]](ctx, task_block[t],
  * thread)) or, with task_fn -1, a completion event that does no work. Task t runs once all

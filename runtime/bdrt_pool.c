@@ -20,6 +20,10 @@
  * (default 1000) before sleeping, and yield instead of pausing when there are more threads than
  * CPUs.
  *
+ * Every job carries the caller's floating-point control state (x86: MXCSR, which holds the
+ * flush-denormals bits the generated run() sets), and a worker takes it on before running
+ * blocks, so a run computes alike on every thread.
+ *
  * Off Linux the futex becomes a mutex + condition variable with the same protocol. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, syscall */
 
@@ -35,6 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -51,6 +58,7 @@ struct bdrt_pool {
     void *ctx;
     int64_t n_blocks;
     int recorded; /* blocks go through the profiler (not the DAG executor's thread loops) */
+    unsigned fp_control; /* the caller's floating-point control state (fp_control_get) */
     int threads;
     int yield;    /* more threads than CPUs: yield instead of pause while spinning */
     long spin_ns; /* how long idle threads spin before sleeping */
@@ -72,6 +80,45 @@ struct bdrt_pool {
 /* Which pool (and thread index) the current thread is working for, to run nested calls inline. */
 static _Thread_local const bdrt_pool *tl_pool;
 static _Thread_local int tl_thread;
+
+/* ---- floating-point control state ---- */
+
+/* x86: MXCSR's control bits (DAZ bit 6, exception masks, rounding, FTZ bit 15; not the sticky
+ * exception flags below them, which arithmetic keeps changing). Elsewhere nothing is changed:
+ * denormals are kept. */
+static unsigned fp_control_get(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return _mm_getcsr() & 0xffc0u;
+#else
+    return 0;
+#endif
+}
+
+static void fp_control_set(unsigned v) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(v);
+#else
+    (void)v;
+#endif
+}
+
+unsigned bdrt_fp_flush_denormals(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040u); /* FTZ | DAZ */
+    return saved;
+#else
+    return 0;
+#endif
+}
+
+void bdrt_fp_restore(unsigned saved) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(saved);
+#else
+    (void)saved;
+#endif
+}
 
 /* ---- waiting ---- */
 
@@ -171,6 +218,7 @@ static void *worker_main(void *arg_) {
     free(arg_);
     tl_pool = p;
     tl_thread = arg.id;
+    unsigned fp_control = fp_control_get();
     uint32_t seen = 0;
     for (;;) {
         uint32_t g = spin(p, &p->gen, seen, false);
@@ -183,7 +231,10 @@ static void *worker_main(void *arg_) {
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
         atomic_fetch_add(&p->active, 1);
-        if (atomic_load(&p->gen) == g && atomic_load(&p->closed) != g) run_blocks(p, arg.id);
+        if (atomic_load(&p->gen) == g && atomic_load(&p->closed) != g) {
+            if (p->fp_control != fp_control) fp_control_set(fp_control = p->fp_control);
+            run_blocks(p, arg.id);
+        }
         if (atomic_fetch_sub(&p->active, 1) == 1 && atomic_load(&p->caller_sleeping))
             wake_all(p, &p->active);
     }
@@ -313,6 +364,7 @@ static void pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx,
     p->ctx = ctx;
     p->n_blocks = n_blocks;
     p->recorded = recorded;
+    p->fp_control = fp_control_get();
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     /* seq_cst: publishes the job, ordered before the load of sleepers */
     uint32_t g = atomic_fetch_add(&p->gen, 1) + 1;

@@ -132,6 +132,44 @@ else
   echo "FAIL  profile-trace"
   fail=$((fail + 1))
 fi
+# --denormals: by default a run reads and writes denormal floats as zero (x86 FTZ/DAZ; the
+# caller's mode is restored after the run; the pool's workers take it), keep leaves them IEEE.
+# y = x * 1 on denormal x, in several blocks on two threads.
+check compile-bad-denormals 1 "--denormals 'zero': expected flush or keep" "$bdc" compile models/sample.onnx -o /dev/null --denormals zero
+/usr/bin/python3 - "$tmp/den.onnx" "$tmp/den.npy" <<'PY'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, save
+g = helper.make_graph([helper.make_node("Mul", ["x", "one"], ["y"])], "den",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1 << 16, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1 << 16, 4])],
+                      [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+np.save(sys.argv[2], np.tile(np.array([1e-39, 1.0, -3e-40, 2e-38], np.float32), (1 << 16, 1)))
+PY
+denormals_case() { # name mode expected-y...
+  local name=$1 mode=$2
+  shift 2
+  if "$bdc" compile "$tmp/den.onnx" -o "$tmp/den_$mode" --denormals "$mode" -q 2>/dev/null &&
+      "$tmp/den_$mode" "$tmp/den.npy" --threads 2 --output-dir "$tmp/den_$mode.out" >/dev/null &&
+      /usr/bin/python3 -c '
+import sys
+import numpy as np
+y = np.load(sys.argv[1])
+want = np.array([float(v) for v in sys.argv[2:]], np.float32)
+assert np.array_equal(y, np.tile(want, (1 << 16, 1))), (y, want)
+' "$tmp/den_$mode.out/y.npy" "$@"; then
+    echo "ok    $name"
+    pass=$((pass + 1))
+  else
+    echo "FAIL  $name"
+    fail=$((fail + 1))
+  fi
+}
+if [ "$(uname -m)" = x86_64 ]; then
+  denormals_case denormals-flush flush 0 1 0 2e-38
+fi
+denormals_case denormals-keep keep 1e-39 1 -3e-40 2e-38
 # The activation cap counts graph outputs: a 4 PiB output is refused at compile time (exit 4).
 /usr/bin/python3 - "$tmp/huge.onnx" <<'PY'
 import sys
@@ -156,6 +194,7 @@ check precision-bad 1 "--precision 'fp8': expected fp32, tf32, fp16 or bf16" "$b
 check cuda-old-arch 1 "expected sm_70 or newer" "$bdc" compile models/sample.onnx -o "$tmp/x" --target cuda --arch sm_60
 check branches-cpu 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --branches fuse
 check branches-block 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --branches fuse
+check denormals-gpu 1 "--denormals is for --target cpu" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --denormals keep
 check winograd-gpu 1 "--winograd is for --target cpu" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --winograd off
 check analyze-gpu-target 0 "critical path" "$bdc" analyze models/sample.onnx --target opencl
 check cpu-exe-no-device 1 "--device: this model was compiled for the CPU" "$tmp/sample" models/sample.input.npy --device 1

@@ -315,6 +315,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
         s = bd_fail(d, BD_ERR_USAGE, "--branches is for the GPU targets' --schedule op");
     if (!s && o->winograd_given && t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--winograd is for --target cpu: the GPU targets' convolutions are direct");
+    if (!s && o->denormals_given && t->gpu)
+        s = bd_fail(d, BD_ERR_USAGE, "--denormals is for --target cpu: the GPU targets keep denormals");
     if (!s && o->precision != BD_PRECISION_FP32 && !t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--precision is for the GPU targets: --target %s computes in fp32", t->name);
     /* the persistent kernel's acquire/release atomics and nanosleep are sm_70 and newer */
@@ -334,7 +336,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     lib_prefix(o->output, prefix, sizeof prefix);
     char wsym[160];
     snprintf(wsym, sizeof wsym, "%s_weights", o->library ? prefix : "bd");
-    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .fuse_branches = o->fuse_branches, .library = o->library, .lib_name = prefix, .weights_symbol = wsym,
+    bd_emit_opts eo = {.target = t, .arch = o->arch, .precision = o->precision, .fuse_branches = o->fuse_branches, .library = o->library, .lib_name = prefix, .weights_symbol = wsym, .keep_denormals = o->keep_denormals,
                        .batch_sliced = batch_sliced};
     if (!s) s = t->emit(&pl.prog, &pl.sched, &pl.mem, &eo, &c, d);
     if (!s) progress_step(&pr, t->gpu ? "emit device and host code" : "emit C");

@@ -18,6 +18,8 @@ typedef struct bd_compile_opts {
     bool fuse_branches;     /* --branches fuse (GPU targets, --schedule op) */
     bool winograd;          /* --winograd on|off (the CPU target; default on) */
     bool winograd_given;    /* --winograd was on the command line */
+    bool keep_denormals;    /* --denormals keep (the CPU target; default flush) */
+    bool denormals_given;   /* --denormals was on the command line */
     bool keep_temps;   /* --keep-temps */
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */

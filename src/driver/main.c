@@ -31,6 +31,10 @@ static const char usage_text[] =
     "                                F(4x4,3x3) where the cost model expects them faster (on,\n"
     "                                the default; F(4x4,3x3) rounds about 10x more than direct\n"
     "                                sums); off: direct sums only\n"
+    "      --denormals flush|keep    cpu: flush (the default) runs inference with denormal floats\n"
+    "                                (below 1.2e-38) read and written as zero (x86 FTZ and DAZ),\n"
+    "                                as arithmetic on them is up to 100x slower; keep: IEEE\n"
+    "                                denormals\n"
     "      --branches streams|fuse   GPU --schedule op: independent branches on parallel streams\n"
     "                                (default), or small siblings fused into one kernel\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
@@ -213,7 +217,7 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
             strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0 ||
             strcmp(a, "--schedule") == 0 || strcmp(a, "--precision") == 0 || strcmp(a, "--branches") == 0 ||
-            strcmp(a, "--winograd") == 0) {
+            strcmp(a, "--winograd") == 0 || strcmp(a, "--denormals") == 0) {
             if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
             const char *v = argv[++i];
             if (strcmp(a, "-o") == 0) o.output = v;
@@ -222,6 +226,11 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
                 if (strcmp(v, "on") == 0) o.winograd = true;
                 else if (strcmp(v, "off") == 0) o.winograd = false;
                 else return usage_error("compile: --winograd '%s': expected on or off", v);
+            } else if (strcmp(a, "--denormals") == 0) {
+                o.denormals_given = true;
+                if (strcmp(v, "flush") == 0) o.keep_denormals = false;
+                else if (strcmp(v, "keep") == 0) o.keep_denormals = true;
+                else return usage_error("compile: --denormals '%s': expected flush or keep", v);
             }
             else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
             else if (strcmp(a, "--fusion") == 0) {

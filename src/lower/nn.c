@@ -393,8 +393,10 @@ static void batch_strides(const bd_value *v, bd_operand *o, const bd_value *y, i
 }
 
 /* The MATMUL nest y = a b (MatMul's broadcasting) or, for a Gemm node, its y = alpha a' b' +
- * beta c; values av, bv, cv (-1: none) and yv, all static. */
-static void matmul_values(bd_program *p, int node, bool gemm, int av, int bv, int cv, int yv) {
+ * beta c; values av, bv, cv (-1: none) and yv, all static. zav, zbv (-1: none): one zero point
+ * each of 8-bit a and b, subtracted inside the product (MatMulInteger). */
+static void matmul_values(bd_program *p, int node, bool gemm, int av, int bv, int cv, int zav, int zbv,
+                          int yv) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
     bd_value *a = bd_graph_value(g, av), *b = bd_graph_value(g, bv);
@@ -402,6 +404,7 @@ static void matmul_values(bd_program *p, int node, bool gemm, int av, int bv, in
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_MATMUL, y);
     bd_matmul_params *mp = BD_NEST_PARAMS(nest, matmul);
     memset(mp, 0, sizeof *mp);
+    mp->a_zero = mp->b_zero = -1;
     mp->gemm = gemm;
     mp->alpha = 1.0f;
     mp->beta = 1.0f;
@@ -452,6 +455,14 @@ static void matmul_values(bd_program *p, int node, bool gemm, int av, int bv, in
         mp->c = nest->n_operands;
         bd_access_broadcast(bd_nest_operand(nest, cv, false, c->rank), c, y);
     }
+    int zero[2] = {zav, zbv}, *zero_op[2] = {&mp->a_zero, &mp->b_zero};
+    for (int k = 0; k < 2; k++) {
+        if (zero[k] < 0) continue;
+        const bd_value *z = bd_graph_value(g, zero[k]);
+        *zero_op[k] = nest->n_operands;
+        bd_operand *o = bd_nest_operand(nest, zero[k], false, z->rank);
+        if (z->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
+    }
     mp->y = nest->n_operands;
     bd_access_identity(bd_nest_operand(nest, yv, true, y->rank), 0);
 }
@@ -470,7 +481,7 @@ bd_status bd_lower_matmul(bd_program *p, int node, bd_diag *d) {
     if (!matmul_dtype_ok(a->dtype))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input 0 (A) is %s",
                             bd_dtype_name(a->dtype));
-    matmul_values(p, node, gemm, n->inputs[0], n->inputs[1], c ? n->inputs[2] : -1,
+    matmul_values(p, node, gemm, n->inputs[0], n->inputs[1], c ? n->inputs[2] : -1, -1, -1,
                   n->outputs[0]);
     return BD_OK;
 }
@@ -856,6 +867,7 @@ static void gemm_nest(bd_program *p, int node, int a, int b, int c, int y) {
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_MATMUL, yv);
     bd_matmul_params *mp = BD_NEST_PARAMS(nest, matmul);
     memset(mp, 0, sizeof *mp);
+    mp->a_zero = mp->b_zero = -1;
     mp->gemm = true;
     mp->trans_b = true;
     mp->alpha = mp->beta = 1.0f;
@@ -1075,6 +1087,13 @@ bd_status bd_lower_rnn(bd_program *p, int node, bd_diag *d) {
 
 /* An elementwise nest int32(v) - int32(zero point) into a new int32 value of v's shape; the zero
  * point is a scalar (or one value), or 1-D along dim `along` of v (A's rows, B's columns). */
+/* Value v is absent (-1) or holds one element (a scalar or [1]). */
+static bool one_value(bd_graph *g, int v) {
+    if (v < 0) return true;
+    const bd_value *x = bd_graph_value(g, v);
+    return x->rank == 0 || (x->rank == 1 && x->dims[0] == 1);
+}
+
 static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
     bd_graph *g = p->graph;
     const bd_value *x = bd_graph_value(g, v);
@@ -1100,8 +1119,9 @@ static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
     return out;
 }
 
-/* MatMulInteger: the operands less their zero points as int32 (elementwise nests), then an
- * int32 MATMUL. QLinearMatMul: that product, then y = saturate(round(C (a_scale b_scale /
+/* MatMulInteger: an int32 MATMUL of the 8-bit operands that subtracts their zero points, when
+ * each has one; with per-row or per-column zero points, the operands less them as int32
+ * (elementwise nests), then the int32 MATMUL. QLinearMatMul: that product, then y = saturate(round(C (a_scale b_scale /
  * y_scale)) + y_zero_point), the multiplier in float and the rest in double as the reference
  * has it; its scales and zero points one value each (per-row or per-column ones are refused). */
 bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
@@ -1138,10 +1158,15 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
     int in[8];
     for (int k = 0; k < n->n_inputs && k < 8; k++) in[k] = bd_node_in(g, n, k) ? n->inputs[k] : -1;
     /* (adding values moves every bd_value: only indices from here) */
-    int a32 = minus_zero_point(p, node, av, zav, arow);
-    int b32 = minus_zero_point(p, node, bv, zbv, bcol);
     int c = q ? bd_lower_temp(g, BD_DT_INT32, yr, ydims) : yv;
-    matmul_values(p, node, false, a32, b32, -1, c);
+    if (one_value(g, zav) && one_value(g, zbv)) {
+        /* the zero points inside the product: the 8-bit operands as they are (int8 kernels) */
+        matmul_values(p, node, false, av, bv, -1, zav, zbv, c);
+    } else {
+        int a32 = minus_zero_point(p, node, av, zav, arow);
+        int b32 = minus_zero_point(p, node, bv, zbv, bcol);
+        matmul_values(p, node, false, a32, b32, -1, -1, -1, c);
+    }
     if (!q) return BD_OK;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
     bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);

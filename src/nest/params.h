@@ -142,6 +142,9 @@ typedef struct bd_global_pool_params {
  * axis absent when B is 1-D (MatMul); Gemm has no batch axes. */
 typedef struct bd_matmul_params {
     int a, b, c, y;     /* c: Gemm's C, or a bias fusion absorbed (y = alpha AB + beta C) */
+    /* MatMulInteger/QLinearMatMul with one zero point per operand: A and B are the 8-bit
+     * tensors and y = (A - a_zero)(B - b_zero) in y's int32 (operands, -1 when absent) */
+    int a_zero, b_zero;
     bool gemm;          /* Gemm (C, transposes, alpha, beta), else MatMul */
     int n_batch;        /* batch axes of the output */
     int m_iter, n_iter; /* iteration dims of M and N, -1 when absent */
@@ -157,6 +160,9 @@ typedef struct bd_matmul_params {
     int cut;
     int64_t cut_rows;
     bool alpha_in_b; /* b_packed and alpha != 1: B is scaled by alpha before packing */
+    /* 8-bit A and B, B constant and shared by every batch, B - b_zero within int8 and b_zero
+     * constant: the int8 kernel, B packed at create */
+    bool i8_packed;
     /* Element strides of A, B and Y along each output batch axis (0 where A or B broadcasts). */
     int64_t a_bstride[BD_MAX_RANK], b_bstride[BD_MAX_RANK], y_bstride[BD_MAX_RANK];
 } bd_matmul_params;

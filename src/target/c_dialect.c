@@ -46,6 +46,8 @@ static const char *c_cast(bd_printer *p, const char *a, int from, int to) {
     }
     bool from_float = from == BD_DT_FLOAT || from == BD_DT_DOUBLE;
     bool to_float = to == BD_DT_FLOAT || to == BD_DT_DOUBLE;
+    bool narrow = to == BD_DT_INT8 || to == BD_DT_UINT8 || to == BD_DT_INT16 || to == BD_DT_UINT16;
+    if (from == BD_DT_FLOAT && narrow) return bd_print_str(p, "bd_float_to_%s(%s)", bd_c_type(to), a);
     if (from_float && !to_float) return bd_print_str(p, "bd_f2i_%s((double)%s)", bd_c_type(to), a);
     return bd_print_str(p, "(%s)%s", bd_c_type(to), a);
 }

@@ -22,6 +22,7 @@ typedef struct bd_emit_opts {
     bool library;               /* <name>_create/_run/_destroy + a header instead of main() */
     const char *lib_name;       /* C identifier prefix for --lib (already sanitised) */
     const char *weights_symbol; /* assembler symbol of the embedded constants */
+    bool keep_denormals;        /* --denormals keep: run() leaves the FTZ/DAZ modes alone (CPU) */
     const bool *batch_sliced;   /* per nest, with a ranged batch: runs a prefix of its blocks
                                    at a smaller batch (plan/batch.h); NULL: none */
 } bd_emit_opts;

@@ -112,6 +112,28 @@ __attribute__((target("avx512f"))) static double peak_avx512(long iters) {
     if (f[0] == 1.5f) printf(" ");
     return (double)iters * 12 * 32 / t * 1e-9;
 }
+
+/* vpdpbusd: 64 8-bit multiply-adds (16 lanes of 4) per instruction */
+__attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(long iters) {
+    __m512i b = _mm512_set1_epi32(0x01010101), c = _mm512_set1_epi32(0x02020202);
+    __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2),
+            a3 = _mm512_set1_epi32(3), a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5),
+            a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7), a8 = _mm512_set1_epi32(8),
+            a9 = _mm512_set1_epi32(9), a10 = _mm512_set1_epi32(10), a11 = _mm512_set1_epi32(11);
+    double t = now();
+    for (long i = 0; i < iters; i++) {
+        FMA12(_mm512_dpbusd_epi32, b, c)
+        __asm__ volatile("" : "+v"(b));
+    }
+    t = now() - t;
+    __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                 _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+    s = _mm512_add_epi32(s, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
+    int32_t f[16];
+    _mm512_storeu_si512(f, s);
+    if (f[0] == 15) printf(" ");
+    return (double)iters * 12 * 64 * 2 / t * 1e-9;
+}
 #endif
 
 /* ---- timing --------------------------------------------------------------------------------- */
@@ -175,6 +197,43 @@ static void bench_gemm(int64_t M, int64_t N, int64_t K, double peak) {
     free(g.C);
     free(g.Bp);
     free(g.bias);
+    free(g.scratch);
+}
+
+/* ---- 8-bit GEMM ----------------------------------------------------------------------------- */
+
+typedef struct i8_arg {
+    int64_t M, N, K;
+    uint8_t *A;
+    int32_t *C;
+    void *Bp, *scratch;
+} i8_arg;
+
+static void run_i8_gemm(void *v) {
+    i8_arg *g = v;
+    bd_i8_gemm_packed_b(g->M, 0, g->N, g->K, g->A, g->K, 0, 3, g->Bp, g->C, g->N, g->scratch);
+}
+
+/* GOP/s counts a multiply and an add per product, like GFLOP/s; peak: the vpdpbusd loop's */
+static void bench_i8_gemm(int64_t M, int64_t N, int64_t K, double peak) {
+    i8_arg g = {M, N, K, xmalloc((size_t)(M * K)), xmalloc((size_t)(M * N) * 4), NULL, NULL};
+    int8_t *B = xmalloc((size_t)(K * N));
+    for (int64_t i = 0; i < M * K; i++)
+        g.A[i] = (uint8_t)(i * 37 % 251);
+    for (int64_t i = 0; i < K * N; i++)
+        B[i] = (int8_t)(i * 11 % 255 - 127);
+    g.Bp = xmalloc(bd_i8_gemm_packed_b_bytes(K, N));
+    bd_i8_gemm_pack_b(K, N, B, N, 1, 0, g.Bp);
+    g.scratch = xmalloc(bd_i8_gemm_scratch_bytes(K));
+    double ops = 2.0 * (double)M * (double)N * (double)K, t = time_call(run_i8_gemm, &g);
+    printf("  i8 gemm %5lldx%5lldx%5lld      %7.1f GOP/s", (long long)M, (long long)N, (long long)K,
+           ops / t * 1e-9);
+    if (peak > 0) printf(" %5.1f%% of the VNNI peak", 100 * ops / t * 1e-9 / peak);
+    printf("\n");
+    free(g.A);
+    free(g.C);
+    free(B);
+    free(g.Bp);
     free(g.scratch);
 }
 
@@ -264,7 +323,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    double peak2 = 0, peak5 = 0;
+    double peak2 = 0, peak5 = 0, peak_i8 = 0;
 #if BENCH_X86
     if (bd_kernels_isa_supported(BD_KERNELS_ISA_AVX2)) {
         for (int i = 0; i < 10; i++) {
@@ -284,6 +343,13 @@ int main(int argc, char **argv) {
         printf(
             "                             AVX-512 %.1f GFLOP/s (%.1f flops/cycle at that clock)\n",
             peak5, peak5 / (peak2 / 32));
+    }
+    if (bd_kernels_isa_supported(BD_KERNELS_ISA_AVX512) && __builtin_cpu_supports("avx512vnni")) {
+        for (int i = 0; i < 10; i++) {
+            double p = peak_vnni(20000000);
+            if (p > peak_i8) peak_i8 = p;
+        }
+        printf("                             VNNI %.1f GOP/s (8-bit multiply-adds x 2)\n", peak_i8);
     }
 #endif
     static const conv_layer layers[] = {
@@ -329,6 +395,12 @@ int main(int argc, char **argv) {
             bench_gemm(64, 3136, 576, peak); /* a conv-shaped GEMM */
             bench_gemm(1, 1000, 512, peak);  /* batch-1 classifier */
             bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
+            /* the int8 BERT's products (MatMulInteger), then a large square */
+            bench_i8_gemm(128, 256, 256, isas[i] == BD_KERNELS_ISA_AVX512 ? peak_i8 : 0);
+            bench_i8_gemm(128, 1024, 256, isas[i] == BD_KERNELS_ISA_AVX512 ? peak_i8 : 0);
+            bench_i8_gemm(128, 256, 1024, isas[i] == BD_KERNELS_ISA_AVX512 ? peak_i8 : 0);
+            bench_i8_gemm(128, 768, 768, isas[i] == BD_KERNELS_ISA_AVX512 ? peak_i8 : 0);
+            bench_i8_gemm(1024, 1024, 1024, isas[i] == BD_KERNELS_ISA_AVX512 ? peak_i8 : 0);
         }
         for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
             if (!only || strstr(layers[l].name, only)) {

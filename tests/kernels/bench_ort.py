@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Single-threaded reference numbers for bdckernels_bench: onnxruntime (MLAS) and numpy (BLAS).
 
-Runs the same shapes as bench_kernels.c: square sgemm, a few GEMM shapes, and the ResNet-like
-and depthwise convolution layers (with bias and Relu fused by onnxruntime's graph optimiser, as
+Runs the same shapes as bench_kernels.c: square sgemm, a few GEMM shapes, the 8-bit products
+(MatMulInteger), and the ResNet-like and depthwise convolution layers (with bias and Relu fused by onnxruntime's graph optimiser, as
 the kernels fuse them). Times are the calling thread's CPU time (time.thread_time), best batch,
 like the C benchmark; onnxruntime runs with one intra-op thread, so its work runs on this thread.
 
@@ -58,6 +58,19 @@ def matmul_model(M, N, K):
         [helper.make_node("MatMul", ["A", "B"], ["C"])], "mm",
         [helper.make_tensor_value_info("A", TensorProto.FLOAT, [M, K])],
         [helper.make_tensor_value_info("C", TensorProto.FLOAT, [M, N])], [b])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def matmul_integer_model(M, N, K):
+    """A (uint8, zero point 3) x B (int8 constant) into int32, as the int8 BERT's products."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    b = numpy_helper.from_array(np.random.randint(-127, 128, (K, N)).astype(np.int8), "B")
+    za = numpy_helper.from_array(np.array(3, np.uint8), "za")
+    g = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B", "za"], ["C"])], "mmi",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [M, K])],
+        [helper.make_tensor_value_info("C", TensorProto.INT32, [M, N])], [b, za])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -123,6 +136,12 @@ def main():
         print(line)
     if not ort:
         return
+    for M, N, K in [(128, 256, 256), (128, 1024, 256), (128, 256, 1024), (128, 768, 768),
+                    (1024, 1024, 1024)]:
+        s = ort_session(matmul_integer_model(M, N, K))
+        feed = {"A": np.random.randint(0, 256, (M, K)).astype(np.uint8)}
+        t = best_time(lambda: s.run(None, feed))
+        print("  i8 gemm %5dx%5dx%5d   onnxruntime %7.1f GOP/s" % (M, N, K, 2.0 * M * N * K / t * 1e-9))
     for name, C, H, M, K, stride, pad, group in LAYERS:
         model, OH = conv_model(C, H, M, K, stride, pad, group)
         s = ort_session(model)

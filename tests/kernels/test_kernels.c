@@ -689,6 +689,81 @@ static void test_deconv_all(void) {
            g_rel_err_max);
 }
 
+/* ---- 8-bit integer GEMM ---------------------------------------------------------------------- */
+
+/* Random shapes, signedness and zero points, column tiles cut at random points, rows with a
+ * stride past K; compared exactly with an int64 reference, guard cells around every row. */
+static void test_i8_gemm_all(void) {
+    static const int64_t Ms[] = {1, 3, 8, 9, 17, 40}, Ns[] = {1, 5, 31, 32, 33, 70, 100},
+                         Ks[] = {1, 3, 4, 5, 64, 131, 300};
+    int cases = g_quick ? 12 : 60, bad_cases = 0;
+    for (int t = 0; t < cases; t++) {
+        int64_t M = Ms[irand(6)], N = Ns[irand(7)], K = Ks[irand(7)];
+        int64_t lda = K + irand(3), ldb = N + irand(2), ldc = N + 3;
+        int a_signed = (int)irand(2), b_signed = (int)irand(2);
+        int32_t a_zero = a_signed ? (int32_t)irand(256) - 128 : (int32_t)irand(256);
+        /* B - b_zero within int8: int8 B with b_zero 0 or small values, uint8 around 128 */
+        int32_t b_zero = b_signed ? (irand(2) ? 0 : (int32_t)irand(64) - 32) : 128 + (int32_t)irand(9) - 4;
+        uint8_t *A = xmalloc((size_t)(M * lda)), *B = xmalloc((size_t)(K * ldb));
+        for (int64_t i = 0; i < M * lda; i++)
+            A[i] = (uint8_t)rnd();
+        for (int64_t i = 0; i < K * ldb; i++) {
+            int32_t v = (int32_t)irand(256) - 128 + b_zero; /* B - b_zero in [-128, 127] */
+            if (b_signed) v = v < -128 ? -128 : v > 127 ? 127 : v;
+            else v = v < 0 ? 0 : v > 255 ? 255 : v;
+            B[i] = (uint8_t)v;
+        }
+        void *Bp = xmalloc(bd_i8_gemm_packed_b_bytes(K, N));
+        int ok = bd_i8_gemm_pack_b(K, N, B, ldb, b_signed, b_zero, Bp) == 0;
+        int32_t *C = xmalloc((size_t)((M + 2) * ldc) * 4);
+        for (int64_t i = 0; i < (M + 2) * ldc; i++)
+            C[i] = -7777777;
+        scratch sc = scratch_new(bd_i8_gemm_scratch_bytes(K));
+        int64_t at[4];
+        int parts = cuts(N, 1 + (int)irand(3), at) - 1;
+        for (int p = 0; p < parts; p++)
+            bd_i8_gemm_packed_b(M, at[p], at[p + 1], K, A, lda, a_signed, a_zero, Bp, C + ldc, ldc,
+                                sc.p);
+        for (int64_t i = -1; i <= M && ok; i++)
+            for (int64_t j = 0; j < ldc && ok; j++) {
+                int64_t want = -7777777;
+                if (i >= 0 && i < M && j < N) {
+                    want = 0;
+                    for (int64_t k = 0; k < K; k++) {
+                        int64_t a = a_signed ? (int8_t)A[i * lda + k] : A[i * lda + k];
+                        int64_t b = b_signed ? (int8_t)B[k * ldb + j] : B[k * ldb + j];
+                        want += (a - a_zero) * (b - b_zero);
+                    }
+                }
+                if (C[(i + 1) * ldc + j] != want) {
+                    printf("FAIL i8 gemm %lldx%lldx%lld (A %s zero %d, B %s zero %d, %d tiles, %s): "
+                           "C[%lld][%lld] = %d, want %lld\n", (long long)M, (long long)N,
+                           (long long)K, a_signed ? "int8" : "uint8", a_zero,
+                           b_signed ? "int8" : "uint8", b_zero, parts,
+                           bd_kernels_isa_name(bd_kernels_get_isa()), (long long)i, (long long)j,
+                           C[(i + 1) * ldc + j], (long long)want);
+                    ok = 0;
+                }
+            }
+        if (ok) g_passed++;
+        else g_failed++, bad_cases++;
+        free(sc.base);
+        free(C);
+        free(Bp);
+        free(A);
+        free(B);
+    }
+    /* a B - b_zero outside int8 is refused */
+    uint8_t b[2] = {0, 255};
+    unsigned char buf[512];
+    int refused = bd_i8_gemm_pack_b(1, 2, b, 2, 0, 0, buf) == -1 &&
+                  bd_i8_gemm_pack_b(BD_I8_GEMM_MAX_K + 1, 0, b, 0, 0, 0, buf) == -1;
+    if (refused) g_passed++;
+    else g_failed++, printf("FAIL i8 gemm: an out-of-range B or K was packed\n");
+    printf("%s i8 gemm (%s): %d cases exact\n", bad_cases || !refused ? "FAILED" : "ok",
+           bd_kernels_isa_name(bd_kernels_get_isa()), cases - bad_cases);
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 static void test_dispatch(void) {
@@ -815,6 +890,7 @@ int main(int argc, char **argv) {
         test_conv_all();
         test_winograd_all();
         test_deconv_all();
+        test_i8_gemm_all();
     }
     bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
     printf("%d passed, %d failed\n", g_passed, g_failed);

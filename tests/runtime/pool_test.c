@@ -4,7 +4,8 @@
  * and with BDRT_SPIN_US=0 (every wait goes to the futex): many runs of many block counts, each
  * block recording that it ran exactly once, on a valid thread index; sums checked after every
  * run. Also: a nested call from inside a task (runs inline), two outside threads sharing one
- * pool (serialised), blocks of very uneven cost. Prints the measured per-call overhead of
+ * pool (serialised), blocks of very uneven cost, and the flush-denormals mode of the caller
+ * reaching every worker (x86) and being restored. Prints the measured per-call overhead of
  * bdrt_pool_run (2 threads, 1000 tiny blocks). Closing line "N passed, M failed". */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,6 +18,10 @@
 #include <time.h>
 
 #include "bdrt.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 static int passed, failed;
 
@@ -188,6 +193,45 @@ static void test_outside_threads(void) {
     bdrt_pool_destroy(sh.pool);
 }
 
+/* ---- denormals: the caller's FTZ/DAZ mode on every thread ---- */
+
+#if defined(__x86_64__) || defined(__i386__)
+typedef struct fp_seen {
+    _Atomic int flushed, kept, on_worker;
+} fp_seen;
+
+static void fp_block(void *ctx, int64_t b, int thread) {
+    fp_seen *s = ctx;
+    volatile int64_t spin = 0;
+    for (int i = 0; i < 20000; i++) spin += i + b; /* long enough for workers to join */
+    if ((_mm_getcsr() & 0x8040u) == 0x8040u) atomic_fetch_add(&s->flushed, 1);
+    else atomic_fetch_add(&s->kept, 1);
+    if (thread) atomic_fetch_add(&s->on_worker, 1);
+}
+
+static void test_denormals(void) {
+    bdrt_pool *p = bdrt_pool_create(4);
+    if (!p) return;
+    unsigned before = _mm_getcsr();
+    fp_seen on = {0}, off = {0};
+    for (int run = 0; run < 50 && !atomic_load(&on.on_worker); run++) {
+        unsigned saved = bdrt_fp_flush_denormals();
+        bdrt_pool_run(p, 64, fp_block, &on);
+        bdrt_fp_restore(saved);
+    }
+    expect(_mm_getcsr() == before, "bdrt_fp_restore gives the caller its MXCSR back");
+    for (int run = 0; run < 50 && !atomic_load(&off.on_worker); run++)
+        bdrt_pool_run(p, 64, fp_block, &off);
+    expect(atomic_load(&on.on_worker) > 0 && atomic_load(&off.on_worker) > 0,
+           "denormals: workers ran some of the blocks");
+    expect(atomic_load(&on.kept) == 0, "denormals: every block of a flushing caller flushes");
+    expect(atomic_load(&off.flushed) == 0, "denormals: workers go back to the caller's IEEE mode");
+    bdrt_pool_destroy(p);
+}
+#else
+static void test_denormals(void) {}
+#endif
+
 /* ---- allocation ---- */
 
 static void test_alloc(void) {
@@ -255,6 +299,7 @@ int main(int argc, char **argv) {
     unsetenv("BDRT_SPIN_US");
     test_nested();
     test_outside_threads();
+    test_denormals();
     if (!quick) {
         overhead(1, 1000, 20000); /* the blocks themselves, inline */
         overhead(2, 1000, 20000);

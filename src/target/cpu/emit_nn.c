@@ -812,14 +812,22 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     for (int i = 0; i < loops; i++) bd_emit_close(e, NULL);
 }
 
+/* The zero point of an 8-bit MATMUL operand as T ("0" when it has none). */
+static const char *mm_zero(bd_emitter *e, const bd_nest *n, int operand, const char *T) {
+    return operand < 0 ? "0" : bd_emit_str(e, "(%s)%s[0]", T, operand_ptr(e, n, operand));
+}
+
 static void emit_matmul_generic(bd_emitter *e, const bd_nest *n, const bd_matmul_params *mp) {
     const bd_value *y = operand_value(e, n, mp->y);
     const char *T = bd_c_type(y->dtype);
     mm_layout l = mm_layout_of(mp);
     bool add_c = mm_c_mode(e, n, mp) != MM_C_NONE;
     bool post_alpha = mp->alpha != 1.0f;
-    bd_emit(e, "const %s *A = %s;", T, operand_ptr(e, n, mp->a));
-    bd_emit(e, "const %s *B = %s;", T, operand_ptr(e, n, mp->b));
+    /* A and B in their own types (8-bit for MatMulInteger), less their zero points */
+    bd_emit(e, "const %s *A = %s;", bd_c_type(operand_value(e, n, mp->a)->dtype), operand_ptr(e, n, mp->a));
+    bd_emit(e, "const %s *B = %s;", bd_c_type(operand_value(e, n, mp->b)->dtype), operand_ptr(e, n, mp->b));
+    bd_emit(e, "const %s za = %s, zb = %s;", T, mm_zero(e, n, mp->a_zero, T), mm_zero(e, n, mp->b_zero, T));
+    bd_emit(e, "(void)za; (void)zb;");
     if (add_c) bd_emit(e, "const %s *Cv = %s;", T, operand_ptr(e, n, mp->c));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, mp->y));
     int loops = mm_open_batches(e, n, mp);
@@ -827,12 +835,12 @@ static void emit_matmul_generic(bd_emitter *e, const bd_nest *n, const bd_matmul
     bd_emit(e, "%s *yr = Y + yo + i * %lld;", T, ll(l.ldy));
     bd_emit(e, "for (int64_t j = n0; j < n1; j++) yr[j] = 0;");
     bd_emit_open(e, "for (int64_t k = 0; k < %lld; k++)", ll(mp->K));
-    bd_emit(e, "const %s av = A[ao + %s];", T,
+    bd_emit(e, "const %s av = (%s)A[ao + %s] - za;", T, T,
             mp->trans_a ? bd_emit_str(e, "k * %lld + i", ll(l.lda)) : bd_emit_str(e, "i * %lld + k", ll(l.lda)));
     if (mp->trans_b)
-        bd_emit(e, "for (int64_t j = n0; j < n1; j++) yr[j] += av * B[bo + j * %lld + k];", ll(l.ldb));
+        bd_emit(e, "for (int64_t j = n0; j < n1; j++) yr[j] += av * ((%s)B[bo + j * %lld + k] - zb);", T, ll(l.ldb));
     else
-        bd_emit(e, "for (int64_t j = n0; j < n1; j++) yr[j] += av * B[bo + k * %lld + j];", ll(l.ldb));
+        bd_emit(e, "for (int64_t j = n0; j < n1; j++) yr[j] += av * ((%s)B[bo + k * %lld + j] - zb);", T, ll(l.ldb));
     bd_emit_close(e, NULL);
     bd_emit_close(e, NULL);
     if (add_c || post_alpha || n->epi.act.n)
@@ -840,10 +848,44 @@ static void emit_matmul_generic(bd_emitter *e, const bd_nest *n, const bd_matmul
     for (int i = 0; i < loops; i++) bd_emit_close(e, NULL);
 }
 
+/* MatMulInteger on the int8 kernel: B - b_zero packed at create (the tiler checked that it fits
+ * int8), a_zero read at run time. */
+static void emit_matmul_i8(bd_emitter *e, const bd_nest *n, const bd_matmul_params *mp, bd_emit_phase phase) {
+    mm_layout l = mm_layout_of(mp);
+    const bd_value *a = operand_value(e, n, mp->a), *b = operand_value(e, n, mp->b);
+    int slot = bd_emit_nest_slot(e, n);
+    if (phase == BD_EMIT_SETUP) {
+        bd_emit_open(e, "%s", "");
+        emit_packed_alloc(e, slot, "pk", bd_emit_str(e, "bd_i8_gemm_packed_b_bytes(%lld, %lld)", ll(mp->K), ll(mp->N)));
+        bd_emit_open(e, "if (bd_i8_gemm_pack_b(%lld, %lld, %s, %lld, %d, %s, pk))", ll(mp->K), ll(mp->N),
+                     operand_ptr(e, n, mp->b), ll(l.ldb), b->dtype == BD_DT_INT8,
+                     mm_zero(e, n, mp->b_zero, "int32_t"));
+        bd_emit(e, "bdrt_errorf(\"nest %d: B less its zero point does not fit int8\");", nest_index(e, n));
+        bd_emit(e, "bd_destroy(S);");
+        bd_emit(e, "return NULL;");
+        bd_emit_close(e, NULL);
+        emit_scratch_check(e, n, bd_emit_str(e, "bd_i8_gemm_scratch_bytes(%lld)", ll(mp->K)));
+        bd_emit_close(e, NULL);
+        return;
+    }
+    bd_emit(e, "const uint8_t *A = (const uint8_t *)%s;", operand_ptr(e, n, mp->a));
+    bd_emit(e, "const int32_t za = %s;", mm_zero(e, n, mp->a_zero, "int32_t"));
+    bd_emit(e, "int32_t *Y = %s;", operand_ptr(e, n, mp->y));
+    int loops = mm_open_batches(e, n, mp);
+    bd_emit(e, "bd_i8_gemm_packed_b(m1 - m0, n0, n1, %lld, A + ao + m0 * %lld, %lld, %d, za, S->packed[%d], "
+               "Y + yo + m0 * %lld, %lld, scratch);",
+            ll(mp->K), ll(l.lda), ll(l.lda), a->dtype == BD_DT_INT8, slot, ll(l.ldy), ll(l.ldy));
+    for (int i = 0; i < loops; i++) bd_emit_close(e, NULL);
+}
+
 bd_status bd_emit_body_MATMUL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
     const bd_matmul_params *mp = BD_NEST_PARAMS(n, matmul);
     const bd_value *y = operand_value(e, n, mp->y);
+    if (mp->i8_packed) {
+        emit_matmul_i8(e, n, mp, phase);
+        return BD_OK;
+    }
     if (y->dtype == BD_DT_FLOAT) {
         emit_matmul_f32(e, n, mp, phase);
         return BD_OK;

@@ -275,25 +275,26 @@ static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
  * 48, a multiple of every register tile's MR) and the columns only down to 128; otherwise the
  * larger of the two is halved. */
 /* (rows, columns) tile of an R x N float32 product split into `batches` independent products,
- * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, partial
+ * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, int8 8 x 32; partial
  * ones whole), packing its rows of A, packing (or, when pre-packed, streaming) its columns of B,
  * and a fixed dispatch cost. */
 static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
                           bool has_n, int64_t *mt_out, int64_t *nt_out) {
     int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
+    int64_t mr = mp->i8_packed ? 8 : 12; /* the register tile's rows: int8 8 x 32, float 12 x 32 */
     if (!has_m) R = 1;
     double best = -1;
     *mt_out = R;
     *nt_out = N;
     for (int64_t km = 1; km <= 32 && km <= R; km++) {
-        int64_t mt = km == 1 ? R : round_up(ceil_div(R, km), 12);
+        int64_t mt = km == 1 ? R : round_up(ceil_div(R, km), mr);
         if (ceil_div(R, mt) != km) continue;
         for (int64_t kn = 1; kn <= 32 && kn <= N; kn++) {
             int64_t nt = kn == 1 ? N : round_up(ceil_div(N, kn), 32);
             if (ceil_div(N, nt) != kn) continue;
-            double gemm = (double)round_up(mt, 12) * (double)K * (double)round_up(nt, 32) / 32.0;
+            double gemm = (double)round_up(mt, mr) * (double)K * (double)round_up(nt, 32) / 32.0;
             double pack_a = 1.5 * (double)mt * (double)K * (double)ceil_div(nt, 2048);
-            double pack_b = (mp->b_packed ? 0.1 : 1.0) * (double)K * (double)nt;
+            double pack_b = (mp->b_packed || mp->i8_packed ? 0.1 : 1.0) * (double)K * (double)nt;
             double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0);
             if (best < 0 || total < best * 0.999) {
                 best = total;
@@ -517,17 +518,53 @@ static void tile_pool(const bd_graph *g, bd_nest *nest) {
     nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
 }
 
+/* Mirrors of kernels/gemm_i8.c (the compiler does not link the kernels): the bound on K, and its
+ * scratch, 8 rows of A with K rounded up to 4, plus alignment. */
+enum { I8_GEMM_MAX_K = 32768 };
+static size_t i8_scratch_bound(int64_t K) {
+    return (size_t)(8 * round_up(imax64(K, 0), 4) + 64);
+}
+
+static bool is_8bit(int dtype) {
+    return dtype == BD_DT_UINT8 || dtype == BD_DT_INT8;
+}
+
+/* MatMulInteger's product for the int8 kernel: 8-bit A, B constant and shared by every batch,
+ * b_zero constant, and every B - b_zero within int8 (the kernel's signed operand). */
+static bool i8_kernel_fits(const bd_graph *g, const bd_nest *nest, const bd_matmul_params *mp,
+                           bool b_shared) {
+    const bd_value *a = operand_value(g, nest, mp->a), *b = operand_value(g, nest, mp->b);
+    const bd_value *y = operand_value(g, nest, mp->y);
+    if (mp->gemm || y->dtype != BD_DT_INT32 || !is_8bit(a->dtype) || !is_8bit(b->dtype) ||
+        !b->constant || !b->constant->data || b->constant->dtype != b->dtype || !b_shared ||
+        b->rank < 2 || mp->K > I8_GEMM_MAX_K || mp->c >= 0)
+        return false;
+    int32_t zb = 0;
+    if (mp->b_zero >= 0) {
+        const bd_value *z = operand_value(g, nest, mp->b_zero);
+        if (!z->constant || !z->constant->data || z->constant->dtype != b->dtype) return false;
+        zb = b->dtype == BD_DT_INT8 ? *(const int8_t *)z->constant->data : *(const uint8_t *)z->constant->data;
+    }
+    for (int64_t i = 0; i < b->constant->numel; i++) {
+        int32_t v = b->dtype == BD_DT_INT8 ? ((const int8_t *)b->constant->data)[i]
+                                           : ((const uint8_t *)b->constant->data)[i];
+        if (v - zb < -128 || v - zb > 127) return false;
+    }
+    return mp->a_zero < 0 || operand_value(g, nest, mp->a_zero)->dtype == a->dtype;
+}
+
 static void tile_matmul(const bd_graph *g, bd_nest *nest) {
     bd_matmul_params *mp = &nest->params.matmul;
     const bd_value *a = operand_value(g, nest, mp->a), *b = operand_value(g, nest, mp->b);
     const bd_value *y = operand_value(g, nest, mp->y);
-    bool f32 = a->dtype == BD_DT_FLOAT;
     bool b_shared = true; /* one B matrix for every batch */
     for (int i = 0; i < mp->n_batch; i++)
         b_shared &= mp->b_bstride[i] == 0;
     /* B packed once at create time for the kernels (scaled by alpha when that is not 1) */
-    mp->b_packed = f32 && b->constant && b_shared && b->rank >= 2;
+    mp->b_packed = a->dtype == BD_DT_FLOAT && b->constant && b_shared && b->rank >= 2;
     mp->alpha_in_b = mp->b_packed && mp->alpha != 1.0f;
+    mp->i8_packed = i8_kernel_fits(g, nest, mp, b_shared);
+    bool f32 = a->dtype == BD_DT_FLOAT || mp->i8_packed; /* a kernel call: tiled alike */
     /* A's batch axes contiguous like the output's (no broadcasting, no transpose): rows merge */
     mp->merged = !mp->gemm && mp->m_iter >= 0 && b_shared && mp->n_batch > 0;
     for (int j = 0; j < mp->n_batch && mp->merged; j++) {
@@ -541,7 +578,9 @@ static void tile_matmul(const bd_graph *g, bd_nest *nest) {
     else
         matmul_tiling(g, nest, mp, f32);
     mp->merged &= f32;
-    if (f32) {
+    if (mp->i8_packed) {
+        nest->scratch_bytes = i8_scratch_bound(mp->K);
+    } else if (f32) {
         int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
         if (mp->merged) mt = nest->tile[mp->cut] * mp->cut_rows;
         int64_t nt = mp->n_iter >= 0 ? nest->tile[mp->n_iter] : 1;

@@ -529,6 +529,8 @@ static bool matmul_start(bd_gpu_printer *g, const bd_nest *n, int64_t *cs_m, int
     declare(g, n, mp->a, "A");
     declare(g, n, mp->b, "B");
     if (add_c) declare(g, n, mp->c, "Cv");
+    if (mp->a_zero >= 0) declare(g, n, mp->a_zero, "ZA");
+    if (mp->b_zero >= 0) declare(g, n, mp->b_zero, "ZB");
     if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
     declare(g, n, mp->y, "Y");
     return add_c;
@@ -551,11 +553,16 @@ static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
     }
     L("const int64_t row = %s, col = %s;", mp->m_iter >= 0 ? S("i%d", mp->m_iter) : "0",
       mp->n_iter >= 0 ? S("i%d", mp->n_iter) : "0");
-    L("BD_G const %s *ar = A + %s + %s;", T, ao, mp->trans_a ? "row" : S("row * %lld", ll(lda)));
-    L("BD_G const %s *bc = B + %s + %s;", T, bo, mp->trans_b ? S("col * %lld", ll(ldb)) : "col");
+    /* A and B in their own types (8-bit for MatMulInteger), less their zero points */
+    L("BD_G const %s *ar = A + %s + %s;", bd_c_type(value_of(g, n, mp->a)->dtype), ao,
+      mp->trans_a ? "row" : S("row * %lld", ll(lda)));
+    L("BD_G const %s *bc = B + %s + %s;", bd_c_type(value_of(g, n, mp->b)->dtype), bo,
+      mp->trans_b ? S("col * %lld", ll(ldb)) : "col");
+    L("const %s za = %s, zb = %s;", T, mp->a_zero >= 0 ? S("(%s)ZA[0]", T) : "0",
+      mp->b_zero >= 0 ? S("(%s)ZB[0]", T) : "0");
     L("%s acc = 0;", T);
-    L("for (int64_t k = 0; k < %lld; k++) acc += ar[k * %lld] * bc[k * %lld];", ll(mp->K), ll(mp->trans_a ? lda : 1),
-      ll(mp->trans_b ? 1 : ldb));
+    L("for (int64_t k = 0; k < %lld; k++) acc += ((%s)ar[k * %lld] - za) * ((%s)bc[k * %lld] - zb);", ll(mp->K), T,
+      ll(mp->trans_a ? lda : 1), T, ll(mp->trans_b ? 1 : ldb));
     L("const int64_t yo = %s + row * %lld + col;", yo, ll(ldy));
     const char *cv = add_c ? S("Cv[row * %lld + col * %lld]", ll(cs_m), ll(cs_n)) : NULL;
     const char *v = "acc";

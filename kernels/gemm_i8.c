@@ -1,0 +1,231 @@
+/* gemm_i8.c — exact 8-bit integer matrix products: C (int32) = (A - a_zero) x (B - b_zero).
+ *
+ * MatMulInteger and QLinearMatMul with a constant B (a quantized model's weights). B is packed
+ * once as B' = B - b_zero in int8, with its column sums; then for any A,
+ *     C[i][j] = sum_k A'[i][k] B'[k][j] - a_zero' * colsum(B')[j],
+ * where A' = A as uint8 (int8 A is moved by +128, and a_zero with it), so that every product is
+ * the unsigned x signed byte product of AVX-512 VNNI's vpdpbusd: four of them summed into each
+ * int32 lane per instruction, 64 multiply-adds a cycle per port, without saturation. The sums are
+ * exact while K <= BD_I8_GEMM_MAX_K.
+ *
+ * Packed B: a 64-byte header, colsum(B') (int32, N rounded up to 32), then panels of 32 columns;
+ * a panel holds, for every group of 4 consecutive k (K rounded up to 4, zeros past K), the 4
+ * bytes of each of its 32 columns together: 128 bytes, the two zmm operands of one step. The
+ * layout is the same for every instruction set. The micro-kernel computes an 8 x 32 tile in 16
+ * zmm accumulators: per k group, 2 loads of B, 8 broadcasts of 4 bytes of A and 16 vpdpbusd.
+ * It reads uint8 A in place when the tile has 8 rows and K is a multiple of 4; otherwise (and
+ * for int8 A, flipped on the way) the rows are first copied to scratch (4 bytes of k per row, 32
+ * bytes per k group), zero past K and past the last row. Stores mask the columns outside [n0, n1) and skip
+ * the padding rows.
+ *
+ * Without VNNI (or when the AVX-512 kernels are not chosen): an AVX2 tile by vpmaddwd on
+ * sign-extended int16 when the AVX2 kernels are chosen, else the same loops in plain C. */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "bd_kernels_internal.h"
+
+enum { I8_MR = 8, I8_NR = 32, I8_HDR = 64, I8_MAGIC = 0x38693862 /* "b8i8" */ };
+
+typedef struct i8_hdr {
+    int32_t magic, pad;
+    int64_t K, N;
+} i8_hdr;
+
+static int64_t round_up4(int64_t v) { return (v + 3) / 4 * 4; }
+static int64_t round_up_nr(int64_t v) { return (v + I8_NR - 1) / I8_NR * I8_NR; }
+
+size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N) {
+    int64_t np = round_up_nr(N < 0 ? 0 : N);
+    return (size_t)(I8_HDR + np * 4 + np * round_up4(K < 0 ? 0 : K));
+}
+
+int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_signed, int32_t b_zero,
+                      void *packed) {
+    if (K < 0 || N < 0 || K > BD_I8_GEMM_MAX_K) return -1;
+    int64_t np = round_up_nr(N), k4 = round_up4(K);
+    unsigned char *base = packed;
+    int32_t *colsum = (int32_t *)(base + I8_HDR);
+    int8_t *panels = (int8_t *)(base + I8_HDR + np * 4);
+    memset(colsum, 0, (size_t)np * 4);
+    memset(panels, 0, (size_t)(np * k4));
+    const uint8_t *bu = B;
+    const int8_t *bs = B;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) {
+            int32_t v = (b_signed ? (int32_t)bs[k * ldb + j] : (int32_t)bu[k * ldb + j]) - b_zero;
+            if (v < -128 || v > 127) return -1;
+            colsum[j] += v;
+            panels[(j / I8_NR) * (k4 * I8_NR) + (k / 4) * (4 * I8_NR) + (j % I8_NR) * 4 + k % 4] =
+                (int8_t)v;
+        }
+    i8_hdr h = {I8_MAGIC, 0, K, N};
+    memcpy(base, &h, sizeof h);
+    return 0;
+}
+
+size_t bd_i8_gemm_scratch_bytes(int64_t K) {
+    return (size_t)(I8_MR * round_up4(K < 0 ? 0 : K) + 64);
+}
+
+/* Rows [i0, i0 + mr) of A into ap[k group][row][4 bytes], as uint8; zeros elsewhere. */
+static void pack_a_rows(const void *A, int64_t lda, int a_signed, int64_t i0, int mr, int64_t K,
+                        int64_t k4, uint8_t *ap) {
+    memset(ap, 0, (size_t)(I8_MR * k4));
+    const uint8_t *a = A;
+    uint8_t flip = a_signed ? 0x80 : 0; /* int8 v + 128 as uint8 */
+    for (int r = 0; r < mr; r++) {
+        const uint8_t *row = a + (i0 + r) * lda;
+        for (int64_t k = 0; k < K; k++)
+            ap[(k / 4) * (4 * I8_MR) + r * 4 + k % 4] = row[k] ^ flip;
+    }
+}
+
+/* One 8 x 32 tile over every k group, in plain C. Row r's 4 bytes (uint8) of k group q are at
+ * a + r * rs + q * qs (the packed copy, or A itself); C gets columns [j0, j1) of the panel
+ * (panel relative) for rows < mr: the sum less za * colsum. No sum can overflow (the K bound);
+ * the final subtraction wraps in unsigned like the vector lanes. */
+static void tile_portable(const uint8_t *a, int64_t rs, int64_t qs, const int8_t *bp, int64_t groups,
+                          int mr, int j0, int j1, int32_t za, const int32_t *colsum, int32_t *C,
+                          int64_t ldc) {
+    int32_t acc[I8_MR][I8_NR];
+    memset(acc, 0, sizeof acc);
+    for (int64_t q = 0; q < groups; q++) {
+        const int8_t *b = bp + q * 4 * I8_NR;
+        for (int r = 0; r < mr; r++) {
+            const uint8_t *ar = a + r * rs + q * qs;
+            const int32_t a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];
+            for (int j = 0; j < I8_NR; j++)
+                acc[r][j] += a0 * b[4 * j] + a1 * b[4 * j + 1] + a2 * b[4 * j + 2] +
+                             a3 * b[4 * j + 3];
+        }
+    }
+    for (int r = 0; r < mr; r++)
+        for (int j = j0; j < j1; j++)
+            C[r * ldc + j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)za * (uint32_t)colsum[j]);
+}
+
+#if BD_KERNELS_X86
+#include <immintrin.h>
+
+#define BD_VNNI __attribute__((target("avx512f,avx512vnni")))
+
+/* AVX2 without VNNI, exactly: the panel's 128 bytes of a k group sign-extended to int16 (8 ymm,
+ * each 4 columns x 4 k), times the row's 4 bytes of A as int16 repeated, by vpmaddwd: int32
+ * sums of k pairs, two per column, added at the end. (vpmaddubsw would saturate int16.) */
+static __attribute__((target("avx2"))) void tile_avx2(const uint8_t *a, int64_t rs, int64_t qs,
+                                                       const int8_t *bp, int64_t groups, int mr,
+                                                       int j0, int j1, int32_t za,
+                                                       const int32_t *colsum, int32_t *C,
+                                                       int64_t ldc) {
+    __m256i acc[I8_MR][8];
+    for (int r = 0; r < I8_MR; r++)
+        for (int i = 0; i < 8; i++)
+            acc[r][i] = _mm256_setzero_si256();
+    for (int64_t q = 0; q < groups; q++) {
+        const int8_t *b = bp + q * 4 * I8_NR;
+        __m256i bw[8];
+        for (int i = 0; i < 8; i++)
+            bw[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16 * i)));
+        for (int r = 0; r < mr; r++) {
+            const uint8_t *ar = a + r * rs + q * qs;
+            const __m256i aw = _mm256_set1_epi64x((int64_t)((uint64_t)ar[0] | (uint64_t)ar[1] << 16 |
+                                                            (uint64_t)ar[2] << 32 | (uint64_t)ar[3] << 48));
+            for (int i = 0; i < 8; i++)
+                acc[r][i] = _mm256_add_epi32(acc[r][i], _mm256_madd_epi16(aw, bw[i]));
+        }
+    }
+    for (int r = 0; r < mr; r++) {
+        int32_t pairs[2 * I8_NR];
+        for (int i = 0; i < 8; i++)
+            _mm256_storeu_si256((__m256i *)(pairs + 8 * i), acc[r][i]);
+        for (int j = j0; j < j1; j++)
+            C[r * ldc + j] = (int32_t)((uint32_t)pairs[2 * j] + (uint32_t)pairs[2 * j + 1] -
+                                       (uint32_t)za * (uint32_t)colsum[j]);
+    }
+}
+
+/* 16 named accumulators and broadcasts straight from memory (vpbroadcastd zmm, m32: a load, no
+ * shuffle port), so that the loop is 2 loads of B, 8 broadcasts and 16 vpdpbusd. A is unsigned
+ * here: int8 A always goes through the flipped copy. */
+#define I8_ROW_STEP(r)                                                                             \
+    {                                                                                              \
+        const __m512i av = _mm512_broadcastd_epi32(_mm_loadu_si32(a##r));                          \
+        c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, b0);                                            \
+        c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, b1);                                            \
+        a##r += qs;                                                                                \
+    }
+#define I8_ROW_STORE(r)                                                                            \
+    if (r < mr) {                                                                                  \
+        _mm512_mask_storeu_epi32(C + r * ldc, m0, _mm512_sub_epi32(c##r##0, corr0));               \
+        _mm512_mask_storeu_epi32(C + r * ldc + 16, m1, _mm512_sub_epi32(c##r##1, corr1));          \
+    }
+
+static BD_VNNI void tile_vnni(const uint8_t *a, int64_t rs, int64_t qs, const int8_t *bp, int64_t groups,
+                              int mr, int j0, int j1, int32_t za, const int32_t *colsum, int32_t *C,
+                              int64_t ldc) {
+    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
+            c70 = c00, c71 = c00;
+    const uint8_t *a0 = a, *a1 = a + rs, *a2 = a + 2 * rs, *a3 = a + 3 * rs, *a4 = a + 4 * rs,
+                  *a5 = a + 5 * rs, *a6 = a + 6 * rs, *a7 = a + 7 * rs;
+    for (int64_t q = 0; q < groups; q++, bp += 4 * I8_NR) {
+        const __m512i b0 = _mm512_loadu_si512(bp), b1 = _mm512_loadu_si512(bp + 64);
+        I8_ROW_STEP(0) I8_ROW_STEP(1) I8_ROW_STEP(2) I8_ROW_STEP(3)
+        I8_ROW_STEP(4) I8_ROW_STEP(5) I8_ROW_STEP(6) I8_ROW_STEP(7)
+    }
+    const __m512i vza = _mm512_set1_epi32(za);
+    const __m512i corr0 = _mm512_mullo_epi32(vza, _mm512_loadu_si512(colsum));
+    const __m512i corr1 = _mm512_mullo_epi32(vza, _mm512_loadu_si512(colsum + 16));
+    uint32_t cols = (j1 - j0 >= 32 ? 0xffffffffu : ((1u << (j1 - j0)) - 1u)) << j0;
+    const __mmask16 m0 = (__mmask16)(cols & 0xffff), m1 = (__mmask16)(cols >> 16);
+    I8_ROW_STORE(0) I8_ROW_STORE(1) I8_ROW_STORE(2) I8_ROW_STORE(3)
+    I8_ROW_STORE(4) I8_ROW_STORE(5) I8_ROW_STORE(6) I8_ROW_STORE(7)
+}
+
+static int vnni_usable(void) {
+    static _Atomic int cached; /* 0: unknown, 1: no, 2: yes */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!v) {
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") ? 2 : 1;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
+#endif
+
+void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const void *A, int64_t lda,
+                         int a_signed, int32_t a_zero, const void *Bpacked, int32_t *C, int64_t ldc,
+                         void *scratch) {
+    const unsigned char *base = Bpacked;
+    i8_hdr h;
+    memcpy(&h, base, sizeof h);
+    BD_KCHECK(h.magic == I8_MAGIC && h.K == K && 0 <= n0 && n0 <= n1 && n1 <= h.N);
+    if (M <= 0 || n0 == n1) return;
+    int64_t np = round_up_nr(h.N), k4 = round_up4(K);
+    const int32_t *colsum = (const int32_t *)(base + I8_HDR);
+    const int8_t *panels = (const int8_t *)(base + I8_HDR + np * 4);
+    uint8_t *ap = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    int32_t za = a_zero + (a_signed ? 128 : 0);
+    void (*tile)(const uint8_t *, int64_t, int64_t, const int8_t *, int64_t, int, int, int, int32_t,
+                 const int32_t *, int32_t *, int64_t) = tile_portable;
+#if BD_KERNELS_X86
+    bd_kernels_isa isa = bd_kernels_get_isa();
+    if (isa == BD_KERNELS_ISA_AVX512 && vnni_usable()) tile = tile_vnni;
+    else if (isa >= BD_KERNELS_ISA_AVX2) tile = tile_avx2;
+#endif
+    for (int64_t i0 = 0; i0 < M; i0 += I8_MR) {
+        int mr = (int)(M - i0 < I8_MR ? M - i0 : I8_MR);
+        /* full row tiles of uint8 A with whole k groups read A in place; the others (int8 A is
+         * flipped there) a zero-padded copy */
+        bool direct = mr == I8_MR && K % 4 == 0 && !a_signed;
+        const uint8_t *a = direct ? (const uint8_t *)A + i0 * lda : ap;
+        if (!direct) pack_a_rows(A, lda, a_signed, i0, mr, K, k4, ap);
+        for (int64_t p0 = n0 / I8_NR * I8_NR; p0 < n1; p0 += I8_NR) {
+            int j0 = (int)(n0 > p0 ? n0 - p0 : 0), j1 = (int)(n1 - p0 < I8_NR ? n1 - p0 : I8_NR);
+            tile(a, direct ? lda : 4, direct ? 4 : 4 * I8_MR, panels + p0 * k4, k4 / 4, mr, j0, j1, za,
+                 colsum + p0, C + i0 * ldc + p0, ldc);
+        }
+    }
+}
