@@ -1085,8 +1085,6 @@ bd_status bd_lower_rnn(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- MatMulInteger, QLinearMatMul */
 
-/* An elementwise nest int32(v) - int32(zero point) into a new int32 value of v's shape; the zero
- * point is a scalar (or one value), or 1-D along dim `along` of v (A's rows, B's columns). */
 /* Value v is absent (-1) or holds one element (a scalar or [1]). */
 static bool one_value(bd_graph *g, int v) {
     if (v < 0) return true;
@@ -1094,6 +1092,8 @@ static bool one_value(bd_graph *g, int v) {
     return x->rank == 0 || (x->rank == 1 && x->dims[0] == 1);
 }
 
+/* An elementwise nest int32(v) - int32(zero point) into a new int32 value of v's shape; the zero
+ * point is a scalar (or one value), or 1-D along dim `along` of v (A's rows, B's columns). */
 static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
     bd_graph *g = p->graph;
     const bd_value *x = bd_graph_value(g, v);
@@ -1121,9 +1121,10 @@ static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
 
 /* MatMulInteger: an int32 MATMUL of the 8-bit operands that subtracts their zero points, when
  * each has one; with per-row or per-column zero points, the operands less them as int32
- * (elementwise nests), then the int32 MATMUL. QLinearMatMul: that product, then y = saturate(round(C (a_scale b_scale /
- * y_scale)) + y_zero_point), the multiplier in float and the rest in double as the reference
- * has it; its scales and zero points one value each (per-row or per-column ones are refused). */
+ * (elementwise nests), then the int32 MATMUL. QLinearMatMul: that product, then
+ * y = saturate(round(C (a_scale b_scale / y_scale)) + y_zero_point), the multiplier in float and
+ * the rest in double as the reference has it; its scales and zero points one value each
+ * (per-row or per-column ones are refused). */
 bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);

@@ -274,10 +274,10 @@ static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
  * create time, its own columns of B), so with a packed B the rows are cut first (in multiples of
  * 48, a multiple of every register tile's MR) and the columns only down to 128; otherwise the
  * larger of the two is halved. */
-/* (rows, columns) tile of an R x N float32 product split into `batches` independent products,
- * by a small search like conv_gemm_tiling's: a block costs its register tiles (12 x 32, int8 8 x 32; partial
- * ones whole), packing its rows of A, packing (or, when pre-packed, streaming) its columns of B,
- * and a fixed dispatch cost. */
+/* (rows, columns) tile of an R x N float32 (or int8-kernel) product split into `batches`
+ * independent products, by a small search like conv_gemm_tiling's: a block costs its register
+ * tiles (12 x 32, int8 8 x 32; partial ones whole), packing its rows of A, packing (or, when
+ * pre-packed, streaming) its columns of B, and a fixed dispatch cost. */
 static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
                           bool has_n, int64_t *mt_out, int64_t *nt_out) {
     int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
@@ -334,10 +334,10 @@ static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_par
     bd_nest_set_tile(g, nest, tile);
 }
 
-/* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); float32 products
- * search their (M, N) tile, other types (generated loops) halve the larger of M and N until the
- * op has about one block per MM_BLOCK_WORK multiply-adds. */
-static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_params *mp, bool f32) {
+/* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); products on the
+ * kernels (float32, int8) search their (M, N) tile, the others (generated loops) halve the larger
+ * of M and N until the op has about one block per MM_BLOCK_WORK multiply-adds. */
+static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_params *mp, bool kernel) {
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++)
         tile[i] = nest->extent[i];
@@ -350,7 +350,7 @@ static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_para
     }
     for (int i = 0; i < mp->n_batch; i++)
         batches *= ceil_div(nest->extent[i], tile[i]);
-    if (f32) {
+    if (kernel) {
         int64_t mt, nt;
         matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
         if (mp->m_iter >= 0) tile[mp->m_iter] = mt;
@@ -564,7 +564,7 @@ static void tile_matmul(const bd_graph *g, bd_nest *nest) {
     mp->b_packed = a->dtype == BD_DT_FLOAT && b->constant && b_shared && b->rank >= 2;
     mp->alpha_in_b = mp->b_packed && mp->alpha != 1.0f;
     mp->i8_packed = i8_kernel_fits(g, nest, mp, b_shared);
-    bool f32 = a->dtype == BD_DT_FLOAT || mp->i8_packed; /* a kernel call: tiled alike */
+    bool kernel = a->dtype == BD_DT_FLOAT || mp->i8_packed; /* float32 or int8 kernel calls */
     /* A's batch axes contiguous like the output's (no broadcasting, no transpose): rows merge */
     mp->merged = !mp->gemm && mp->m_iter >= 0 && b_shared && mp->n_batch > 0;
     for (int j = 0; j < mp->n_batch && mp->merged; j++) {
@@ -573,14 +573,14 @@ static void tile_matmul(const bd_graph *g, bd_nest *nest) {
             rows_after *= y->dims[i];
         mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
     }
-    if (mp->merged && f32)
+    if (mp->merged && kernel)
         matmul_tiling_merged(g, nest, mp);
     else
-        matmul_tiling(g, nest, mp, f32);
-    mp->merged &= f32;
+        matmul_tiling(g, nest, mp, kernel);
+    mp->merged &= kernel;
     if (mp->i8_packed) {
         nest->scratch_bytes = i8_scratch_bound(mp->K);
-    } else if (f32) {
+    } else if (kernel) {
         int64_t mt = mp->m_iter >= 0 ? nest->tile[mp->m_iter] : 1;
         if (mp->merged) mt = nest->tile[mp->cut] * mp->cut_rows;
         int64_t nt = mp->n_iter >= 0 ? nest->tile[mp->n_iter] : 1;
