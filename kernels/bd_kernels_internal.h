@@ -29,6 +29,9 @@
     } while (0)
 _Noreturn void bd_kernels_fail(const char *file, int line, const char *what);
 
+/* 1 when the CPU has AVX-512 VNNI (probed once, with the instruction sets; gemm.c). */
+int bd_kernels_cpu_has_vnni(void);
+
 /* What a micro-kernel does after the k loop, on the m x NR tile it computed. */
 typedef struct bd_ukr_epi {
     const float *bias_n; /* NR column biases of this tile, or NULL */

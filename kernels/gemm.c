@@ -42,6 +42,7 @@ static int64_t round_up(int64_t v, int64_t m) {
 
 static _Atomic int g_isa;      /* 0: not chosen yet */
 static _Atomic int g_cpu_mask; /* bit i: ISA i supported; 0: not probed yet */
+enum { CPU_VNNI_BIT = 8 };      /* AVX-512 VNNI (vpdpbusd), beside the ISA bits */
 
 static int cpu_mask(void) {
     int m = atomic_load_explicit(&g_cpu_mask, memory_order_relaxed);
@@ -52,6 +53,8 @@ static int cpu_mask(void) {
         int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         if (avx2) m |= 1 << BD_KERNELS_ISA_AVX2;
         if (avx2 && __builtin_cpu_supports("avx512f")) m |= 1 << BD_KERNELS_ISA_AVX512;
+        if ((m >> BD_KERNELS_ISA_AVX512 & 1) && __builtin_cpu_supports("avx512vnni"))
+            m |= 1 << CPU_VNNI_BIT;
 #endif
         atomic_store_explicit(&g_cpu_mask, m, memory_order_relaxed);
     }
@@ -61,6 +64,10 @@ static int cpu_mask(void) {
 int bd_kernels_isa_supported(bd_kernels_isa isa) {
     if (isa < BD_KERNELS_ISA_PORTABLE || isa > BD_KERNELS_ISA_AVX512) return 0;
     return (cpu_mask() >> isa) & 1;
+}
+
+int bd_kernels_cpu_has_vnni(void) {
+    return (cpu_mask() >> CPU_VNNI_BIT) & 1;
 }
 
 const char *bd_kernels_isa_name(bd_kernels_isa isa) {

@@ -15,12 +15,11 @@
  * zmm accumulators: per k group, 2 loads of B, 8 broadcasts of 4 bytes of A and 16 vpdpbusd.
  * It reads uint8 A in place when the tile has 8 rows and K is a multiple of 4; otherwise (and
  * for int8 A, flipped on the way) the rows are first copied to scratch (4 bytes of k per row, 32
- * bytes per k group), zero past K and past the last row. Stores mask the columns outside [n0, n1) and skip
- * the padding rows.
+ * bytes per k group), zero past K and past the last row. Stores mask the columns outside
+ * [n0, n1) and skip the padding rows.
  *
  * Without VNNI (or when the AVX-512 kernels are not chosen): an AVX2 tile by vpmaddwd on
  * sign-extended int16 when the AVX2 kernels are chosen, else the same loops in plain C. */
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -33,18 +32,19 @@ typedef struct i8_hdr {
     int64_t K, N;
 } i8_hdr;
 
-static int64_t round_up4(int64_t v) { return (v + 3) / 4 * 4; }
-static int64_t round_up_nr(int64_t v) { return (v + I8_NR - 1) / I8_NR * I8_NR; }
+static int64_t round_up(int64_t v, int64_t m) {
+    return (v + m - 1) / m * m;
+}
 
 size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N) {
-    int64_t np = round_up_nr(N < 0 ? 0 : N);
-    return (size_t)(I8_HDR + np * 4 + np * round_up4(K < 0 ? 0 : K));
+    int64_t np = round_up(N < 0 ? 0 : N, I8_NR);
+    return (size_t)(I8_HDR + np * 4 + np * round_up(K < 0 ? 0 : K, 4));
 }
 
 int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_signed, int32_t b_zero,
                       void *packed) {
     if (K < 0 || N < 0 || K > BD_I8_GEMM_MAX_K) return -1;
-    int64_t np = round_up_nr(N), k4 = round_up4(K);
+    int64_t np = round_up(N, I8_NR), k4 = round_up(K, 4);
     unsigned char *base = packed;
     int32_t *colsum = (int32_t *)(base + I8_HDR);
     int8_t *panels = (int8_t *)(base + I8_HDR + np * 4);
@@ -66,7 +66,7 @@ int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_si
 }
 
 size_t bd_i8_gemm_scratch_bytes(int64_t K) {
-    return (size_t)(I8_MR * round_up4(K < 0 ? 0 : K) + 64);
+    return (size_t)(I8_MR * round_up(K < 0 ? 0 : K, 4) + 64);
 }
 
 /* Rows [i0, i0 + mr) of A into ap[k group][row][4 bytes], as uint8; zeros elsewhere. */
@@ -184,15 +184,6 @@ static BD_VNNI void tile_vnni(const uint8_t *a, int64_t rs, int64_t qs, const in
     I8_ROW_STORE(4) I8_ROW_STORE(5) I8_ROW_STORE(6) I8_ROW_STORE(7)
 }
 
-static int vnni_usable(void) {
-    static _Atomic int cached; /* 0: unknown, 1: no, 2: yes */
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (!v) {
-        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") ? 2 : 1;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v == 2;
-}
 #endif
 
 void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const void *A, int64_t lda,
@@ -203,7 +194,7 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
     memcpy(&h, base, sizeof h);
     BD_KCHECK(h.magic == I8_MAGIC && h.K == K && 0 <= n0 && n0 <= n1 && n1 <= h.N);
     if (M <= 0 || n0 == n1) return;
-    int64_t np = round_up_nr(h.N), k4 = round_up4(K);
+    int64_t np = round_up(h.N, I8_NR), k4 = round_up(K, 4);
     const int32_t *colsum = (const int32_t *)(base + I8_HDR);
     const int8_t *panels = (const int8_t *)(base + I8_HDR + np * 4);
     uint8_t *ap = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -212,7 +203,7 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
                  const int32_t *, int32_t *, int64_t) = tile_portable;
 #if BD_KERNELS_X86
     bd_kernels_isa isa = bd_kernels_get_isa();
-    if (isa == BD_KERNELS_ISA_AVX512 && vnni_usable()) tile = tile_vnni;
+    if (isa == BD_KERNELS_ISA_AVX512 && bd_kernels_cpu_has_vnni()) tile = tile_vnni;
     else if (isa >= BD_KERNELS_ISA_AVX2) tile = tile_avx2;
 #endif
     for (int64_t i0 = 0; i0 < M; i0 += I8_MR) {

@@ -1142,7 +1142,7 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
     int arow = a->rank >= 2 ? a->rank - 2 : -1, bcol = b->rank >= 2 ? b->rank - 1 : -1;
     for (int k = 1; k < n->n_inputs && q; k++) {
         bd_value *v = bd_node_in(g, n, k);
-        if (k != ib && v && v->rank > 0 && !(v->rank == 1 && v->dims[0] == 1))
+        if (k != ib && v && !one_value(g, n->inputs[k]))
             return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "input %d: per-row or per-column "
                                 "quantization is not supported", k);
     }

@@ -318,12 +318,14 @@ void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl) {
                          "x = x >= %s ? %s : x; return (%s)%sx; }",
                       fn, ints[i].type, ints[i].type, ints[i].lo, ints[i].lo, ints[i].hi, ints[i].hi,
                       ints[i].type, ints[i].via);
-    /* the same from float for the types whose bounds float holds exactly (twice the lanes) */
-    for (size_t i = 0; i < 4; i++)
-        bd_print_line(p, "%s %s bd_float_to_%s(float x) { x = x != x ? 0.0f : x; x = x <= %sf ? %sf : x; "
-                         "x = x >= %sf ? %sf : x; return (%s)(int32_t)x; }",
-                      fn, ints[i].type, ints[i].type, ints[i].lo, ints[i].lo, ints[i].hi, ints[i].hi,
-                      ints[i].type);
+    /* the same from float for the narrow types, whose bounds float holds exactly (twice the
+     * lanes; c_dialect.c calls them for float sources) */
+    for (size_t i = 0; i < BD_COUNT(ints); i++)
+        if (*ints[i].via)
+            bd_print_line(p, "%s %s bd_float_to_%s(float x) { x = x != x ? 0.0f : x; x = x <= %sf ? %sf : x; "
+                             "x = x >= %sf ? %sf : x; return (%s)%sx; }",
+                          fn, ints[i].type, ints[i].type, ints[i].lo, ints[i].lo, ints[i].hi, ints[i].hi,
+                          ints[i].type, ints[i].via);
     bd_print_line(p, "%s float bd_pickf(float cur, float cand, int take) "
                      "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }", fn);
     bd_print_line(p, "%s double bd_pick(double cur, double cand, int take) "

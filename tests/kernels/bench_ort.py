@@ -2,8 +2,8 @@
 """Single-threaded reference numbers for bdckernels_bench: onnxruntime (MLAS) and numpy (BLAS).
 
 Runs the same shapes as bench_kernels.c: square sgemm, a few GEMM shapes, the 8-bit products
-(MatMulInteger), and the ResNet-like and depthwise convolution layers (with bias and Relu fused by onnxruntime's graph optimiser, as
-the kernels fuse them). Times are the calling thread's CPU time (time.thread_time), best batch,
+(MatMulInteger), and the ResNet-like and depthwise convolution layers (with bias and Relu fused
+by onnxruntime's graph optimiser, as the kernels fuse them). Times are the calling thread's CPU time (time.thread_time), best batch,
 like the C benchmark; onnxruntime runs with one intra-op thread, so its work runs on this thread.
 
 numpy must be single-threaded: run with OPENBLAS_NUM_THREADS=1 (this script sets it when unset,
