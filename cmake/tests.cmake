@@ -33,6 +33,14 @@ bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bd
 # Real models in the default modes (fusion op, block schedule), also in two random block orders of
 # the runtime's schedule test mode each (NaN-poisoned intermediates: the analysis' verifier).
 bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py --check-seeds 2 LABELS "sanitize")
+# The QDQ model's convolutions both ways, whatever auto picks on this machine: on 8-bit values
+# (the int8 kernels, exact in int32) and on the dequantized floats.
+bdc_add_test(real_run_qdq_int8 COMMAND ${BDC_PYTHON} tests/test_real_run.py --qdq int8 --check-seeds 2
+             resnet18_int8 LABELS "sanitize")
+bdc_add_test(real_run_qdq_float COMMAND ${BDC_PYTHON} tests/test_real_run.py --qdq float resnet18_int8)
+# Small QDQ convolutions (signedness, per-channel scales, zero points, strides, groups, 1-D) both
+# ways against onnxruntime's unoptimized session, with a fused residual Add and Relu.
+bdc_add_test(qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py LABELS "sanitize")
 bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(bad_input COMMAND bash tests/test_bad_input.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LABELS "sanitize")
@@ -59,6 +67,9 @@ bdc_add_test(layering COMMAND bash tests/test_layering.sh)
 # CTA) and one node-suite case in six (the full sweep: tests/test_node_run.py --target opencl).
 bdc_add_test(gpu_build COMMAND bash tests/test_gpu_build.sh $<TARGET_FILE:bdc>)
 bdc_add_test(gpu_opencl_real COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl --schedule op)
+bdc_add_test(gpu_opencl_real_qdq_int8 COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
+             --schedule op --qdq int8 resnet18_int8)
+bdc_add_test(gpu_opencl_qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py --target opencl)
 bdc_add_test(gpu_opencl_real_block COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
              --schedule block --check-seeds 2)
 bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl --schedule op

@@ -177,6 +177,27 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
                          int a_signed, int32_t a_zero, const void *Bpacked, int32_t *C, int64_t ldc,
                          void *scratch);
 
+/* ---- 8-bit integer 2-D convolution (conv2d_i8.c) ------------------------------------------ */
+
+/* sum = conv(x - x_zero, w - w_zero), exactly, for 8-bit x (uint8, or int8 when x_signed) and
+ * weights (likewise w_signed), on the int8 GEMM; y (N x M x OH x OW) is the sum in int32, or,
+ * when the weights are packed with scales, float y = float(sum) * x_scale[0] * w_scale[m] (one
+ * w_scale, or M). The shape is a bd_conv2d_shape with group 1 and winograd 0 whose C * KH * KW,
+ * rounded up to 4, is at most BD_I8_GEMM_MAX_K: bd_i8_conv2d_shape_ok. */
+int bd_i8_conv2d_shape_ok(const bd_conv2d_shape *s);
+size_t bd_i8_conv2d_packed_w_bytes(const bd_conv2d_shape *s);
+/* x_scale NULL: an int32 result (w_scale and w_scales unused). */
+void bd_i8_conv2d_pack_w(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
+                         const float *x_scale, const float *w_scale, int64_t w_scales,
+                         void *packed);
+/* Scratch for bd_i8_conv2d_tile calls covering at most `oh_tile` output rows. */
+size_t bd_i8_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
+/* Output channels [oc0, oc1) x output rows [oh0, oh1) x all columns of batch item n; bias (M
+ * values, int32 for an int32 result (QLinearConv's), float for a float one) may be NULL. */
+void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, int32_t x_zero,
+                       const void *wpacked, const void *bias, void *y, int64_t n, int64_t oc0,
+                       int64_t oc1, int64_t oh0, int64_t oh1, void *scratch);
+
 #ifdef __cplusplus
 }
 #endif

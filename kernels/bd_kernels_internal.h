@@ -32,6 +32,11 @@ _Noreturn void bd_kernels_fail(const char *file, int line, const char *what);
 /* 1 when the CPU has AVX-512 VNNI (probed once, with the instruction sets; gemm.c). */
 int bd_kernels_cpu_has_vnni(void);
 
+/* bd_i8_gemm_pack_b for a B that is already B' = B ^ flip (0, or 0x80: uint8 less 128), K a
+ * multiple of 4 and N of 32 (gemm_i8.c; the int8 convolution's im2col slices, packed per tile). */
+void bd_i8_gemm_pack_b_flipped(int64_t K, int64_t N, const uint8_t *B, int64_t ldb, uint8_t flip,
+                               void *packed);
+
 /* What a micro-kernel does after the k loop, on the m x NR tile it computed. */
 typedef struct bd_ukr_epi {
     const float *bias_n; /* NR column biases of this tile, or NULL */

@@ -25,6 +25,10 @@
 
 #include "bd_kernels_internal.h"
 
+#if BD_KERNELS_X86
+#include <immintrin.h>
+#endif
+
 enum { I8_MR = 8, I8_NR = 32, I8_HDR = 64, I8_MAGIC = 0x38693862 /* "b8i8" */ };
 
 typedef struct i8_hdr {
@@ -63,6 +67,58 @@ int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_si
     i8_hdr h = {I8_MAGIC, 0, K, N};
     memcpy(base, &h, sizeof h);
     return 0;
+}
+
+/* The 4 bytes of k group q of 16 columns, from rows r0..r3 (16 bytes each) flipped by f: two
+ * byte interleaves and two 16-bit ones make the 4 x 16 transposition, 64 bytes out. */
+#if BD_KERNELS_X86
+static void group16_sse2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+                         __m128i f, uint8_t *out) {
+    __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r0), f);
+    __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r1), f);
+    __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r2), f);
+    __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r3), f);
+    __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+    __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+    _mm_storeu_si128((__m128i *)out, _mm_unpacklo_epi16(ab0, cd0));
+    _mm_storeu_si128((__m128i *)(out + 16), _mm_unpackhi_epi16(ab0, cd0));
+    _mm_storeu_si128((__m128i *)(out + 32), _mm_unpacklo_epi16(ab1, cd1));
+    _mm_storeu_si128((__m128i *)(out + 48), _mm_unpackhi_epi16(ab1, cd1));
+}
+#endif
+
+void bd_i8_gemm_pack_b_flipped(int64_t K, int64_t N, const uint8_t *B, int64_t ldb, uint8_t flip,
+                               void *packed) {
+    BD_KCHECK(K >= 0 && K % 4 == 0 && K <= BD_I8_GEMM_MAX_K && N >= 0 && N % I8_NR == 0);
+    unsigned char *base = packed;
+    int32_t *colsum = (int32_t *)(base + I8_HDR);
+    int8_t *panels = (int8_t *)(base + I8_HDR + N * 4);
+    memset(colsum, 0, (size_t)N * 4);
+    for (int64_t k = 0; k < K; k++) { /* row by row, so that the loop vectorizes */
+        const uint8_t *row = B + k * ldb;
+        for (int64_t j = 0; j < N; j++) colsum[j] += (int8_t)(row[j] ^ flip);
+    }
+    for (int64_t p0 = 0; p0 < N; p0 += I8_NR) {
+        int8_t *panel = panels + p0 * K;
+        for (int64_t q = 0; q < K / 4; q++) {
+            const uint8_t *r0 = B + 4 * q * ldb + p0, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+            uint8_t *out = (uint8_t *)panel + q * 4 * I8_NR;
+#if BD_KERNELS_X86
+            const __m128i f = _mm_set1_epi8((char)flip);
+            group16_sse2(r0, r1, r2, r3, f, out);
+            group16_sse2(r0 + 16, r1 + 16, r2 + 16, r3 + 16, f, out + 64);
+#else
+            for (int j = 0; j < I8_NR; j++) {
+                out[4 * j] = r0[j] ^ flip;
+                out[4 * j + 1] = r1[j] ^ flip;
+                out[4 * j + 2] = r2[j] ^ flip;
+                out[4 * j + 3] = r3[j] ^ flip;
+            }
+#endif
+        }
+    }
+    i8_hdr h = {I8_MAGIC, 0, K, N};
+    memcpy(base, &h, sizeof h);
 }
 
 size_t bd_i8_gemm_scratch_bytes(int64_t K) {
@@ -107,8 +163,6 @@ static void tile_portable(const uint8_t *a, int64_t rs, int64_t qs, const int8_t
 }
 
 #if BD_KERNELS_X86
-#include <immintrin.h>
-
 #define BD_VNNI __attribute__((target("avx512f,avx512vnni")))
 
 /* AVX2 without VNNI, exactly: the panel's 128 bytes of a k group sign-extended to int16 (8 ymm,

@@ -15,6 +15,7 @@
 
 #include "build/toolchain.h"
 #include "driver/analyze.h"
+#include "driver/compile.h"
 
 static const char *nest_label(const bd_program *p, int i, char *buf, size_t len) {
     const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
@@ -222,11 +223,11 @@ static bd_status write_out(const char *path, const char *text, bd_diag *d) {
 
 bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     bd_model *m = NULL;
-    bd_status s = bd_compile_front(o->model, NULL, o->binds, &m, d);
+    const bd_target *t = o->target ? o->target : bd_targets[0];
+    bd_status s = bd_compile_front(o->model, NULL, o->binds, bd_qdq_int8(BD_QDQ_AUTO, t, NULL), &m, d);
     if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");
-    const bd_target *t = o->target ? o->target : bd_targets[0];
     int64_t arena[2] = {0, 0};
     bd_planned pl = {0};
     bd_dumps none = {0};

@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "build/toolchain.h"
 #include "driver/pipeline.h"
@@ -189,7 +192,8 @@ static bd_status check_batch_range(const bd_compile_opts *o, const bd_target *t,
     bd_input_binds at_min = o->binds;
     at_min.batch_at = g->batch_min;
     bd_model *m = NULL;
-    bd_status s = bd_compile_front(o->model, &o->limits, &at_min, &m, d);
+    bd_status s = bd_compile_front(o->model, &o->limits, &at_min, bd_qdq_int8(o->qdq, t, o->arch),
+                                   &m, d);
     if (!s) s = bd_batch_check_front(g, m->graph, d);
     if (m) bd_model_free(m);
     return s;
@@ -293,6 +297,20 @@ static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_w
     return s;
 }
 
+bool bd_qdq_int8(bd_qdq_mode mode, const bd_target *t, const char *arch) {
+    if (mode != BD_QDQ_AUTO) return mode == BD_QDQ_INT8;
+    if (t->gpu || (arch && strcmp(arch, "native") != 0)) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni")) return true;
+    /* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (not every compiler's builtin knows it) */
+    unsigned a, b, c, dx;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &dx) && (a >> 4 & 1) && __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
 bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     progress pr = {.on = o->progress, .start = now_seconds()};
     pr.stage = pr.start;
@@ -303,14 +321,15 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     char rt[BD_PATH_MAX];
     bd_status s = bd_output_check(o->output, d);
     if (!s) s = find_runtime(rt, sizeof rt, d);
-    if (!s) s = bd_compile_front(o->model, &o->limits, &o->binds, &m, d);
+    const bd_target *t = o->target ? o->target : bd_targets[0];
+    if (!s) s = bd_compile_front(o->model, &o->limits, &o->binds, bd_qdq_int8(o->qdq, t, o->arch),
+                                 &m, d);
     if (!s) s = require_static_inputs(m->graph, d);
     if (!s) progress_step(&pr, "load, verify, infer, fold");
     if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");
     if (!s && o->dumps.graph) bd_graph_dump(m->graph, stderr);
-    const bd_target *t = o->target ? o->target : bd_targets[0];
     if (!s && o->fuse_branches && (!t->gpu || o->schedule != BD_SCHEDULE_OP))
         s = bd_fail(d, BD_ERR_USAGE, "--branches is for the GPU targets' --schedule op");
     if (!s && o->winograd_given && t->gpu)

@@ -6,6 +6,9 @@
 
 #include "driver/pipeline.h"
 
+/* --qdq: how a QDQ model's Conv of DequantizeLinear'd 8-bit X and W is computed. */
+typedef enum bd_qdq_mode { BD_QDQ_AUTO = 0, BD_QDQ_INT8, BD_QDQ_FLOAT } bd_qdq_mode;
+
 typedef struct bd_compile_opts {
     const char *model, *output;
     const bd_target *target; /* --target (NULL: the first of bd_targets, cpu) */
@@ -20,6 +23,7 @@ typedef struct bd_compile_opts {
     bool winograd_given;    /* --winograd was on the command line */
     bool keep_denormals;    /* --denormals keep (the CPU target; default flush) */
     bool denormals_given;   /* --denormals was on the command line */
+    bd_qdq_mode qdq;        /* --qdq auto|int8|float */
     bool keep_temps;   /* --keep-temps */
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */
@@ -30,5 +34,11 @@ typedef struct bd_compile_opts {
 } bd_compile_opts;
 
 bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);
+
+/* Whether --qdq `mode` computes QDQ convolutions on 8-bit values for target t built for arch
+ * (NULL: its default). auto: on the CPU target built for this machine (--arch native) when its
+ * CPU multiplies bytes by AVX-512 VNNI or AVX-VNNI; without them the float kernels are as fast,
+ * and the GPU targets have no tiled integer convolution yet. */
+bool bd_qdq_int8(bd_qdq_mode mode, const struct bd_target *t, const char *arch);
 
 #endif

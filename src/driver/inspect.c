@@ -343,7 +343,7 @@ static void inspect_text(bd_model *m, const summary *s) {
 
 bd_status bd_inspect(const char *path, bool json, const bd_input_binds *binds, bd_diag *d) {
     bd_model *m;
-    bd_status st = bd_compile_front(path, NULL, binds, &m, d);
+    bd_status st = bd_compile_front(path, NULL, binds, false, &m, d);
     if (st) return st;
     summary s;
     summarise(m, &s);

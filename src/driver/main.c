@@ -35,6 +35,13 @@ static const char usage_text[] =
     "                                (below 1.2e-38) read and written as zero (x86 FTZ and DAZ),\n"
     "                                as arithmetic on them is up to 100x slower; keep: IEEE\n"
     "                                denormals\n"
+    ;
+static const char usage_text_qdq[] = /* (split: C99 guarantees string literals of 4095 bytes) */
+    "      --qdq auto|int8|float     a QDQ model's Conv of DequantizeLinear'd 8-bit X and W: int8\n"
+    "                                computes it on the 8-bit values, exactly in int32 (the\n"
+    "                                CPU's int8 kernels); float, on the dequantized floats;\n"
+    "                                auto (default): int8 for --target cpu --arch native when\n"
+    "                                this CPU has AVX-512 VNNI or AVX-VNNI, else float\n"
     "      --branches streams|fuse   GPU --schedule op: independent branches on parallel streams\n"
     "                                (default), or small siblings fused into one kernel\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
@@ -88,6 +95,10 @@ static const char usage_text2[] =
     "            2 invalid model, 3 unsupported op/opset/dtype or an input dim left symbolic,\n"
     "            4 I/O or resource limit, 5 native toolchain failed\n";
 
+static void print_usage(FILE *f) {
+    fputs(usage_text, f), fputs(usage_text_qdq, f), fputs(usage_text2, f);
+}
+
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "bdc: ");
     fprintf(stderr, fmt, arg);
@@ -137,7 +148,7 @@ static int cmd_inspect(int argc, char **argv, bd_input_binds *binds) {
         if (taken) continue;
         if (strcmp(argv[i], "--json") == 0) json = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage_text, stdout), fputs(usage_text2, stdout);
+            print_usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect: unknown option '%s'", argv[i]);
         else if (model) return usage_error("inspect: more than one model given ('%s')", argv[i]);
@@ -174,7 +185,7 @@ static int cmd_analyze(int argc, char **argv, bd_input_binds *binds) {
                 return BD_ERR_UNSUPPORTED;
             }
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout), fputs(usage_text2, stdout);
+            print_usage(stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) return usage_error("analyze: unknown option '%s'", a);
         else if (o.model) return usage_error("analyze: more than one model given ('%s')", a);
@@ -217,7 +228,7 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
         if (strcmp(a, "-o") == 0 || strcmp(a, "--emit-dir") == 0 || strcmp(a, "--target") == 0 ||
             strcmp(a, "--arch") == 0 || strcmp(a, "--fusion") == 0 ||
             strcmp(a, "--schedule") == 0 || strcmp(a, "--precision") == 0 || strcmp(a, "--branches") == 0 ||
-            strcmp(a, "--winograd") == 0 || strcmp(a, "--denormals") == 0) {
+            strcmp(a, "--winograd") == 0 || strcmp(a, "--denormals") == 0 || strcmp(a, "--qdq") == 0) {
             if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
             const char *v = argv[++i];
             if (strcmp(a, "-o") == 0) o.output = v;
@@ -226,6 +237,11 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
                 if (strcmp(v, "on") == 0) o.winograd = true;
                 else if (strcmp(v, "off") == 0) o.winograd = false;
                 else return usage_error("compile: --winograd '%s': expected on or off", v);
+            } else if (strcmp(a, "--qdq") == 0) {
+                if (strcmp(v, "auto") == 0) o.qdq = BD_QDQ_AUTO;
+                else if (strcmp(v, "int8") == 0) o.qdq = BD_QDQ_INT8;
+                else if (strcmp(v, "float") == 0) o.qdq = BD_QDQ_FLOAT;
+                else return usage_error("compile: --qdq '%s': expected auto, int8 or float", v);
             } else if (strcmp(a, "--denormals") == 0) {
                 o.denormals_given = true;
                 if (strcmp(v, "flush") == 0) o.keep_denormals = false;
@@ -292,7 +308,7 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
                 p += n + (p[n] == ',');
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage_text, stdout), fputs(usage_text2, stdout);
+            print_usage(stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) return usage_error("compile: unknown option '%s'", a);
         else if (o.model) return usage_error("compile: more than one model given ('%s')", a);
@@ -309,12 +325,12 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fputs(usage_text, stderr), fputs(usage_text2, stderr);
+        print_usage(stderr);
         return BD_ERR_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout), fputs(usage_text2, stdout);
+        print_usage(stdout);
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {

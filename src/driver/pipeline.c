@@ -10,21 +10,22 @@
 #include "fuse/fuse.h"
 #include "plan/hazards.h"
 
-bd_status bd_front_passes(bd_model *m, bd_diag *d) {
+bd_status bd_front_passes(bd_model *m, bool qdq_int8, bd_diag *d) {
     bd_status s = bd_verify(m, d);
     if (!s) s = bd_infer_graph(m->graph, d);
     if (s) return s;
     bd_remove_identities(m->graph);
+    if (qdq_int8) bd_dequantize_into_conv(m->graph);
     bd_dead_code(m->graph);
     return BD_OK;
 }
 
 bd_status bd_compile_front(const char *path, const bd_limits *lim, const bd_input_binds *binds,
-                           bd_model **out, bd_diag *d) {
+                           bool qdq_int8, bd_model **out, bd_diag *d) {
     bd_model *m;
     bd_status s = bd_onnx_load(path, lim, &m, d);
     if (!s) s = bd_bind_inputs(m, binds, d);
-    if (!s) s = bd_front_passes(m, d);
+    if (!s) s = bd_front_passes(m, qdq_int8, d);
     if (s) {
         if (m) bd_model_free(m);
         return s;

@@ -20,8 +20,8 @@ const bd_op_info *bd_op_info_of(bd_op op) { return &op_rows[op]; }
 
 bd_op bd_op_lookup(const char *domain, const char *op_type) {
     if (domain[0] && strcmp(domain, "ai.onnx") != 0) return BD_OP_UNKNOWN;
-    for (int i = 1; i < BD_OP_COUNT; i++)
-        if (strcmp(op_rows[i].name, op_type) == 0) return (bd_op)i;
+    for (int i = 1; i < BD_OP_COUNT; i++) /* (internal rows, since 0, are not ONNX's) */
+        if (op_rows[i].since > 0 && strcmp(op_rows[i].name, op_type) == 0) return (bd_op)i;
     return BD_OP_UNKNOWN;
 }
 

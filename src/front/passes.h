@@ -43,15 +43,18 @@ bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + foldin
 void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass,
                                                      * then bd_fold_into_conv */
 void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-channel constants */
+void bd_dequantize_into_conv(bd_graph *g); /* qdq_conv.c: Conv of DequantizeLinear'd 8-bit X and W
+                                            * as the internal DequantizedConv */
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
 
 /* Load, bind inputs (binds may be NULL), verify, infer + fold, simplify: everything that
- * precedes lowering. */
+ * precedes lowering. qdq_int8: QDQ convolutions become DequantizedConv nodes computed on 8-bit
+ * values (bd_dequantize_into_conv; --qdq), else they stay float Convs. */
 bd_status bd_compile_front(const char *path, const bd_limits *lim, const bd_input_binds *binds,
-                           bd_model **out, bd_diag *d);
+                           bool qdq_int8, bd_model **out, bd_diag *d);
 /* The same stages after loading, on a model already in memory (pipeline.c; used by the fuzzer). */
-bd_status bd_front_passes(bd_model *m, bd_diag *d);
+bd_status bd_front_passes(bd_model *m, bool qdq_int8, bd_diag *d);
 
 /* Per-op functions referenced by ops.def. */
 #define X(e, name, since, imin, imax, omin, omax, infer, fold, lower)                                     \

@@ -263,10 +263,12 @@ static bd_status transpose_extent(bd_diag *d, const bd_node *n, const window *w,
     return BD_OK;
 }
 
-/* ConvInteger (x, w, zero points: an int32 result) and QLinearConv (x, scale, zero point, w,
- * scale, zero point, y's scale and zero point, int32 bias): Conv's shapes over 8-bit integers. */
+/* ConvInteger (x, w, zero points: an int32 result), QLinearConv (x, scale, zero point, w,
+ * scale, zero point, y's scale and zero point, int32 bias) and the internal DequantizedConv (x, w,
+ * float bias, x's scale and zero point, w's: a float result, front/qdq_conv.c): Conv's shapes over
+ * 8-bit integers. */
 bd_status bd_infer_conv_integer(bd_graph *g, bd_node *n, bd_diag *d) {
-    bool q = n->op == BD_OP_QLINEAR_CONV;
+    bool q = n->op == BD_OP_QLINEAR_CONV, dq = n->op == BD_OP_DEQUANTIZED_CONV;
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, q ? 3 : 1);
     bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
     bd_status s;
@@ -278,8 +280,8 @@ bd_status bd_infer_conv_integer(bd_graph *g, bd_node *n, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
                                 i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
     }
-    int out_dt = q ? (yz && yz->dtype ? yz->dtype : x->dtype) : BD_DT_INT32;
-    return conv_shape(g, n, d, x, w, NULL, out_dt);
+    int out_dt = dq ? BD_DT_FLOAT : q ? (yz && yz->dtype ? yz->dtype : x->dtype) : BD_DT_INT32;
+    return conv_shape(g, n, d, x, w, dq ? bd_node_in(g, n, 2) : NULL, out_dt);
 }
 
 bd_status bd_infer_conv_transpose(bd_graph *g, bd_node *n, bd_diag *d) {

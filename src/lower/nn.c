@@ -95,17 +95,42 @@ static bd_access_dim affine(int iter, int64_t scale, int64_t offset, int64_t win
 
 static bd_access_dim full_dim(void) { return (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0}; }
 
+/* Value v is absent (-1) or holds one element (a scalar or [1]). */
+static bool one_value(bd_graph *g, int v) {
+    if (v < 0) return true;
+    const bd_value *x = bd_graph_value(g, v);
+    return x->rank == 0 || (x->rank == 1 && x->dims[0] == 1);
+}
+
 /* ---------------------------------------------------------------- Conv */
 
-/* The operands after X and W that Conv and ConvTranspose share: the bias (one per output channel)
- * and the written output. */
-static void conv_tail_operands(bd_nest *nest, bd_conv_params *cp, int bv, int yv, int rank) {
+/* The quantization operands of an 8-bit convolution (values, -1: none): one-value zero points of
+ * X and W, and for a float result X's scale (one value) and W's (one, or one per channel). */
+typedef struct conv_quant {
+    int x_zero, w_zero, x_scale, w_scale;
+} conv_quant;
+static const conv_quant no_quant = {-1, -1, -1, -1};
+
+/* The operands after X and W that Conv and ConvTranspose share: the bias (one per output channel),
+ * the quantization operands and the written output. */
+static void conv_tail_operands(bd_graph *g, bd_nest *nest, bd_conv_params *cp, int bv,
+                               const conv_quant *q, int yv, int rank) {
     cp->w = 1;
     cp->b = -1;
     if (bv >= 0) {
         bd_operand *ob = bd_nest_operand(nest, bv, false, 1);
         ob->dims[0] = affine(1, 1, 0, 0);
         cp->b = 2;
+    }
+    int values[4] = {q->x_zero, q->w_zero, q->x_scale, q->w_scale};
+    int *ops[4] = {&cp->x_zero, &cp->w_zero, &cp->x_scale, &cp->w_scale};
+    for (int k = 0; k < 4; k++) {
+        *ops[k] = -1;
+        if (values[k] < 0) continue;
+        const bd_value *v = bd_graph_value(g, values[k]);
+        *ops[k] = nest->n_operands;
+        bd_operand *o = bd_nest_operand(nest, values[k], false, v->rank);
+        if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(1, 1, 0, 0);
     }
     cp->y = nest->n_operands;
     bd_access_identity(bd_nest_operand(nest, yv, true, rank), 0);
@@ -152,8 +177,10 @@ static bd_nest *conv_nest_begin(bd_program *p, int node, bd_body body, const bd_
     return nest;
 }
 
-/* The CONV nest y = conv(x, w) (+ b when bv >= 0) of node's window, from values. */
-static void conv_values(bd_program *p, int node, nn_window win, int xv, int wv, int bv, int yv) {
+/* The CONV nest y = conv(x, w) (+ b when bv >= 0) of node's window, from values; for 8-bit x
+ * and w, q's zero points are subtracted inside the sum and its scales give a float y. */
+static void conv_values(bd_program *p, int node, nn_window win, int xv, int wv, int bv,
+                        const conv_quant *q, int yv) {
     bd_graph *g = p->graph;
     const bd_value *x = bd_graph_value(g, xv), *w = bd_graph_value(g, wv);
     const bd_value *y = bd_graph_value(g, yv);
@@ -169,7 +196,7 @@ static void conv_values(bd_program *p, int node, nn_window win, int xv, int wv, 
     cp->x = 0;
     bd_operand *ow = bd_nest_operand(nest, wv, false, w->rank);
     ow->dims[0] = affine(1, 1, 0, 0);
-    conv_tail_operands(nest, cp, bv, yv, y->rank);
+    conv_tail_operands(g, nest, cp, bv, q, yv, y->rank);
     bd_nest_set_tile(g, nest, nest->tile); /* X's channel map, which follows the tile */
 }
 
@@ -180,7 +207,31 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
     nn_window win;
     bd_status s;
     if (!conv_begin(g, n, d, &x, &w, &b, &y, &win, &s)) return s;
-    conv_values(p, node, win, n->inputs[0], n->inputs[1], b ? n->inputs[2] : -1, n->outputs[0]);
+    conv_values(p, node, win, n->inputs[0], n->inputs[1], b ? n->inputs[2] : -1, &no_quant,
+                n->outputs[0]);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- DequantizedConv */
+
+/* The internal DequantizedConv (front/qdq_conv.c): inputs xq, wq, B, x_scale, x_zero, w_scale,
+ * w_zero. One CONV nest of the 8-bit xq and wq: the sum less the zero points in int32, then
+ * y = float(sum) * (x_scale * w_scale[m]) + B[m] in float32 (whose Relu and residual Add fusion
+ * then absorbs like a float Conv's). */
+bd_status bd_lower_dequantized_conv(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, y, "output 0")))
+        return s;
+    nn_window win;
+    int nsp = x->rank - 2;
+    if ((s = read_window(g, n, d, nsp, true, &win))) return s;
+    for (int i = 0; i < nsp; i++) win.kernel[i] = w->dims[2 + i];
+    conv_quant q = {n->inputs[4], n->inputs[6], n->inputs[3], n->inputs[5]};
+    conv_values(p, node, win, n->inputs[0], n->inputs[1], n->inputs[2], &q, n->outputs[0]);
     return BD_OK;
 }
 
@@ -224,7 +275,7 @@ bd_status bd_lower_conv_transpose(bd_program *p, int node, bd_diag *d) {
     /* W is [C, M/group, k...]: its axis 0 follows X's channels, axis 1 the output channel. */
     bd_operand *ow = bd_nest_operand(nest, n->inputs[1], false, w->rank);
     if (group == 1) ow->dims[1] = affine(1, 1, 0, 0);
-    conv_tail_operands(nest, cp, b ? n->inputs[2] : -1, n->outputs[0], y->rank);
+    conv_tail_operands(g, nest, cp, b ? n->inputs[2] : -1, &no_quant, n->outputs[0], y->rank);
     bd_nest_set_tile(g, nest, nest->tile); /* X's and W's channel maps, which follow the tile */
     return BD_OK;
 }
@@ -1085,13 +1136,6 @@ bd_status bd_lower_rnn(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- MatMulInteger, QLinearMatMul */
 
-/* Value v is absent (-1) or holds one element (a scalar or [1]). */
-static bool one_value(bd_graph *g, int v) {
-    if (v < 0) return true;
-    const bd_value *x = bd_graph_value(g, v);
-    return x->rank == 0 || (x->rank == 1 && x->dims[0] == 1);
-}
-
 /* An elementwise nest int32(v) - int32(zero point) into a new int32 value of v's shape; the zero
  * point is a scalar (or one value), or 1-D along dim `along` of v (A's rows, B's columns). */
 static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
@@ -1232,11 +1276,13 @@ static int centered_double(bd_program *p, int node, int v, int zp) {
     return out;
 }
 
-/* ConvInteger and QLinearConv: X and W less their zero points as doubles (elementwise nests; a
- * double holds every integer sum of 8-bit products exactly), a double CONV nest with QLinearConv's
- * int32 bias, then an elementwise nest: int32 for ConvInteger, else y = saturate(round(c x_scale
- * w_scale / y_scale + y_zero_point)), the multiplier in float as the reference has it (w_scale per
- * output channel or one value). */
+/* ConvInteger and QLinearConv: with one zero point per operand, an int32 CONV nest of the 8-bit
+ * X and W and their zero points (and QLinearConv's int32 bias); otherwise (per-channel W zero
+ * points) X and W less their zero points as doubles (elementwise nests; a double holds every
+ * integer sum of 8-bit products exactly) and a double CONV nest with the bias. Then, for
+ * QLinearConv, an elementwise nest y = saturate(round(c x_scale w_scale / y_scale +
+ * y_zero_point)), the multiplier in float as the reference has it (w_scale per output channel or
+ * one value). */
 bd_status bd_lower_conv_integer(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -1275,20 +1321,31 @@ bd_status bd_lower_conv_integer(bd_program *p, int node, bd_diag *d) {
     for (int k = 0; k < 9; k++) in[k] = bd_node_in(g, n, k) ? n->inputs[k] : -1;
     int yv = n->outputs[0];
     /* (adding values moves every bd_value: only indices from here) */
-    int xdv = centered_double(p, node, in[ix], in[izx]);
-    int wdv = centered_double(p, node, in[iw], in[izw]);
-    int bdv = -1;
-    if (q && in[8] >= 0) { /* the int32 bias, as double */
-        bdv = bd_lower_temp(g, BD_DT_DOUBLE, 1, &M);
-        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, bdv));
-        bd_access_identity(bd_nest_operand(nest, in[8], false, 1), 0);
-        bd_access_identity(bd_nest_operand(nest, bdv, true, 1), 0);
-        bd_expr *e = BD_NEST_PARAMS(nest, expr);
-        bd_expr_compact(e, bd_expr_cast(e, BD_DT_DOUBLE,
-                                        bd_expr_load(e, 0, bd_graph_value(g, in[8])->dtype)));
+    int cdt = BD_DT_DOUBLE, c;
+    if (one_value(g, in[izx]) && one_value(g, in[izw])) {
+        /* exact in int32: the 8-bit operands as they are, the zero points inside the sum (int8
+         * kernels), QLinearConv's int32 bias added to it */
+        cdt = BD_DT_INT32;
+        c = q ? bd_lower_temp(g, cdt, yr, ydims) : yv;
+        conv_quant zeros = {in[izx], in[izw], -1, -1};
+        conv_values(p, node, win, in[ix], in[iw], q ? in[8] : -1, &zeros, c);
+        if (!q) return BD_OK;
+    } else {
+        int xdv = centered_double(p, node, in[ix], in[izx]);
+        int wdv = centered_double(p, node, in[iw], in[izw]);
+        int bdv = -1;
+        if (q && in[8] >= 0) { /* the int32 bias, as double */
+            bdv = bd_lower_temp(g, BD_DT_DOUBLE, 1, &M);
+            bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, bdv));
+            bd_access_identity(bd_nest_operand(nest, in[8], false, 1), 0);
+            bd_access_identity(bd_nest_operand(nest, bdv, true, 1), 0);
+            bd_expr *e = BD_NEST_PARAMS(nest, expr);
+            bd_expr_compact(e, bd_expr_cast(e, BD_DT_DOUBLE,
+                                            bd_expr_load(e, 0, bd_graph_value(g, in[8])->dtype)));
+        }
+        c = bd_lower_temp(g, BD_DT_DOUBLE, yr, ydims);
+        conv_values(p, node, win, xdv, wdv, bdv, &no_quant, c);
     }
-    int c = bd_lower_temp(g, BD_DT_DOUBLE, yr, ydims);
-    conv_values(p, node, win, xdv, wdv, bdv, c);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
     bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
     int scales[3] = {in[1], in[4], in[6]}, F = BD_DT_FLOAT, D = BD_DT_DOUBLE;
@@ -1306,7 +1363,7 @@ bd_status bd_lower_conv_integer(bd_program *p, int node, bd_diag *d) {
     }
     bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
-    int v = bd_expr_load(e, 0, D);
+    int v = bd_expr_cast(e, D, bd_expr_load(e, 0, cdt));
     if (q) {
         int sd[3];
         for (int k = 0; k < 3; k++) sd[k] = bd_graph_value(g, scales[k])->dtype;

@@ -115,7 +115,14 @@ typedef struct bd_conv_params {
     int64_t strides[BD_NN_MAX_SPATIAL];
     int64_t dilations[BD_NN_MAX_SPATIAL];
     int64_t pads[2 * BD_NN_MAX_SPATIAL];
+    /* ConvInteger, QLinearConv and a Conv of DequantizeLinear'd 8-bit X and W (front/qdq_conv.c)
+     * with one zero point per operand: X and W are the 8-bit tensors and the sum is
+     * conv(X - x_zero, W - w_zero) in int32; y is that sum (+ b) in int32, or with x_scale (one
+     * value) and w_scale (one, or one per output channel) float y = float(sum) * (x_scale *
+     * w_scale[m]) + b[m]. Operands, -1 when absent. */
+    int x_zero, w_zero, x_scale, w_scale;
     bool packed; /* Conv: float32, 1-D or 2-D, constant W: packed weights + bd_f32_conv2d_tile */
+    bool i8_packed; /* 8-bit, 2-D, ungrouped, constant W and w_zero: bd_i8_conv2d_tile */
     int64_t winograd; /* packed 3x3 stride 1: 0, or the Winograd output tile m (2, 4) the CPU
                        * tiler chose (kernels/winograd.c) */
 } bd_conv_params;

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bd_model *m = NULL;
     if (bd_onnx_load_buffer(data, size, "fuzz.onnx", "/nonexistent-bdc-fuzz-dir", &lim, &m, &d) != BD_OK)
         return 0;
-    if (bd_front_passes(m, &d) == BD_OK && bd_support_check(m->graph, ignore_unsupported, NULL) == 0) {
+    if (bd_front_passes(m, true, &d) == BD_OK && bd_support_check(m->graph, ignore_unsupported, NULL) == 0) {
         bd_dumps none = {0};
         bd_planned pl;
         /* the input's size picks the fusion x schedule mode, the target and Winograd on or off,

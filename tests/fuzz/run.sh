@@ -8,7 +8,8 @@
 # "tensor" (the generated executable's .npy/.pb readers and output names, bdcrt_fuzz_tensor).
 # Seeds: for compiler, the malformed-model corpus, the kept regressions and the ONNX backend node
 # models; for tensor, a few valid .npy/.pb files. New inputs go to build-fuzz/corpus-TARGET,
-# crashes to build-fuzz/crashes-TARGET (keep fixed ones in tests/fuzz/regressions).
+# crashes to build-fuzz/crashes-TARGET (keep fixed ones in tests/fuzz/regressions, with seeds for
+# passes the other seeds do not reach: qdq-conv-seed.onnx, a QDQ Conv for front/qdq_conv.c).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-60}"

@@ -264,8 +264,9 @@ static void run_conv(void *v) {
 
 /* One layer, whole (one tile) and cut into tiles of about 64 channels x 8 rows; winograd: the
  * output tile m of a Winograd variant (0: direct or im2col). GFLOP/s count the direct
- * convolution's flops, so a Winograd row's figure can exceed the peak. */
-static void bench_conv(const conv_layer *l, int winograd, double peak) {
+ * convolution's flops, so a Winograd row's figure can exceed the peak. Returns the whole
+ * layer's time in ms. */
+static double bench_conv(const conv_layer *l, int winograd, double peak) {
     conv_arg c;
     memset(&c, 0, sizeof c);
     bd_conv2d_shape *s = &c.s;
@@ -302,6 +303,66 @@ static void bench_conv(const conv_layer *l, int winograd, double peak) {
            (long long)c.oh_tile, flops / t2 * 1e-9, 100 * flops / t2 * 1e-9 / peak, t1 * 1e3);
     free(c.x);
     free(w);
+    free(c.wp);
+    free(c.bias);
+    free(c.y);
+    free(c.scratch);
+    return t1 * 1e3;
+}
+
+typedef struct i8_conv_arg {
+    bd_conv2d_shape s;
+    uint8_t *x;
+    void *wp;
+    float *bias, *y;
+    void *scratch;
+    int64_t oc_tile, oh_tile;
+} i8_conv_arg;
+
+static void run_i8_conv(void *v) {
+    i8_conv_arg *c = v;
+    for (int64_t oc = 0; oc < c->s.M; oc += c->oc_tile)
+        for (int64_t oh = 0; oh < c->s.OH; oh += c->oh_tile) {
+            int64_t oc1 = oc + c->oc_tile < c->s.M ? oc + c->oc_tile : c->s.M;
+            int64_t oh1 = oh + c->oh_tile < c->s.OH ? oh + c->oh_tile : c->s.OH;
+            bd_i8_conv2d_tile(&c->s, c->x, 0, 131, c->wp, c->bias, c->y, 0, oc, oc1, oh, oh1,
+                              c->scratch);
+        }
+}
+
+/* The same layer as a QDQ Conv on the int8 convolution (uint8 X with a zero point, int8 W per
+ * channel, float result), tiled alike; GOP/s and its time against the float row's (f32_ms). */
+static void bench_i8_conv(const conv_layer *l, double f32_ms) {
+    i8_conv_arg c;
+    memset(&c, 0, sizeof c);
+    bd_conv2d_shape *s = &c.s;
+    s->N = 1, s->C = l->C, s->H = s->W = l->H, s->M = l->M, s->KH = s->KW = l->K, s->group = 1;
+    s->stride_h = s->stride_w = l->stride, s->dil_h = s->dil_w = 1;
+    s->pad_top = s->pad_left = l->pad;
+    s->OH = s->OW = (l->H + 2 * l->pad - l->K) / l->stride + 1;
+    int64_t K = s->C * s->KH * s->KW;
+    c.x = xmalloc((size_t)(s->C * s->H * s->W));
+    uint8_t *w = xmalloc((size_t)(s->M * K));
+    for (int64_t i = 0; i < s->C * s->H * s->W; i++) c.x[i] = (uint8_t)(i * 2654435761u >> 24);
+    for (int64_t i = 0; i < s->M * K; i++) w[i] = (uint8_t)(i * 40503u >> 8);
+    float x_scale = 0.02f, *w_scale = frandom(s->M);
+    c.wp = xmalloc(bd_i8_conv2d_packed_w_bytes(s));
+    bd_i8_conv2d_pack_w(s, w, 1, 0, &x_scale, w_scale, s->M, c.wp);
+    c.bias = frandom(s->M);
+    c.y = xmalloc((size_t)(s->M * s->OH * s->OW) * sizeof(float));
+    c.scratch = xmalloc(bd_i8_conv2d_scratch_bytes(s, s->OH));
+    double ops = 2.0 * (double)(s->M * s->OH * s->OW) * (double)K;
+    c.oc_tile = s->M;
+    c.oh_tile = s->OH;
+    double t1 = time_call(run_i8_conv, &c);
+    c.oc_tile = 64;
+    c.oh_tile = 8;
+    double t2 = time_call(run_i8_conv, &c);
+    printf("  %-34s %7.1f GOP/s           tiles 64x8 %7.1f GOP/s         (%.3f ms, %.2fx the "
+           "float time)\n", "  int8 (QDQ)", ops / t1 * 1e-9, ops / t2 * 1e-9, t1 * 1e3, t1 * 1e3 / f32_ms);
+    free(c.x);
+    free(w);
+    free(w_scale);
     free(c.wp);
     free(c.bias);
     free(c.y);
@@ -407,7 +468,8 @@ int main(int argc, char **argv) {
         for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
             if (!only || strstr(layers[l].name, only)) {
                 const conv_layer *cl = &layers[l];
-                bench_conv(cl, 0, peak);
+                double f32_ms = bench_conv(cl, 0, peak);
+                if (cl->group == 1) bench_i8_conv(cl, f32_ms);
                 for (int m = 2; m <= 4 && cl->K == 3 && cl->stride == 1 && cl->group == 1; m += 2)
                     bench_conv(cl, m, peak);
             }

@@ -764,6 +764,112 @@ static void test_i8_gemm_all(void) {
            bd_kernels_isa_name(bd_kernels_get_isa()), cases - bad_cases);
 }
 
+/* ---- 8-bit integer convolution --------------------------------------------------------------- */
+
+/* Random shapes (strides, dilations, pads, 1x1 to 7x7), signedness, zero points and an optional
+ * int32 bias; the output cut into random channel x row tiles; compared exactly with an int64
+ * direct convolution whose padding takes x_zero (contributes nothing), guard cells around y. */
+static void test_i8_conv_all(void) {
+    int cases = g_quick ? 10 : 50, bad_cases = 0;
+    for (int t = 0; t < cases; t++) {
+        bd_conv2d_shape s = {0};
+        s.N = 1 + irand(2), s.C = 1 + irand(20), s.M = 1 + irand(40);
+        s.KH = 1 + irand(4) * 2 * (irand(3) == 0), s.KW = irand(4) == 0 ? s.KH + 1 : s.KH;
+        if (s.KH > 7) s.KH = 7;
+        if (s.KW > 7) s.KW = 7;
+        s.stride_h = 1 + irand(2), s.stride_w = irand(3) == 0 ? 3 - s.stride_h : s.stride_h;
+        s.dil_h = 1 + (irand(5) == 0), s.dil_w = s.dil_h;
+        s.pad_top = irand(s.KH), s.pad_left = irand(s.KW);
+        s.H = s.KH * s.dil_h + irand(12), s.W = s.KW * s.dil_w + irand(40);
+        s.OH = (s.H + 2 * s.pad_top - (s.KH - 1) * s.dil_h - 1) / s.stride_h + 1;
+        s.OW = (s.W + 2 * s.pad_left - (s.KW - 1) * s.dil_w - 1) / s.stride_w + 1;
+        s.group = 1;
+        int x_signed = (int)irand(2), w_signed = (int)irand(2), with_bias = (int)irand(2);
+        int scaled = (int)irand(2), w_scales = irand(2) ? (int)s.M : 1; /* a float result */
+        int32_t x_zero = x_signed ? (int32_t)irand(256) - 128 : (int32_t)irand(256);
+        int32_t w_zero = irand(2) ? 0 : w_signed ? (int32_t)irand(256) - 128 : (int32_t)irand(256);
+        int64_t K = s.C * s.KH * s.KW, xn = s.N * s.C * s.H * s.W, yn = s.N * s.M * s.OH * s.OW;
+        uint8_t *x = xmalloc((size_t)xn), *w = xmalloc((size_t)(s.M * K));
+        int32_t *bias = xmalloc((size_t)s.M * 4), *y = xmalloc((size_t)(yn + 2) * 4);
+        float *fbias = xmalloc((size_t)s.M * 4), *w_scale = xmalloc((size_t)s.M * 4);
+        float x_scale = 0.001f + (float)irand(1000) * 1e-5f;
+        for (int64_t i = 0; i < xn; i++) x[i] = (uint8_t)rnd();
+        for (int64_t i = 0; i < s.M * K; i++) w[i] = (uint8_t)rnd();
+        for (int64_t m = 0; m < s.M; m++) {
+            bias[m] = (int32_t)irand(200001) - 100000;
+            fbias[m] = (float)bias[m] * 1e-3f;
+            w_scale[m] = 0.002f + (float)irand(1000) * 1e-5f;
+        }
+        for (int64_t i = 0; i < yn + 2; i++) y[i] = -7777777;
+        int ok = bd_i8_conv2d_shape_ok(&s);
+        void *wp = xmalloc(bd_i8_conv2d_packed_w_bytes(&s));
+        bd_i8_conv2d_pack_w(&s, w, w_signed, w_zero, scaled ? &x_scale : NULL, w_scale, w_scales, wp);
+        int64_t ch[4], rows[4];
+        int nch = cuts(s.M, 1 + (int)irand(3), ch) - 1, nrow = cuts(s.OH, 1 + (int)irand(3), rows) - 1;
+        int64_t most = 0;
+        for (int r = 0; r < nrow; r++) most = rows[r + 1] - rows[r] > most ? rows[r + 1] - rows[r] : most;
+        scratch sc = scratch_new(bd_i8_conv2d_scratch_bytes(&s, most));
+        for (int64_t n = 0; n < s.N; n++)
+            for (int a = 0; a < nch; a++)
+                for (int r = 0; r < nrow; r++)
+                    bd_i8_conv2d_tile(&s, x, x_signed, x_zero, wp,
+                                      with_bias ? (scaled ? (void *)fbias : (void *)bias) : NULL,
+                                      y + 1, n, ch[a], ch[a + 1], rows[r], rows[r + 1], sc.p);
+        ok = ok && y[0] == -7777777 && y[yn + 1] == -7777777;
+        for (int64_t n = 0; n < s.N && ok; n++)
+            for (int64_t m = 0; m < s.M && ok; m++)
+                for (int64_t oh = 0; oh < s.OH && ok; oh++)
+                    for (int64_t ow = 0; ow < s.OW && ok; ow++) {
+                        int64_t want = with_bias && !scaled ? bias[m] : 0;
+                        for (int64_t c = 0; c < s.C; c++)
+                            for (int64_t kh = 0; kh < s.KH; kh++)
+                                for (int64_t kw = 0; kw < s.KW; kw++) {
+                                    int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
+                                    int64_t iw = ow * s.stride_w - s.pad_left + kw * s.dil_w;
+                                    if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                                    uint8_t xb = x[((n * s.C + c) * s.H + ih) * s.W + iw];
+                                    uint8_t wb = w[m * K + (c * s.KH + kh) * s.KW + kw];
+                                    int64_t xv = x_signed ? (int8_t)xb : xb, wv = w_signed ? (int8_t)wb : wb;
+                                    want += (xv - x_zero) * (wv - w_zero);
+                                }
+                        int32_t got = y[1 + ((n * s.M + m) * s.OH + oh) * s.OW + ow];
+                        if (scaled) { /* the kernel's float expression, bit for bit */
+                            float k = x_scale * w_scale[w_scales > 1 ? m : 0];
+                            float f = (float)(int32_t)want * k + (with_bias ? fbias[m] : 0.0f), gf;
+                            memcpy(&gf, &got, 4);
+                            if (gf == f) continue;
+                            printf("FAIL i8 conv (float result): %g, want %g\n", (double)gf, (double)f);
+                            ok = 0;
+                            continue;
+                        }
+                        if (got != want) {
+                            printf("FAIL i8 conv N%lld C%lld %lldx%lld M%lld k%lldx%lld s%lldx%lld "
+                                   "d%lld p%lld,%lld (x %s zero %d, w %s zero %d, %s): y[%lld][%lld]"
+                                   "[%lld][%lld] = %d, want %lld\n", (long long)s.N, (long long)s.C,
+                                   (long long)s.H, (long long)s.W, (long long)s.M, (long long)s.KH,
+                                   (long long)s.KW, (long long)s.stride_h, (long long)s.stride_w,
+                                   (long long)s.dil_h, (long long)s.pad_top, (long long)s.pad_left,
+                                   x_signed ? "int8" : "uint8", x_zero, w_signed ? "int8" : "uint8",
+                                   w_zero, bd_kernels_isa_name(bd_kernels_get_isa()), (long long)n,
+                                   (long long)m, (long long)oh, (long long)ow, got, (long long)want);
+                            ok = 0;
+                        }
+                    }
+        if (ok) g_passed++;
+        else g_failed++, bad_cases++;
+        free(sc.base);
+        free(wp);
+        free(x);
+        free(w);
+        free(bias);
+        free(fbias);
+        free(w_scale);
+        free(y);
+    }
+    printf("%s i8 conv (%s): %d cases exact\n", bad_cases ? "FAILED" : "ok",
+           bd_kernels_isa_name(bd_kernels_get_isa()), cases - bad_cases);
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 static void test_dispatch(void) {
@@ -891,6 +997,7 @@ int main(int argc, char **argv) {
         test_winograd_all();
         test_deconv_all();
         test_i8_gemm_all();
+        test_i8_conv_all();
     }
     bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
     printf("%d passed, %d failed\n", g_passed, g_failed);

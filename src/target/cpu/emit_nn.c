@@ -104,6 +104,11 @@ static void emit_packed_alloc(bd_emitter *e, int slot, const char *var, const ch
 
 /* ---------------------------------------------------------------- CONV */
 
+/* The one-element zero point of an 8-bit operand as a T expression ("0" without one). */
+static const char *zero_point(bd_emitter *e, const bd_nest *n, int operand, const char *T) {
+    return operand < 0 ? "0" : bd_emit_str(e, "(%s)%s[0]", T, operand_ptr(e, n, operand));
+}
+
 static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_value *x,
                               const bd_value *y) {
     bool one_d = cp->nsp == 1;
@@ -117,6 +122,26 @@ static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_
                "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};",
             ll(x->dims[0]), ll(x->dims[1]), ll(H), ll(W), ll(y->dims[1]), ll(OH), ll(OW), ll(KH),
             ll(KW), ll(cp->group), ll(sh), ll(sw), ll(dh), ll(dw), ll(pt), ll(pl), ll(cp->winograd));
+}
+
+/* Residual and activation over the block's float output just written by a kernel tile of batch
+ * item n, still in cache (inside the tile's n loop). */
+static void emit_conv_post_pass(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp) {
+    const bd_value *y = operand_value(e, n, cp->y);
+    int r = y->rank;
+    int64_t ys[BD_MAX_RANK];
+    bd_dims_strides(r, y->dims, ys);
+    bd_emit(e, "float *Yb = %s + n * %lld;", operand_ptr(e, n, cp->y), ll(ys[0]));
+    if (n->epi.residual >= 0) bd_emit(e, "const float *Rb = %s + n * %lld;", operand_ptr(e, n, n->epi.residual), ll(ys[0]));
+    const char *off = "0";
+    for (int i = 1; i < r; i++) {
+        bd_emit_open(e, "for (int64_t e%d = lo[%d]; e%d < hi[%d]; e%d++)", i, i, i, i, i);
+        off = bd_emit_str(e, "%s + e%d * %lld", off, i, ll(ys[i]));
+    }
+    if (n->epi.residual >= 0) bd_emit(e, "const float v = Yb[%s] + Rb[%s];", off, off);
+    else bd_emit(e, "const float v = Yb[%s];", off);
+    bd_emit(e, "Yb[%s] = %s;", off, act_expr(e, n, "v"));
+    for (int i = 1; i < r; i++) bd_emit_close(e, NULL);
 }
 
 /* A packed-weight convolution (kernel functions `fn`_packed_w_bytes, _pack_w, _scratch_bytes,
@@ -146,23 +171,41 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
             cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
             bd_emit_float(e, kact == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
             bd_emit_float(e, kact == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
-    if (n->epi.residual >= 0 || act_after_kernel(n)) {
-        /* residual and activation over the block's output just written, still in cache */
-        int r = y->rank;
-        int64_t ys[BD_MAX_RANK];
-        bd_dims_strides(r, y->dims, ys);
-        bd_emit(e, "float *Yb = %s + n * %lld;", operand_ptr(e, n, cp->y), ll(ys[0]));
-        if (n->epi.residual >= 0) bd_emit(e, "const float *Rb = %s + n * %lld;", operand_ptr(e, n, n->epi.residual), ll(ys[0]));
-        const char *off = "0";
-        for (int i = 1; i < r; i++) {
-            bd_emit_open(e, "for (int64_t e%d = lo[%d]; e%d < hi[%d]; e%d++)", i, i, i, i, i);
-            off = bd_emit_str(e, "%s + e%d * %lld", off, i, ll(ys[i]));
-        }
-        if (n->epi.residual >= 0) bd_emit(e, "const float v = Yb[%s] + Rb[%s];", off, off);
-        else bd_emit(e, "const float v = Yb[%s];", off);
-        bd_emit(e, "Yb[%s] = %s;", off, act_expr(e, n, "v"));
-        for (int i = 1; i < r; i++) bd_emit_close(e, NULL);
+    if (n->epi.residual >= 0 || act_after_kernel(n)) emit_conv_post_pass(e, n, cp);
+    bd_emit_close(e, NULL);
+}
+
+/* An 8-bit convolution on the int8 kernel (kernels/conv2d_i8.c): W packed at create with its
+ * constant zero point (and, for a float result, the scales x_scale * w_scale[m]), X's zero point
+ * read at run time; the bias (QLinearConv's int32, a QDQ Conv's float) added by the tile, the
+ * residual and activation a float result absorbed after it. */
+static void emit_conv_i8(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp,
+                         bd_emit_phase phase) {
+    const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
+    const bd_value *w = operand_value(e, n, cp->w);
+    int slot = bd_emit_nest_slot(e, n);
+    emit_conv2d_shape(e, cp, x, y);
+    if (phase == BD_EMIT_SETUP) {
+        emit_packed_alloc(e, slot, "pk", "bd_i8_conv2d_packed_w_bytes(&sh)");
+        const char *scales = "NULL, NULL, 0";
+        if (cp->x_scale >= 0)
+            scales = bd_emit_str(e, "%s, %s, %lld", operand_ptr(e, n, cp->x_scale),
+                                 operand_ptr(e, n, cp->w_scale),
+                                 ll(operand_value(e, n, cp->w_scale)->constant->numel));
+        bd_emit(e, "bd_i8_conv2d_pack_w(&sh, %s, %d, %s, %s, pk);", operand_ptr(e, n, cp->w),
+                w->dtype == BD_DT_INT8, zero_point(e, n, cp->w_zero, "int32_t"), scales);
+        emit_scratch_check(e, n, bd_emit_str(e, "bd_i8_conv2d_scratch_bytes(&sh, %lld)",
+                                             ll(cp->nsp == 2 ? n->tile[2] : 1)));
+        return;
     }
+    bd_emit(e, "const int32_t zx = %s;", zero_point(e, n, cp->x_zero, "int32_t"));
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit(e, "bd_i8_conv2d_tile(&sh, %s, %d, zx, S->packed[%d], %s, %s, n, lo[1], hi[1], %s, %s, "
+               "scratch);",
+            operand_ptr(e, n, cp->x), x->dtype == BD_DT_INT8, slot,
+            cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL", operand_ptr(e, n, cp->y),
+            cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1");
+    if (n->epi.residual >= 0 || n->epi.act.n) emit_conv_post_pass(e, n, cp);
     bd_emit_close(e, NULL);
 }
 
@@ -185,7 +228,7 @@ static void emit_window_axis(bd_emitter *e, int i, int64_t stride, int64_t dil, 
  * operand pointers and the batch and channel loops it opens. */
 typedef struct conv_geom {
     const bd_value *x, *y;
-    const char *T;
+    const char *T, *TA; /* the output's type, the sum's (int32 over 8-bit operands) */
     int64_t C, M, Cg, Mg, XS, KS, YS;
     int64_t xs[BD_MAX_RANK], ks[BD_MAX_RANK], ys[BD_MAX_RANK];
 } conv_geom;
@@ -195,6 +238,7 @@ static conv_geom emit_conv_prologue(bd_emitter *e, const bd_nest *n, const bd_co
     g.x = operand_value(e, n, cp->x);
     g.y = operand_value(e, n, cp->y);
     g.T = bd_c_type(g.y->dtype);
+    g.TA = bd_dtype_bits(g.x->dtype) == 8 ? "int32_t" : g.T;
     g.C = g.x->dims[1];
     g.M = g.y->dims[1];
     g.Cg = g.C / cp->group;
@@ -205,9 +249,18 @@ static conv_geom emit_conv_prologue(bd_emitter *e, const bd_nest *n, const bd_co
     g.XS = g.xs[0] * g.x->dims[2];
     g.KS = g.ks[0] * cp->kernel[0];
     g.YS = g.ys[0] * g.y->dims[2];
-    const char *T = g.T;
-    bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, cp->x));
-    bd_emit(e, "const %s *Wt = %s;", T, operand_ptr(e, n, cp->w));
+    const char *T = g.T, *TA = g.TA;
+    /* X and W in their own types (8-bit for the integer convolutions), less their zero points;
+     * a float result of 8-bit operands scales the sum by x_scale * w_scale[m] */
+    bd_emit(e, "const %s *X = %s;", bd_c_type(g.x->dtype), operand_ptr(e, n, cp->x));
+    bd_emit(e, "const %s *Wt = %s;", bd_c_type(operand_value(e, n, cp->w)->dtype), operand_ptr(e, n, cp->w));
+    if (cp->x_zero >= 0 || cp->w_zero >= 0)
+        bd_emit(e, "const %s zx = %s, zw = %s;", TA, zero_point(e, n, cp->x_zero, TA),
+                zero_point(e, n, cp->w_zero, TA));
+    if (cp->x_scale >= 0) {
+        bd_emit(e, "const float xs = %s[0];", operand_ptr(e, n, cp->x_scale));
+        bd_emit(e, "const float *Ws = %s;", operand_ptr(e, n, cp->w_scale));
+    }
     if (cp->b >= 0) bd_emit(e, "const %s *Bv = %s;", T, operand_ptr(e, n, cp->b));
     if (n->epi.residual >= 0) bd_emit(e, "const %s *R = %s;", T, operand_ptr(e, n, n->epi.residual));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, cp->y));
@@ -225,32 +278,42 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
     int nsp = cp->nsp;
     int64_t C = G.C, M = G.M, Cg = G.Cg, Mg = G.Mg, XS = G.XS, KS = G.KS, YS = G.YS;
     const int64_t *xs = G.xs, *ks = G.ks, *ys = G.ys;
-    bd_emit(e, "const %s *xg = X + (n * %lld + (m / %lld) * %lld) * %lld;", T, ll(C), ll(Mg), ll(Cg),
+    const char *TX = bd_c_type(x->dtype), *TW = bd_c_type(operand_value(e, n, cp->w)->dtype);
+    bd_emit(e, "const %s *xg = X + (n * %lld + (m / %lld) * %lld) * %lld;", TX, ll(C), ll(Mg), ll(Cg),
             ll(XS));
-    bd_emit(e, "const %s *wm = Wt + m * %lld;", T, ll(Cg * KS));
+    bd_emit(e, "const %s *wm = Wt + m * %lld;", TW, ll(Cg * KS));
     bd_emit(e, "%s *ym = Y + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
     if (n->epi.residual >= 0) bd_emit(e, "const %s *rm = R + (n * %lld + m) * %lld;", T, ll(M), ll(YS));
     bd_emit(e, "const %s bias = %s;", T, cp->b >= 0 ? "Bv[m]" : "0");
+    if (cp->x_scale >= 0) {
+        const bd_value *ws = operand_value(e, n, cp->w_scale);
+        bd_emit(e, "const float mult = xs * Ws[%s];", ws->rank == 1 && ws->dims[0] > 1 ? "m" : "0");
+    }
     for (int i = 0; i < nsp; i++) {
         emit_window_axis(e, i, cp->strides[i], cp->dilations[i], cp->kernel[i], cp->pads[i],
                          x->dims[2 + i]);
     }
-    bd_emit(e, "%s acc = 0;", T);
+    bd_emit(e, "%s acc = 0;", G.TA);
     bd_emit_open(e, "for (int64_t c = 0; c < %lld; c++)", ll(Cg));
-    bd_emit(e, "const %s *xc = xg + c * %lld;", T, ll(XS));
-    bd_emit(e, "const %s *wc = wm + c * %lld;", T, ll(KS));
+    bd_emit(e, "const %s *xc = xg + c * %lld;", TX, ll(XS));
+    bd_emit(e, "const %s *wc = wm + c * %lld;", TW, ll(KS));
     const char *xo = "0", *wo = "0";
     for (int i = 0; i < nsp; i++) {
         bd_emit_open(e, "for (int64_t k%d = l%d; k%d < h%d; k%d++)", i, i, i, i, i);
         xo = bd_emit_str(e, "%s + (b%d + k%d * %lld) * %lld", xo, i, i, ll(cp->dilations[i]), ll(xs[i]));
         wo = bd_emit_str(e, "%s + k%d * %lld", wo, i, ll(ks[i]));
     }
-    bd_emit(e, "acc += xc[%s] * wc[%s];", xo, wo);
+    if (cp->x_zero >= 0 || cp->w_zero >= 0)
+        bd_emit(e, "acc += ((%s)xc[%s] - zx) * ((%s)wc[%s] - zw);", G.TA, xo, G.TA, wo);
+    else
+        bd_emit(e, "acc += xc[%s] * wc[%s];", xo, wo);
     for (int i = 0; i < nsp; i++) bd_emit_close(e, NULL);
     bd_emit_close(e, NULL); /* c */
     const char *yo = "0";
     for (int i = 0; i < nsp; i++) yo = bd_emit_str(e, "%s + o%d * %lld", yo, i, ll(ys[i]));
-    const char *sum = n->epi.residual >= 0 ? bd_emit_str(e, "(acc + bias + rm[%s])", yo) : "(acc + bias)";
+    const char *v = cp->x_scale >= 0 ? "(float)acc * mult" : "acc";
+    const char *sum = n->epi.residual >= 0 ? bd_emit_str(e, "(%s + bias + rm[%s])", v, yo)
+                                           : bd_emit_str(e, "(%s + bias)", v);
     bd_emit(e, "ym[%s] = %s;", yo, act_expr(e, n, sum));
     for (int i = 0; i < nsp; i++) bd_emit_close(e, NULL);
     bd_emit_close(e, NULL); /* m */
@@ -260,6 +323,12 @@ static void emit_conv_direct(bd_emitter *e, const bd_nest *n, const bd_conv_para
 bd_status bd_emit_body_CONV(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
     const bd_conv_params *cp = BD_NEST_PARAMS(n, conv);
+    if (cp->i8_packed) {
+        bd_emit_open(e, "%s", "");
+        emit_conv_i8(e, n, cp, phase);
+        bd_emit_close(e, NULL);
+        return BD_OK;
+    }
     if (cp->packed) {
         emit_conv_packed(e, n, cp, phase, "bd_f32_conv2d");
         return BD_OK;
@@ -812,11 +881,6 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     for (int i = 0; i < loops; i++) bd_emit_close(e, NULL);
 }
 
-/* The zero point of an 8-bit MATMUL operand as T ("0" when it has none). */
-static const char *mm_zero(bd_emitter *e, const bd_nest *n, int operand, const char *T) {
-    return operand < 0 ? "0" : bd_emit_str(e, "(%s)%s[0]", T, operand_ptr(e, n, operand));
-}
-
 static void emit_matmul_generic(bd_emitter *e, const bd_nest *n, const bd_matmul_params *mp) {
     const bd_value *y = operand_value(e, n, mp->y);
     const char *T = bd_c_type(y->dtype);
@@ -826,7 +890,7 @@ static void emit_matmul_generic(bd_emitter *e, const bd_nest *n, const bd_matmul
     /* A and B in their own types (8-bit for MatMulInteger), less their zero points */
     bd_emit(e, "const %s *A = %s;", bd_c_type(operand_value(e, n, mp->a)->dtype), operand_ptr(e, n, mp->a));
     bd_emit(e, "const %s *B = %s;", bd_c_type(operand_value(e, n, mp->b)->dtype), operand_ptr(e, n, mp->b));
-    bd_emit(e, "const %s za = %s, zb = %s;", T, mm_zero(e, n, mp->a_zero, T), mm_zero(e, n, mp->b_zero, T));
+    bd_emit(e, "const %s za = %s, zb = %s;", T, zero_point(e, n, mp->a_zero, T), zero_point(e, n, mp->b_zero, T));
     bd_emit(e, "(void)za; (void)zb;");
     if (add_c) bd_emit(e, "const %s *Cv = %s;", T, operand_ptr(e, n, mp->c));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, mp->y));
@@ -859,7 +923,7 @@ static void emit_matmul_i8(bd_emitter *e, const bd_nest *n, const bd_matmul_para
         emit_packed_alloc(e, slot, "pk", bd_emit_str(e, "bd_i8_gemm_packed_b_bytes(%lld, %lld)", ll(mp->K), ll(mp->N)));
         bd_emit_open(e, "if (bd_i8_gemm_pack_b(%lld, %lld, %s, %lld, %d, %s, pk))", ll(mp->K), ll(mp->N),
                      operand_ptr(e, n, mp->b), ll(l.ldb), b->dtype == BD_DT_INT8,
-                     mm_zero(e, n, mp->b_zero, "int32_t"));
+                     zero_point(e, n, mp->b_zero, "int32_t"));
         bd_emit(e, "bdrt_errorf(\"nest %d: B less its zero point does not fit int8\");", nest_index(e, n));
         bd_emit(e, "bd_destroy(S);");
         bd_emit(e, "return NULL;");
@@ -869,7 +933,7 @@ static void emit_matmul_i8(bd_emitter *e, const bd_nest *n, const bd_matmul_para
         return;
     }
     bd_emit(e, "const uint8_t *A = (const uint8_t *)%s;", operand_ptr(e, n, mp->a));
-    bd_emit(e, "const int32_t za = %s;", mm_zero(e, n, mp->a_zero, "int32_t"));
+    bd_emit(e, "const int32_t za = %s;", zero_point(e, n, mp->a_zero, "int32_t"));
     bd_emit(e, "int32_t *Y = %s;", operand_ptr(e, n, mp->y));
     int loops = mm_open_batches(e, n, mp);
     bd_emit(e, "bd_i8_gemm_packed_b(m1 - m0, n0, n1, %lld, A + ao + m0 * %lld, %lld, %d, za, S->packed[%d], "

@@ -423,6 +423,46 @@ static void tile_reshape(const bd_graph *g, bd_nest *nest) {
     }
 }
 
+/* Mirrors of kernels/gemm_i8.c (the compiler does not link the kernels): the bound on K, and its
+ * scratch, 8 rows of A with K rounded up to 4, plus alignment. */
+enum { I8_GEMM_MAX_K = 32768 };
+static size_t i8_scratch_bound(int64_t K) {
+    return (size_t)(8 * round_up(imax64(K, 0), 4) + 64);
+}
+
+static bool is_8bit(int dtype) {
+    return dtype == BD_DT_UINT8 || dtype == BD_DT_INT8;
+}
+
+/* A mirror of bd_i8_conv2d_scratch_bytes (kernels/conv2d_i8.c) for tiles of `rows` output
+ * rows: the im2col slice (K rounded up to 4, pixels to 32), its packed copy with column sums and
+ * header, the GEMM's scratch, alignment. */
+static int64_t i8_conv_scratch_bound(int64_t K, int64_t rows, int64_t OW) {
+    int64_t K4 = round_up(K, 4), P32 = round_up(rows * OW, 32);
+    return 64 + round_up(K4 * P32, 64) + round_up(64 + P32 * 4 + P32 * K4, 64) +
+           (int64_t)i8_scratch_bound(K4);
+}
+
+/* The int8 convolution kernel's cases: 8-bit X and constant W (ConvInteger, QLinearConv, a QDQ
+ * Conv), an int32 result or a float one with constant scales, 1-D or 2-D, ungrouped, a constant
+ * W zero point, K within the bound. */
+static bool i8_conv_fits(const bd_graph *g, const bd_nest *nest, int64_t K) {
+    const bd_conv_params *cp = &nest->params.conv;
+    const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
+    const bd_value *y = operand_value(g, nest, cp->y);
+    bool scaled = cp->x_scale >= 0;
+    if (!is_8bit(x->dtype) || !is_8bit(w->dtype) || !w->constant || !w->constant->data ||
+        y->dtype != (scaled ? BD_DT_FLOAT : BD_DT_INT32) || cp->group != 1 ||
+        (cp->nsp != 1 && cp->nsp != 2) || round_up(K, 4) > I8_GEMM_MAX_K)
+        return false;
+    for (int k = 0; k < 2 && scaled; k++) {
+        const bd_value *v = operand_value(g, nest, k ? cp->w_scale : cp->x_scale);
+        if (!v->constant || !v->constant->data || v->dtype != BD_DT_FLOAT) return false;
+    }
+    const bd_value *zw = cp->w_zero >= 0 ? operand_value(g, nest, cp->w_zero) : NULL;
+    return !zw || (zw->constant && zw->constant->data);
+}
+
 static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
@@ -441,6 +481,13 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd) {
     bool wino_shape = nsp == 2 && group == 1 && cp->kernel[0] == 3 && cp->kernel[1] == 3 &&
                       cp->strides[0] == 1 && cp->strides[1] == 1 && cp->dilations[0] == 1 &&
                       cp->dilations[1] == 1;
+    cp->i8_packed = i8_conv_fits(g, nest, C * ksize);
+    if (cp->i8_packed) { /* an im2col GEMM like the float one, on the int8 kernel */
+        conv_gemm_tiling(g, nest, C * ksize, M, 1);
+        nest->scratch_bytes = i8_conv_scratch_bound(C * ksize, nsp == 2 ? nest->tile[2] : 1,
+                                                    y->dims[1 + nsp]);
+        return;
+    }
     if (cp->packed && !depthwise) {
         double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
         if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct);
@@ -516,17 +563,6 @@ static void tile_pool(const bd_graph *g, bd_nest *nest) {
     bd_nest_tile_default(g, nest, imax64(64, (1 << 16) / ksize));
     /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
     nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
-}
-
-/* Mirrors of kernels/gemm_i8.c (the compiler does not link the kernels): the bound on K, and its
- * scratch, 8 rows of A with K rounded up to 4, plus alignment. */
-enum { I8_GEMM_MAX_K = 32768 };
-static size_t i8_scratch_bound(int64_t K) {
-    return (size_t)(8 * round_up(imax64(K, 0), 4) + 64);
-}
-
-static bool is_8bit(int dtype) {
-    return dtype == BD_DT_UINT8 || dtype == BD_DT_INT8;
 }
 
 /* MatMulInteger's product for the int8 kernel: 8-bit A, B constant and shared by every batch,

@@ -285,6 +285,10 @@ static conv_geom conv_start(bd_gpu_printer *g, const bd_nest *n, const bd_conv_p
     declare(g, n, cp->x, "X");
     declare(g, n, cp->w, "Wt");
     if (cp->b >= 0) declare(g, n, cp->b, "Bv");
+    if (cp->x_zero >= 0) declare(g, n, cp->x_zero, "ZX");
+    if (cp->w_zero >= 0) declare(g, n, cp->w_zero, "ZW");
+    if (cp->x_scale >= 0) declare(g, n, cp->x_scale, "XSC");
+    if (cp->w_scale >= 0) declare(g, n, cp->w_scale, "WSC");
     if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
     declare(g, n, cp->y, "Y");
     open_elements(g, n, NULL);
@@ -292,12 +296,18 @@ static conv_geom conv_start(bd_gpu_printer *g, const bd_nest *n, const bd_conv_p
     return G;
 }
 
-/* y = act(acc + bias (+ residual)) at the output element. */
+/* y = act(acc + bias (+ residual)) at the output element; a float result of 8-bit operands is
+ * float(acc) * x_scale * w_scale[m] + bias. */
 static void conv_store(bd_gpu_printer *g, const bd_nest *n, const bd_conv_params *cp, const conv_geom *G) {
     const char *yo = "0";
     for (int i = 0; i < cp->nsp; i++) yo = S("%s + i%d * %lld", yo, 2 + i, ll(G->ys[i]));
     L("const int64_t yo = (n * %lld + m) * %lld + %s;", ll(G->M), ll(G->YS), yo);
-    const char *v = S("(acc%s%s)", cp->b >= 0 ? " + Bv[m]" : "", n->epi.residual >= 0 ? " + R[yo]" : "");
+    const char *sum = "acc";
+    if (cp->x_scale >= 0) {
+        const bd_value *ws = value_of(g, n, cp->w_scale);
+        sum = S("(float)acc * (XSC[0] * WSC[%s])", ws->rank == 1 && ws->dims[0] > 1 ? "m" : "0");
+    }
+    const char *v = S("(%s%s%s)", sum, cp->b >= 0 ? " + Bv[m]" : "", n->epi.residual >= 0 ? " + R[yo]" : "");
     L("Y[yo] = %s;", act(g, n, v));
     close_elements(g);
 }
@@ -305,23 +315,31 @@ static void conv_store(bd_gpu_printer *g, const bd_nest *n, const bd_conv_params
 static void body_conv(bd_gpu_printer *g, const bd_nest *n) {
     const bd_conv_params *cp = &n->params.conv;
     const bd_value *x = value_of(g, n, cp->x);
-    const char *T = type_of(g, n, cp->y);
+    const char *TX = type_of(g, n, cp->x), *TW = type_of(g, n, cp->w);
+    /* the sum's type: int32 over 8-bit operands */
+    const char *T = bd_dtype_bits(x->dtype) == 8 ? "int32_t" : type_of(g, n, cp->y);
+    bool zeros = cp->x_zero >= 0 || cp->w_zero >= 0;
     conv_geom G = conv_start(g, n, cp);
-    L("BD_G const %s *xg = X + (n * %lld + (m / %lld) * %lld) * %lld;", T, ll(G.C), ll(G.Mg), ll(G.Cg), ll(G.XS));
-    L("BD_G const %s *wm = Wt + m * %lld;", T, ll(G.Cg * G.KS));
+    L("BD_G const %s *xg = X + (n * %lld + (m / %lld) * %lld) * %lld;", TX, ll(G.C), ll(G.Mg), ll(G.Cg), ll(G.XS));
+    L("BD_G const %s *wm = Wt + m * %lld;", TW, ll(G.Cg * G.KS));
+    /* 8-bit X and W (the integer convolutions) less their zero points */
+    if (zeros)
+        L("const %s zx = %s, zw = %s;", T, cp->x_zero >= 0 ? S("(%s)ZX[0]", T) : "0",
+          cp->w_zero >= 0 ? S("(%s)ZW[0]", T) : "0");
     for (int i = 0; i < cp->nsp; i++)
         window_axis(g, i, cp->strides[i], cp->dilations[i], cp->kernel[i], cp->pads[i], x->dims[2 + i]);
     L("%s acc = 0;", T);
     OPEN("for (int64_t c = 0; c < %lld; c++)", ll(G.Cg));
-    L("BD_G const %s *xc = xg + c * %lld;", T, ll(G.XS));
-    L("BD_G const %s *wc = wm + c * %lld;", T, ll(G.KS));
+    L("BD_G const %s *xc = xg + c * %lld;", TX, ll(G.XS));
+    L("BD_G const %s *wc = wm + c * %lld;", TW, ll(G.KS));
     const char *xo = "0", *wo = "0";
     for (int i = 0; i < cp->nsp; i++) {
         OPEN("for (int64_t k%d = l%d; k%d < h%d; k%d++)", i, i, i, i, i);
         xo = S("%s + (b%d + k%d * %lld) * %lld", xo, i, i, ll(cp->dilations[i]), ll(G.xs[i]));
         wo = S("%s + k%d * %lld", wo, i, ll(G.ks[i]));
     }
-    L("acc += xc[%s] * wc[%s];", xo, wo);
+    if (zeros) L("acc += ((%s)xc[%s] - zx) * ((%s)wc[%s] - zw);", T, xo, T, wo);
+    else L("acc += xc[%s] * wc[%s];", xo, wo);
     for (int i = 0; i < cp->nsp; i++) CLOSE();
     CLOSE();
     conv_store(g, n, cp, &G);

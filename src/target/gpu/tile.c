@@ -47,8 +47,9 @@ bool bd_gpu_conv_tiled(const bd_graph *g, const bd_nest *n) {
     if (n->body != BD_BODY_CONV) return false;
     const bd_conv_params *cp = &n->params.conv;
     int dt = bd_graph_value((bd_graph *)g, n->operands[cp->y].value)->dtype;
-    return (dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE) && cp->group == 1 && (cp->nsp == 1 || cp->nsp == 2) &&
-           n->extent[1] >= 8;
+    int xdt = bd_graph_value((bd_graph *)g, n->operands[cp->x].value)->dtype; /* not 8-bit X */
+    return (dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE) && xdt == dt && cp->group == 1 &&
+           (cp->nsp == 1 || cp->nsp == 2) && n->extent[1] >= 8;
 }
 
 bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {

@@ -1,0 +1,89 @@
+/* qdq_conv.c — a Conv of DequantizeLinear'd 8-bit X and W computed on the 8-bit values.
+ *
+ * onnxruntime's quantizer (QDQ format) writes a quantized convolution as
+ * Conv(DequantizeLinear(xq, sx, zx), DequantizeLinear(wq, sw, zw), B): X and W are integers times
+ * their scales, so the Conv is conv(xq - zx, wq - zw) * sx * sw[m] + B[m] with the sum exact in
+ * int32. Inference has already folded W's DequantizeLinear into float weights; this pass goes back
+ * to the 8-bit ones and turns the Conv into an internal DequantizedConv node of
+ * (xq, wq, B, sx, zx, sw, zw), which lowering (lower/nn.c) computes on int8 kernels where the
+ * target has them. The node keeps the Conv's name, attributes and output value; the
+ * DequantizeLinear nodes die in bd_dead_code when nothing else reads them.
+ *
+ * It applies when X's scale and zero point are one constant value each, W is a constant 8-bit
+ * tensor dequantized per tensor or per output channel (axis 0) with one zero point (a per-channel
+ * zero point whose values are all equal counts as one), and both dequantize to float32. Anything
+ * else stays a float Conv of the dequantized values. */
+#include <string.h>
+
+#include "front/passes.h"
+
+static bool is_8bit(int dt) { return dt == BD_DT_INT8 || dt == BD_DT_UINT8; }
+
+/* The live DequantizeLinear node producing value v in float32, or NULL. */
+static bd_node *dequantize_of(bd_graph *g, const bd_value *v) {
+    if (!v || v->producer < 0 || v->dtype != BD_DT_FLOAT) return NULL;
+    bd_node *q = bd_graph_node(g, v->producer);
+    if (q->dead || q->op != BD_OP_DEQUANTIZE_LINEAR || q->n_outputs < 1 ||
+        bd_attr_int(q, "block_size", 0) != 0)
+        return NULL;
+    const bd_value *x = bd_node_in(g, q, 0), *scale = bd_node_in(g, q, 1);
+    const bd_value *zero = bd_node_in(g, q, 2);
+    if (!x || !is_8bit(x->dtype) || !scale || !scale->constant || scale->dtype != BD_DT_FLOAT ||
+        (zero && (!zero->constant || zero->dtype != x->dtype || zero->constant->numel != scale->constant->numel)))
+        return NULL;
+    return q;
+}
+
+static bool one_element(const bd_value *v) { return v->constant && v->constant->numel == 1; }
+
+/* The zero point input of W's DequantizeLinear q as one value: the input itself when it has one
+ * element, -1 when it is absent or all zeros; false when its values differ. */
+static bool weight_zero(bd_graph *g, const bd_node *q, int *out) {
+    *out = -1;
+    const bd_value *z = bd_node_in(g, q, 2);
+    if (!z) return true;
+    const bd_tensor *t = z->constant;
+    int64_t first = bd_tensor_get_i64(t, 0);
+    for (int64_t i = 1; i < t->numel; i++)
+        if (bd_tensor_get_i64(t, i) != first) return false;
+    if (t->numel == 1) *out = q->inputs[2];
+    return t->numel == 1 || first == 0;
+}
+
+static void rewrite(bd_graph *g, bd_node *n) {
+    const bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (!y || y->constant || y->dtype != BD_DT_FLOAT || !w || !w->constant || w->rank < 3) return;
+    bd_node *qx = dequantize_of(g, x), *qw = dequantize_of(g, w);
+    if (!qx || !qw || x->constant) return;
+    const bd_value *sx = bd_node_in(g, qx, 1), *zx = bd_node_in(g, qx, 2);
+    const bd_value *wq = bd_node_in(g, qw, 0), *sw = bd_node_in(g, qw, 1);
+    if (!one_element(sx) || (zx && !one_element(zx)) || !wq->constant || wq->rank != w->rank)
+        return;
+    if (!one_element(sw)) { /* per output channel: a 1-D scale along W's axis 0 */
+        int axis;
+        if (sw->rank != 1 || !bd_norm_axis(bd_attr_int(qw, "axis", 1), wq->rank, &axis) ||
+            axis != 0 || sw->dims[0] != wq->dims[0])
+            return;
+    }
+    int zw;
+    if (!weight_zero(g, qw, &zw)) return;
+    int *in = bd_arena_alloc(&g->model->arena, 7 * sizeof *in);
+    if (!in) return;
+    in[0] = qx->inputs[0];
+    in[1] = qw->inputs[0];
+    in[2] = n->n_inputs > 2 ? n->inputs[2] : -1;
+    in[3] = qx->inputs[1];
+    in[4] = zx ? qx->inputs[2] : -1;
+    in[5] = qw->inputs[1];
+    in[6] = zw;
+    n->op = BD_OP_DEQUANTIZED_CONV;
+    n->inputs = in;
+    n->n_inputs = 7;
+}
+
+void bd_dequantize_into_conv(bd_graph *g) {
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        bd_node *n = bd_graph_node(g, (int)i);
+        if (!n->dead && n->op == BD_OP_CONV) rewrite(g, n);
+    }
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""QDQ convolutions (front/qdq_conv.c): Conv(DequantizeLinear(xq), DequantizeLinear(wq), B), then
+a residual Add and a Relu, compiled with --qdq int8 (8-bit values, exact int32 sums) and
+--qdq float, against onnxruntime's unoptimized session (the QDQ graph as written).
+
+Usage: test_qdq_conv.py [--bdc PATH] [--target cpu|opencl]
+
+Cases cover uint8 and int8 X, weights quantized per tensor or per output channel, a zero or
+nonzero weight zero point, strides, pads, dilations, a bias or none, 1-D and 2-D, and grouped
+convolutions (which the CPU's int8 kernel leaves to the generic loop). Each must match within
+rtol 1e-4, atol 1e-5: both sides sum the same integers times the same scales, so only float32
+rounding separates them. With --qdq int8 the DequantizeLinear of X must be gone from the
+program (the Conv reads the 8-bit tensor) and, on the CPU, an ungrouped Conv must run the int8
+kernel (`--dump=tiles`); with float the DequantizeLinear must be there. Exits 1 on any failure.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper, save
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name: (x dtype, per-channel W scale, W zero point, group, strides, pads, dilations, bias, 1-D)
+CASES = {
+    "u8_per_channel": (np.uint8, True, 0, 1, (1, 1), (1, 1, 1, 1), (1, 1), True, False),
+    "s8_per_tensor": (np.int8, False, 0, 1, (2, 2), (1, 0, 1, 0), (1, 1), True, False),
+    "u8_weight_zero": (np.uint8, False, 5, 1, (1, 2), (0, 0, 0, 0), (2, 1), False, False),
+    "u8_grouped": (np.uint8, True, 0, 2, (1, 1), (1, 1, 1, 1), (1, 1), True, False),
+    "u8_1d": (np.uint8, True, 0, 1, (2,), (2, 1), (1,), True, True),
+}
+
+
+def make_model(path, case, rng):
+    xdt, per_channel, wzero, group, strides, pads, dils, bias, one_d = CASES[case]
+    C, M = 6, 8
+    spatial = [19] if one_d else [11, 13]
+    kernel = [3] if one_d else [3, 3]
+    xshape = [2, C] + spatial
+    qt = TensorProto.UINT8 if xdt == np.uint8 else TensorProto.INT8
+    xzero = 131 if xdt == np.uint8 else -7
+    wq = rng.integers(-128, 128, size=[M, C // group] + kernel).astype(np.int8)
+    if wzero:
+        wq = np.clip(wq.astype(np.int32) + wzero, -128, 127).astype(np.int8)
+    wscale = (rng.random(M if per_channel else 1) * 0.01 + 0.001).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+        numpy_helper.from_array(np.array(xzero, xdt), "xz"),
+        numpy_helper.from_array(wq, "wq"),
+        numpy_helper.from_array(wscale if per_channel else wscale.reshape([]), "ws"),
+        numpy_helper.from_array(np.full(M if per_channel else [], wzero, np.int8), "wz"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
+        helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], name="w_dq",
+                         **({"axis": 0} if per_channel else {})),
+    ]
+    conv_in = ["xf", "wf"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "b"))
+        conv_in.append("b")
+    nodes.append(helper.make_node("Conv", conv_in, ["c"], name="conv", group=group,
+                                  kernel_shape=kernel, strides=list(strides), pads=list(pads),
+                                  dilations=list(dils)))
+    nodes.append(helper.make_node("Add", ["c", "r"], ["s"], name="residual"))
+    nodes.append(helper.make_node("Relu", ["s"], ["y"], name="relu"))
+    out = [2, M] + [(spatial[i] + pads[i] + pads[len(spatial) + i] - dils[i] * (kernel[i] - 1) - 1)
+                    // strides[i] + 1 for i in range(len(spatial))]
+    g = helper.make_graph(nodes, case, [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape),
+        helper.make_tensor_value_info("r", TensorProto.FLOAT, out)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return {"x": (rng.standard_normal(xshape) * 2).astype(np.float32),
+            "r": rng.standard_normal(out).astype(np.float32)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
+    ap.add_argument("--target", choices=("cpu", "opencl"), default="cpu")
+    args = ap.parse_args()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            rng = np.random.default_rng(len(case))
+            model = os.path.join(tmp, case + ".onnx")
+            feeds = make_model(model, case, rng)
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            want = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+            for name, a in feeds.items():
+                np.save(os.path.join(tmp, "%s.%s.npy" % (case, name)), a)
+            for mode in ("int8", "float"):
+                exe = os.path.join(tmp, "%s_%s" % (case, mode))
+                r = subprocess.run([args.bdc, "compile", model, "-o", exe, "--werror", "-q",
+                                    "--qdq", mode, "--target", args.target, "--dump=tiles"],
+                                   capture_output=True, text=True)
+                problem = None
+                if r.returncode:
+                    problem = "bdc compile exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])
+                elif ("'x_dq'" in r.stderr) != (mode == "float"):
+                    problem = "the program %s x_dq's DequantizeLinear" % (
+                        "still has" if mode == "int8" else "lacks")
+                elif ("int8 kernel" in r.stderr) != (mode == "int8" and args.target == "cpu" and
+                                                     CASES[case][3] == 1):
+                    problem = "the int8 kernel %s" % ("runs" if "int8 kernel" in r.stderr else
+                                                      "does not run")
+                if not problem:
+                    out = os.path.join(tmp, "out_" + case + mode)
+                    cmd = [exe, "--output-dir", out]
+                    for n in feeds:
+                        cmd += ["--input", "%s=%s" % (n, os.path.join(tmp, "%s.%s.npy" % (case, n)))]
+                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    if run.returncode:
+                        problem = "run exit %d: %s" % (run.returncode, run.stderr.strip()[-300:])
+                    else:
+                        got = np.load(os.path.join(out, "y.npy"))
+                        err = float(np.abs(got - want).max())
+                        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+                            problem = "max abs err %.3g against onnxruntime" % err
+                print("%s  %-16s --qdq %-5s %s" % ("FAIL" if problem else "PASS", case, mode,
+                                                   problem or "matches onnxruntime"))
+                if problem:
+                    failed += 1
+                else:
+                    passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
