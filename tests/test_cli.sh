@@ -196,6 +196,9 @@ check branches-cpu 1 "--branches is for the GPU targets' --schedule op" "$bdc" c
 check branches-block 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --branches fuse
 check denormals-gpu 1 "--denormals is for --target cpu" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --denormals keep
 check winograd-gpu 1 "--winograd is for --target cpu" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --winograd off
+check tile-threads-gpu 1 "--tile-threads is for --target cpu" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --tile-threads 4
+check tile-threads-bad 1 "--tile-threads '0': expected a count from 1 to 1024" "$bdc" compile models/sample.onnx -o "$tmp/x" --tile-threads 0
+check qdq-bad 1 "--qdq 'fp8': expected auto, int8 or float" "$bdc" compile models/sample.onnx -o "$tmp/x" --qdq fp8
 check analyze-gpu-target 0 "critical path" "$bdc" analyze models/sample.onnx --target opencl
 check cpu-exe-no-device 1 "--device: this model was compiled for the CPU" "$tmp/sample" models/sample.input.npy --device 1
 if "$bdc" compile models/sample.onnx -o "$tmp/sample_ocl" --target opencl -q 2>/dev/null; then

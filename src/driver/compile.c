@@ -311,6 +311,12 @@ bool bd_qdq_int8(bd_qdq_mode mode, const bd_target *t, const char *arch) {
 #endif
 }
 
+int bd_tile_threads_default(const char *arch) {
+    if (arch && strcmp(arch, "native") != 0) return 8;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 8 : cpus > 8 ? 8 : (int)cpus;
+}
+
 bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     progress pr = {.on = o->progress, .start = now_seconds()};
     pr.stage = pr.start;
@@ -346,7 +352,10 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s && o->arch && !t->build.default_arch)
         s = bd_fail(d, BD_ERR_USAGE, "--target %s takes no --arch (the device's driver compiles its code)", t->name);
     if (!s && m->graph->batch_max) s = check_batch_range(o, t, m->graph, d);
-    bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes, o->winograd};
+    if (!s && o->tile_threads && t->gpu)
+        s = bd_fail(d, BD_ERR_USAGE, "--tile-threads is for --target cpu: GPU blocks are thread blocks");
+    bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes, o->winograd,
+                       o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch)};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
     bool *batch_sliced = NULL;
     if (!s) s = bd_batch_plan(&pl.prog, &batch_sliced, d);

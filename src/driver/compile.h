@@ -24,6 +24,7 @@ typedef struct bd_compile_opts {
     bool keep_denormals;    /* --denormals keep (the CPU target; default flush) */
     bool denormals_given;   /* --denormals was on the command line */
     bd_qdq_mode qdq;        /* --qdq auto|int8|float */
+    int tile_threads;       /* --tile-threads N (the CPU target); 0: bd_tile_threads_default */
     bool keep_temps;   /* --keep-temps */
     bool verbose;      /* -v: print native commands */
     bool progress;     /* stage names and times on stderr */
@@ -40,5 +41,9 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);
  * CPU multiplies bytes by AVX-512 VNNI or AVX-VNNI; without them the float kernels are as fast,
  * and the GPU targets have no tiled integer convolution yet. */
 bool bd_qdq_int8(bd_qdq_mode mode, const struct bd_target *t, const char *arch);
+
+/* The threads the CPU tiler sizes blocks for when --tile-threads is not given: this machine's
+ * CPUs (at most 8) when the code is built for it (--arch native), else 8. */
+int bd_tile_threads_default(const char *arch);
 
 #endif

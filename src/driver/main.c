@@ -37,6 +37,9 @@ static const char usage_text[] =
     "                                denormals\n"
     ;
 static const char usage_text_qdq[] = /* (split: C99 guarantees string literals of 4095 bytes) */
+    "      --tile-threads N          cpu: size the blocks of convolutions and matrix products for\n"
+    "                                1, 2, 4, ... up to N threads (default: this machine's CPUs,\n"
+    "                                at most 8, for --arch native; else 8)\n"
     "      --qdq auto|int8|float     a QDQ model's Conv of DequantizeLinear'd 8-bit X and W: int8\n"
     "                                computes it on the 8-bit values, exactly in int32 (the\n"
     "                                CPU's int8 kernels); float, on the dequantized floats;\n"
@@ -287,6 +290,14 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
             if (strcmp(a, "--max-weights") == 0) o.limits.max_weight_bytes = v;
             else if (strcmp(a, "--max-activations") == 0) o.limits.max_activation_bytes = v;
             else o.limits.max_nodes = v;
+        } else if (strcmp(a, "--tile-threads") == 0) {
+            if (i + 1 >= argc) return usage_error("compile: %s needs a value", a);
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 1 || v > 1024)
+                return usage_error("compile: --tile-threads '%s': expected a count from 1 to 1024",
+                                   argv[i]);
+            o.tile_threads = (int)v;
         } else if (strcmp(a, "--lib") == 0) o.library = true;
         else if (strcmp(a, "--keep-temps") == 0) o.keep_temps = true;
         else if (strcmp(a, "--werror") == 0) o.werror = true;

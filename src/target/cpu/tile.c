@@ -116,14 +116,24 @@ static void conv_tiling(const bd_graph *g, bd_nest *nest, int64_t work_per_out, 
     bd_nest_set_tile(g, nest, tile);
 }
 
-/* Thread-time of running `blocks` blocks of `cost` each on T threads, summed over T = 1..8:
- * what a tiling costs whether the machine is idle, busy or wide (dynamic scheduling, equal
- * blocks: the slowest thread runs ceil(blocks / T) of them). */
-static double spread_cost(int64_t blocks, double cost) {
+/* Thread-time of running `blocks` blocks of `cost` each on T threads, summed over T = 1, 2, 4, ...
+ * up to `threads` (bd_program.tile_threads: the machine's CPUs, at most 8, when it builds for
+ * itself): what a tiling costs whether the machine is idle, busy or as wide as it can be
+ * (dynamic scheduling, equal blocks: the slowest thread runs ceil(blocks / T) of them). Sizing
+ * blocks for 8 threads on a 2-core machine kept ResNet-18's 28x28 and smaller layers off
+ * Winograd (too few blocks), at 1.5x the single-thread time. */
+static double spread_cost(int64_t blocks, double cost, int threads) {
     double total = 0;
-    for (int t = 1; t <= 8; t *= 2)
+    for (int t = 1; t == 1 || t <= threads; t *= 2)
         total += (double)t * (double)ceil_div(blocks, t) * cost;
     return total;
+}
+
+/* How many thread counts spread_cost sums. */
+static int spread_counts(int threads) {
+    int n = 1;
+    for (int t = 2; t <= threads; t *= 2) n++;
+    return n;
 }
 
 /* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
@@ -133,7 +143,7 @@ static double spread_cost(int64_t blocks, double cost) {
  * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
  * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
 static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg,
-                               int64_t group) {
+                               int64_t group, int threads) {
     int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
     int64_t inner = 1;
     for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++)
@@ -156,7 +166,7 @@ static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int6
             double gemm = (double)m_eff * (double)K * (double)round_up(cols, 32) / 32.0;
             double pack = 0.8 * (double)K * (double)cols * (double)(group > 1 ? mt / Mg : 1);
             double cost = gemm + pack + 20000.0;
-            double total = spread_cost(N * km * kr, cost);
+            double total = spread_cost(N * km * kr, cost, threads);
             if (best < 0 || total < best * 0.999) {
                 best = total;
                 best_m = mt;
@@ -204,9 +214,9 @@ static double wino_tile_cost(int64_t m, int64_t mt, int64_t C, int64_t rows, int
 
 /* What conv_gemm_tiling leaves out of a direct convolution's cost, for comparing it with
  * Winograd's: its M x K weights streaming from memory once a run, at about 1.3 bytes a cycle
- * (fitted on the same layers), counted for the 4 thread counts spread_cost sums. */
-static double direct_weight_cost(int64_t M, int64_t K) {
-    return 4.0 * 4.0 * (double)M * (double)K / 1.3;
+ * (fitted on the same layers), counted for each thread count spread_cost sums. */
+static double direct_weight_cost(int64_t M, int64_t K, int threads) {
+    return spread_counts(threads) * 4.0 * (double)M * (double)K / 1.3;
 }
 
 /* An upper bound of kernels/'s Winograd scratch (bd_wino_scratch_floats) for tiles of `rows`
@@ -228,17 +238,17 @@ static int64_t wino_scratch_bound(int64_t m, int64_t C, int64_t M, int64_t rows,
  * channels stay direct: the transforms are then most of the work, and the cost model was fitted
  * only above (DenseNet-121's 128 -> 32 convolutions ran 15% slower by Winograd). */
 enum { WINO_MIN_CHANNELS = 64 };
-static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double direct) {
+static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double direct, int threads) {
     bd_conv_params *cp = &nest->params.conv;
     int64_t N = nest->extent[0], M = nest->extent[1], OH = nest->extent[2], OW = nest->extent[3];
     if (C < WINO_MIN_CHANNELS || M < WINO_MIN_CHANNELS) return;
     int64_t best_m = 0, best_r = OH;
-    double best = direct + direct_weight_cost(M, 9 * C);
+    double best = direct + direct_weight_cost(M, 9 * C, threads);
     for (int64_t m = 2; m <= 4; m += 2)
         for (int64_t kr = 1; kr <= ceil_div(OH, m); kr++) {
             int64_t rows = imin64(round_up(ceil_div(OH, kr), m), OH); /* whole patch rows */
             if (ceil_div(OH, rows) != kr) continue;
-            double total = spread_cost(N * kr, wino_tile_cost(m, M, C, rows, OW));
+            double total = spread_cost(N * kr, wino_tile_cost(m, M, C, rows, OW), threads);
             if (total < best * 0.999) {
                 best = total;
                 best_m = m;
@@ -279,7 +289,7 @@ static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
  * tiles (12 x 32, int8 8 x 32; partial ones whole), packing its rows of A, packing (or, when
  * pre-packed, streaming) its columns of B, and a fixed dispatch cost. */
 static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches, bool has_m,
-                          bool has_n, int64_t *mt_out, int64_t *nt_out) {
+                          bool has_n, int threads, int64_t *mt_out, int64_t *nt_out) {
     int64_t N = has_n ? mp->N : 1, K = imax64(mp->K, 1);
     int64_t mr = mp->i8_packed ? 8 : 12; /* the register tile's rows: int8 8 x 32, float 12 x 32 */
     if (!has_m) R = 1;
@@ -295,7 +305,7 @@ static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches
             double gemm = (double)round_up(mt, mr) * (double)K * (double)round_up(nt, 32) / 32.0;
             double pack_a = 1.5 * (double)mt * (double)K * (double)ceil_div(nt, 2048);
             double pack_b = (mp->b_packed || mp->i8_packed ? 0.1 : 1.0) * (double)K * (double)nt;
-            double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0);
+            double total = spread_cost(batches * km * kn, gemm + pack_a + pack_b + 10000.0, threads);
             if (best < 0 || total < best * 0.999) {
                 best = total;
                 *mt_out = mt;
@@ -306,13 +316,14 @@ static void matmul_search(const bd_matmul_params *mp, int64_t R, int64_t batches
 }
 
 /* Merged rows (see bd_matmul_params): tile the R = batch x M rows as one axis. */
-static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_params *mp) {
+static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_params *mp,
+                                 int threads) {
     int mi = mp->m_iter;
     int64_t R = 1;
     for (int i = 0; i <= mi; i++)
         R *= nest->extent[i];
     int64_t rt, nt;
-    matmul_search(mp, R, 1, true, mp->n_iter >= 0, &rt, &nt);
+    matmul_search(mp, R, 1, true, mp->n_iter >= 0, threads, &rt, &nt);
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++)
         tile[i] = nest->extent[i];
@@ -337,7 +348,8 @@ static void matmul_tiling_merged(const bd_graph *g, bd_nest *nest, bd_matmul_par
 /* Tiles [batch..., M?, N?]: one batch per block (several when each is tiny); products on the
  * kernels (float32, int8) search their (M, N) tile, the others (generated loops) halve the larger
  * of M and N until the op has about one block per MM_BLOCK_WORK multiply-adds. */
-static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_params *mp, bool kernel) {
+static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_params *mp, bool kernel,
+                          int threads) {
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++)
         tile[i] = nest->extent[i];
@@ -352,7 +364,7 @@ static void matmul_tiling(const bd_graph *g, bd_nest *nest, const bd_matmul_para
         batches *= ceil_div(nest->extent[i], tile[i]);
     if (kernel) {
         int64_t mt, nt;
-        matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, &mt, &nt);
+        matmul_search(mp, mp->M, batches, mp->m_iter >= 0, mp->n_iter >= 0, threads, &mt, &nt);
         if (mp->m_iter >= 0) tile[mp->m_iter] = mt;
         if (mp->n_iter >= 0) tile[mp->n_iter] = nt;
         bd_nest_set_tile(g, nest, tile);
@@ -463,7 +475,7 @@ static bool i8_conv_fits(const bd_graph *g, const bd_nest *nest, int64_t K) {
     return !zw || (zw->constant && zw->constant->data);
 }
 
-static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd) {
+static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, int threads) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
     const bd_value *y = operand_value(g, nest, cp->y);
@@ -483,14 +495,14 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd) {
                       cp->dilations[1] == 1;
     cp->i8_packed = i8_conv_fits(g, nest, C * ksize);
     if (cp->i8_packed) { /* an im2col GEMM like the float one, on the int8 kernel */
-        conv_gemm_tiling(g, nest, C * ksize, M, 1);
+        conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
         nest->scratch_bytes = i8_conv_scratch_bound(C * ksize, nsp == 2 ? nest->tile[2] : 1,
                                                     y->dims[1 + nsp]);
         return;
     }
     if (cp->packed && !depthwise) {
-        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group);
-        if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct);
+        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, threads);
+        if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct, threads);
     } else if (cp->packed)
         dwconv_tiling(g, nest, ksize);
     else
@@ -522,7 +534,7 @@ static int64_t deconv_scratch_bound(int64_t C, int64_t M, int64_t H, int64_t W, 
     return (M * P + C * round_up(P, 32) + 32) * 4 + gemm_scratch_bound(0, 0, 0);
 }
 
-static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
+static void tile_conv_transpose(const bd_graph *g, bd_nest *nest, int threads) {
     bd_conv_params *cp = &nest->params.conv;
     int64_t group = cp->group;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
@@ -536,7 +548,7 @@ static void tile_conv_transpose(const bd_graph *g, bd_nest *nest) {
                      y->dims[2 + i] == x->dims[2 + i] * cp->kernel[i];
     if (cp->packed) {
         int64_t C = x->dims[1], M = y->dims[1], OH = y->dims[2], OW = y->dims[3];
-        conv_gemm_tiling(g, nest, C, M, 1);
+        conv_gemm_tiling(g, nest, C, M, 1, threads);
         int64_t rows = imin64(round_up(nest->tile[2], cp->kernel[0]), OH);
         int64_t tile[BD_MAX_RANK] = {1, nest->tile[1], rows, OW};
         bd_nest_set_tile(g, nest, tile);
@@ -589,7 +601,7 @@ static bool i8_kernel_fits(const bd_graph *g, const bd_nest *nest, const bd_matm
     return mp->a_zero < 0 || operand_value(g, nest, mp->a_zero)->dtype == a->dtype;
 }
 
-static void tile_matmul(const bd_graph *g, bd_nest *nest) {
+static void tile_matmul(const bd_graph *g, bd_nest *nest, int threads) {
     bd_matmul_params *mp = &nest->params.matmul;
     const bd_value *a = operand_value(g, nest, mp->a), *b = operand_value(g, nest, mp->b);
     const bd_value *y = operand_value(g, nest, mp->y);
@@ -610,9 +622,9 @@ static void tile_matmul(const bd_graph *g, bd_nest *nest) {
         mp->merged = y->dims[j] == 1 || mp->a_bstride[j] == rows_after;
     }
     if (mp->merged && kernel)
-        matmul_tiling_merged(g, nest, mp);
+        matmul_tiling_merged(g, nest, mp, threads);
     else
-        matmul_tiling(g, nest, mp, kernel);
+        matmul_tiling(g, nest, mp, kernel, threads);
     mp->merged &= kernel;
     if (mp->i8_packed) {
         nest->scratch_bytes = i8_scratch_bound(mp->K);
@@ -730,15 +742,15 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
             n->scratch_bytes = n->params.resize.row_elems *
                                (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
             break;
-        case BD_BODY_CONV: tile_conv(g, n, p->winograd); break;
-        case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n); break;
+        case BD_BODY_CONV: tile_conv(g, n, p->winograd, p->tile_threads); break;
+        case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n, p->tile_threads); break;
         case BD_BODY_POOL: tile_pool(g, n); break;
         case BD_BODY_GLOBAL_POOL: {
             int64_t spatial = imax64(n->params.global_pool.spatial, 1);
             bd_nest_tile_default(g, n, imax64(1, (1 << 16) / spatial));
             break;
         }
-        case BD_BODY_MATMUL: tile_matmul(g, n); break;
+        case BD_BODY_MATMUL: tile_matmul(g, n, p->tile_threads); break;
         case BD_BODY_REDUCE: tile_reduce(g, n); break;
         case BD_BODY_SOFTMAX: tile_softmax(g, n); break;
         case BD_BODY_NORM: tile_norm(g, n); break;
