@@ -297,9 +297,14 @@ static bd_status native_build(const bd_compile_opts *o, const bd_target *t, bd_w
     return s;
 }
 
+/* --arch builds for this machine (native, the CPU target's default). */
+static bool for_this_machine(const char *arch) {
+    return !arch || strcmp(arch, "native") == 0;
+}
+
 bool bd_qdq_int8(bd_qdq_mode mode, const bd_target *t, const char *arch) {
     if (mode != BD_QDQ_AUTO) return mode == BD_QDQ_INT8;
-    if (t->gpu || (arch && strcmp(arch, "native") != 0)) return false;
+    if (t->gpu || !for_this_machine(arch)) return false;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512vnni")) return true;
@@ -312,7 +317,7 @@ bool bd_qdq_int8(bd_qdq_mode mode, const bd_target *t, const char *arch) {
 }
 
 int bd_tile_threads_default(const char *arch) {
-    if (arch && strcmp(arch, "native") != 0) return 8;
+    if (!for_this_machine(arch)) return 8;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus < 1 ? 8 : cpus > 8 ? 8 : (int)cpus;
 }

@@ -136,15 +136,16 @@ static void conv_tail_operands(bd_graph *g, bd_nest *nest, bd_conv_params *cp, i
     bd_access_identity(bd_nest_operand(nest, yv, true, rank), 0);
 }
 
-/* What Conv and ConvTranspose lowering both start from: static shapes, float X, and the window
- * attributes with the kernel taken from W. */
-static bd_status conv_window(bd_graph *g, bd_node *n, bd_diag *d, nn_window *win) {
+/* What Conv, ConvTranspose and DequantizedConv lowering start from (X, W and B are their inputs
+ * 0 to 2): static shapes, float X unless 8-bit (DequantizedConv), and the window attributes with
+ * the kernel taken from W. */
+static bd_status conv_window(bd_graph *g, bd_node *n, bd_diag *d, bool float_x, nn_window *win) {
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
     bd_status s;
     if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, w, "input 1 (W)")) ||
         (s = bd_need_static(d, n, b, "input 2 (B)")) ||
         (s = bd_need_static(d, n, bd_node_out(g, n, 0), "output 0")) ||
-        (s = need_dtype_float(d, n, x, "input 0 (X)")))
+        (float_x && (s = need_dtype_float(d, n, x, "input 0 (X)"))))
         return s;
     int nsp = x->rank - 2;
     if ((s = read_window(g, n, d, nsp, true, win))) return s;
@@ -159,7 +160,7 @@ static bool conv_begin(bd_graph *g, bd_node *n, bd_diag *d, bd_value **x, bd_val
     *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *b = bd_node_in(g, n, 2);
     *y = bd_node_out(g, n, 0);
     *s = BD_OK;
-    return !(*y)->constant && !(*s = conv_window(g, n, d, win));
+    return !(*y)->constant && !(*s = conv_window(g, n, d, true, win));
 }
 
 /* The nest of a Conv or ConvTranspose node and its window parameters. */
@@ -221,15 +222,10 @@ bd_status bd_lower_conv(bd_program *p, int node, bd_diag *d) {
 bd_status bd_lower_dequantized_conv(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
-    bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
-    if (y->constant) return BD_OK;
-    bd_status s;
-    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, y, "output 0")))
-        return s;
+    if (bd_node_out(g, n, 0)->constant) return BD_OK;
     nn_window win;
-    int nsp = x->rank - 2;
-    if ((s = read_window(g, n, d, nsp, true, &win))) return s;
-    for (int i = 0; i < nsp; i++) win.kernel[i] = w->dims[2 + i];
+    bd_status s = conv_window(g, n, d, false, &win);
+    if (s) return s;
     conv_quant q = {n->inputs[4], n->inputs[6], n->inputs[3], n->inputs[5]};
     conv_values(p, node, win, n->inputs[0], n->inputs[1], n->inputs[2], &q, n->outputs[0]);
     return BD_OK;
