@@ -88,6 +88,87 @@ typedef struct bd_dw_job {
 } bd_dw_job;
 typedef void (*bd_dw_fn)(const bd_dw_job *job);
 
+/* Depthwise and narrow grouped convolutions with 8 output channels in the vector lanes: per
+ * chunk of BD_CONV8_CHUNK output rows, the input rows the chunk reads are transposed into a
+ * channel-interleaved copy (column j, lane c = input plane c's column j - pad_left, zeros in the
+ * padding), every tap of an output pixel is then aligned loads and FMAs whatever the strides, and
+ * each output row is transposed back to the channels' planes.
+ * - Depthwise (group == C == M): lane c is channel c, its own input plane and taps.
+ * - Grouped with Cg <= 8 input and a multiple of 8 output channels per group: the lanes are 8
+ *   output channels of one group, and each of the group's Cg input values is broadcast to them,
+ *   with weights packed as [tap][c][8 lanes] (BD_PACK_GROUP8). */
+enum { BD_CONV8_CHUNK = 16 };
+/* Interleaved input columns a chunk of output rows reads. */
+static inline int64_t bd_conv8_cols(const bd_conv2d_shape *s) {
+    return (s->OW - 1) * s->stride_w + (s->KW - 1) * s->dil_w + 1;
+}
+typedef struct bd_conv8_job {
+    const bd_conv2d_shape *s;
+    const float *x;           /* the first input plane (batch item n); planes H*W apart */
+    int64_t nin;              /* input planes, 1..8 */
+    float *y;                 /* lane 0's output plane; planes OH*OW apart */
+    int64_t lane_lo, lane_hi; /* lanes stored (0 <= lo < hi <= 8) */
+    const float *w;           /* depthwise: KH*KW taps per lane; grouped: packed, KH*KW*Cg*8 */
+    const float *bias;        /* lane 0's bias, or NULL (read for the stored lanes only) */
+    int64_t oh0, oh1;         /* output rows */
+    int act;
+    float act_min, act_max;
+    float *scratch; /* bd_conv8_scratch_floats(s) floats, 32-byte aligned */
+} bd_conv8_job;
+typedef void (*bd_conv8_fn)(const bd_conv8_job *job);
+/* Its scratch: the taps' 8-lane weights (depthwise), one output row (8 lanes per pixel, rounded
+ * up to 8 pixels), the chunk's input rows and spare pixels after them (rows are written in whole
+ * blocks of 8 pixels, and read for up to 3 pixels past the last output column). */
+static inline int64_t bd_conv8_scratch_floats(const bd_conv2d_shape *s) {
+    int64_t rows_in = (BD_CONV8_CHUNK - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+    return 8 *
+           (s->KH * s->KW + (s->OW + 7) / 8 * 8 + rows_in * bd_conv8_cols(s) + 8 + 3 * s->stride_w);
+}
+
+/* Convolutions with a multiple of 8 output channels per group, directly (no im2col), with 8
+ * output channels in the lanes: the chunk's input rows interleaved 8 channels at a time (block
+ * cb, row r, column j, lane c = channel 8*cb + c; a last partial block zero-filled), weights
+ * packed per block of 8 output channels as [input block][tap][c][8 lanes] (BD_PACK_CONV8, zero
+ * past the group's channels), and per step two output blocks x six pixels (12 accumulators)
+ * summed over every input channel and tap: one weight load per block and one broadcast per
+ * pixel for 12 FMAs. */
+typedef struct bd_conv8d_job {
+    const bd_conv2d_shape *s;
+    const float *x;     /* the group's first input plane (batch item n) */
+    float *y;           /* the output plane of the group's channel 0 */
+    const float *w;     /* the group's packed weights */
+    const float *bias;  /* the bias of the group's channel 0, or NULL */
+    int64_t m_lo, m_hi; /* the group's output channels to compute */
+    int64_t oh0, oh1;   /* output rows */
+    int act;
+    float act_min, act_max;
+    float *scratch; /* bd_conv8d_scratch_floats(s) floats, 32-byte aligned */
+} bd_conv8d_job;
+typedef void (*bd_conv8d_fn)(const bd_conv8d_job *job);
+
+/* A group's input channels rounded up to whole blocks of 8. */
+static inline int64_t bd_conv8d_cin(const bd_conv2d_shape *s) {
+    return (s->C / s->group + 7) / 8 * 8;
+}
+/* Output rows per chunk: the interleaved input rows kept near 128 KB (at least one row). */
+static inline int64_t bd_conv8d_chunk_rows(const bd_conv2d_shape *s) {
+    const int64_t per_row = bd_conv8d_cin(s) * bd_conv8_cols(s), halo = (s->KH - 1) * s->dil_h + 1;
+    int64_t r = (32768 / (per_row > 0 ? per_row : 1) - halo) / s->stride_h + 1;
+    return r < 1 ? 1 : r > 16 ? 16 : r;
+}
+/* Output pixels per 8-channel block in a chunk: its rows' pixels, rounded up to the kernel's
+ * groups of 6, and 8 more (rows are read back in blocks of 8 pixels). */
+static inline int64_t bd_conv8d_out_pixels(const bd_conv2d_shape *s) {
+    return (bd_conv8d_chunk_rows(s) * s->OW + 5) / 6 * 6 + 8;
+}
+/* The chunk's interleaved rows, 8 spare pixels after them (written in blocks of 8), and two
+ * output blocks' pixels. */
+static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
+    const int64_t rows_in =
+        (bd_conv8d_chunk_rows(s) - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+    return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 16 * bd_conv8d_out_pixels(s);
+}
+
 /* One instruction set's kernels and cache blocking. */
 typedef struct bd_gemm_kernel {
     const char *name;
@@ -100,6 +181,8 @@ typedef struct bd_gemm_kernel {
     bd_dw_fn dw;
     int partial_cols;   /* ukr/ukr_half store bd_ukr_epi.cols < NR columns themselves (masked) */
     bd_ukr_direct_fn ukr_direct; /* NR == 32 kernels only, or NULL */
+    bd_conv8_fn conv8;           /* 8 output channels in the lanes (replaces dw), or NULL */
+    bd_conv8d_fn conv8d;         /* direct, 8 output channels in the lanes, or NULL */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -116,12 +199,23 @@ const bd_gemm_kernel *bd_gemm_kernel_for(bd_kernels_isa isa);
 void bd_f32_dwconv_portable(const bd_dw_job *job);
 #if BD_KERNELS_X86
 void bd_f32_dwconv_avx2(const bd_dw_job *job);
+void bd_f32_conv8_avx2(const bd_conv8_job *job);
+void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 
 #define BD_PACK_HDR_FLOATS 16 /* 64 bytes, keeps the panels 64-byte aligned to the buffer */
-enum { BD_PACK_A = 1, BD_PACK_B = 2, BD_PACK_CONV = 3, BD_PACK_DW = 4, BD_PACK_WINO = 5, BD_PACK_DECONV = 6 };
+enum {
+    BD_PACK_A = 1,
+    BD_PACK_B = 2,
+    BD_PACK_CONV = 3,
+    BD_PACK_DW = 4,
+    BD_PACK_WINO = 5,
+    BD_PACK_DECONV = 6,
+    BD_PACK_GROUP8 = 7,
+    BD_PACK_CONV8 = 8
+};
 typedef struct bd_pack_hdr {
     uint32_t magic;
     int32_t kind;  /* BD_PACK_* */

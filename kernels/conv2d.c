@@ -14,6 +14,10 @@
  * reuse for a GEMM. Each channel's input rows for a chunk of output rows are copied once into
  * scratch, zero-padded and split by the column stride, so that every tap of every output column
  * is a contiguous (vectorisable) read; the instruction set's row kernel then does multiply-adds.
+ * AVX2 instead interleaves 8 channels into the lanes (bd_conv8_job): no lane is lost to a short
+ * row or a column stride, for the price of transposing the rows in and out. The same kernel
+ * takes grouped convolutions of at most 8 input channels per group (RegNet's, ResNeXt's), whose
+ * GEMMs are too small to fill a register tile, with 8 of a group's output channels in the lanes.
  */
 #include <string.h>
 
@@ -46,10 +50,28 @@ static int is_depthwise(const bd_conv2d_shape *s) {
     return s->group == s->C && s->group == s->M && s->stride_w <= 16;
 }
 
+/* Grouped convolutions for the kernel's 8-lane path: at most 8 input and a multiple of 8 output
+ * channels per group (weights packed as BD_PACK_GROUP8). */
+static int is_group8(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
+    return kd->conv8 && s->group > 1 && Cg <= 8 && Mg % 8 == 0 && !s->winograd;
+}
+
 /* A 1x1 stride-1 unpadded convolution reads input pixel p for output pixel p. */
 static int is_pointwise(const bd_conv2d_shape *s) {
     return s->KH == 1 && s->KW == 1 && s->stride_h == 1 && s->stride_w == 1 && s->pad_top == 0 &&
            s->pad_left == 0 && s->OW == s->W && s->OH <= s->H;
+}
+
+/* Convolutions for the kernel's direct 8-lane path: a multiple of 8 output channels per group
+ * (weights packed as BD_PACK_CONV8) and windows up to 7x7, except 1x1 expansions (more than
+ * twice the outputs of inputs), whose few input channels leave the transposes of their many
+ * outputs a large share. Measured in models: those expansions (MobileNetV2's) and ViT's 16x16
+ * patch embedding stay faster as GEMMs. */
+static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
+    return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
+           !is_group8(kd, s) && !(is_pointwise(s) && Mg > 2 * Cg);
 }
 
 /* ---- implicit im2col ----------------------------------------------------------------------- */
@@ -339,7 +361,8 @@ static dw_geom dw_geometry(const bd_conv2d_shape *s, int64_t oh_rows) {
 /* Scratch: 64-byte alignment slack, the tap offsets (int64), the prepared rows. */
 static size_t dw_scratch_floats(const bd_conv2d_shape *s) {
     dw_geom g = dw_geometry(s, DW_CHUNK);
-    return (size_t)(16 + round_up(2 * g.taps, 16) + g.rows_in * s->stride_w * g.row_len);
+    int64_t rows = 16 + round_up(2 * g.taps, 16) + g.rows_in * s->stride_w * g.row_len;
+    return (size_t)imax(rows, 16 + bd_conv8_scratch_floats(s));
 }
 
 void bd_f32_dwconv_portable(const bd_dw_job *j) {
@@ -420,6 +443,27 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
     const dw_geom g0 = dw_geometry(s, DW_CHUNK);
     BD_KCHECK(scratch != NULL);
     uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    if (kd->conv8) {
+        for (int64_t c0 = oc0; c0 < oc1; c0 += 8) {
+            const int64_t nch = imin(8, oc1 - c0);
+            bd_conv8_job j8 = {s,
+                               x + (n * s->C + c0) * H * W,
+                               nch,
+                               y + (n * s->M + c0) * s->OH * s->OW,
+                               0,
+                               nch,
+                               w + c0 * s->KH * s->KW,
+                               bias ? bias + c0 : NULL,
+                               oh0,
+                               oh1,
+                               act,
+                               lo,
+                               hi,
+                               (float *)(void *)u};
+            kd->conv8(&j8);
+        }
+        return;
+    }
     int64_t *tap_off = (int64_t *)(void *)u;
     float *rows = (float *)(void *)u + round_up(2 * g0.taps, 16);
     for (int64_t kh = 0; kh < s->KH; kh++)
@@ -494,6 +538,34 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
             job.out = y + ((n * s->M + c) * s->OH + r0) * s->OW;
             kd->dw(&job);
         }
+    }
+}
+
+/* Output channels [oc0, oc1) of a BD_PACK_GROUP8 convolution, 8 of a group's at a time (a block
+ * that starts or ends inside one computes all 8 and stores its part). */
+static void group8_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *x,
+                        const float *wpacked, const float *bias, float *y, int64_t n, int64_t oc0,
+                        int64_t oc1, int64_t oh0, int64_t oh1, int act, float lo, float hi,
+                        void *scratch) {
+    const int64_t Mg = s->M / s->group, Cg = s->C / s->group, taps = s->KH * s->KW;
+    uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    for (int64_t b0 = oc0 / 8 * 8; b0 < oc1; b0 += 8) { /* Mg % 8 == 0: blocks never span groups */
+        const int64_t g = b0 / Mg, lane_lo = imax(oc0 - b0, 0), lane_hi = imin(oc1 - b0, 8);
+        bd_conv8_job j8 = {s,
+                           x + (n * s->C + g * Cg) * s->H * s->W,
+                           Cg,
+                           y + (n * s->M + b0) * s->OH * s->OW,
+                           lane_lo,
+                           lane_hi,
+                           wpacked + b0 * taps * Cg,
+                           bias ? bias + b0 : NULL,
+                           oh0,
+                           oh1,
+                           act,
+                           lo,
+                           hi,
+                           (float *)(void *)u};
+        kd->conv8(&j8);
     }
 }
 
@@ -595,8 +667,14 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
 
 size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     BD_KCHECK(bd_conv2d_shape_valid(s));
-    if (is_depthwise(s)) return (size_t)(BD_PACK_HDR_FLOATS + s->M * s->KH * s->KW) * sizeof(float);
-    const int64_t mr = bd_gemm_kernel_current()->mr;
+    const bd_gemm_kernel *kd = bd_gemm_kernel_current();
+    if (is_conv8d(kd, s))
+        return (size_t)(BD_PACK_HDR_FLOATS + s->M * bd_conv8d_cin(s) * s->KH * s->KW) *
+               sizeof(float);
+    if (is_depthwise(s) || is_group8(kd, s))
+        return (size_t)(BD_PACK_HDR_FLOATS + s->M * (s->C / s->group) * s->KH * s->KW) *
+               sizeof(float);
+    const int64_t mr = kd->mr;
     if (s->winograd) return (BD_PACK_HDR_FLOATS + bd_wino_packed_floats(s, (int)mr)) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
     return (size_t)(BD_PACK_HDR_FLOATS + s->group * round_up(Mg, mr) * Kd) * sizeof(float);
@@ -612,11 +690,36 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
         bd_wino_pack(s, w, packed + BD_PACK_HDR_FLOATS, kd->mr);
         return;
     }
-    bd_pack_hdr h = {
-        0,       is_depthwise(s) ? BD_PACK_DW : BD_PACK_CONV, (int32_t)kd->isa, kd->mr, s->M, Kd,
-        s->group};
+    const int kind = is_depthwise(s)    ? BD_PACK_DW
+                     : is_group8(kd, s) ? BD_PACK_GROUP8
+                     : is_conv8d(kd, s) ? BD_PACK_CONV8
+                                        : BD_PACK_CONV;
+    bd_pack_hdr h = {0, kind, (int32_t)kd->isa, kd->mr, s->M, Kd, s->group};
     bd_pack_hdr_write(packed, &h);
     float *dst = packed + BD_PACK_HDR_FLOATS;
+    if (kind == BD_PACK_CONV8) { /* per group, block of 8 outputs: [input block][tap][c][lane] */
+        const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
+                      ncb = Cp / 8;
+        memset(dst, 0, (size_t)(s->M * Cp * taps) * sizeof(float));
+        for (int64_t g = 0; g < s->group; g++) {
+            float *dg = dst + g * Mg * Cp * taps;
+            const float *wg = w + g * Mg * Cg * taps;
+            for (int64_t m = 0; m < Mg; m++)
+                for (int64_t c = 0; c < Cg; c++)
+                    for (int64_t t = 0; t < taps; t++)
+                        dg[((m / 8 * ncb + c / 8) * taps + t) * 64 + c % 8 * 8 + m % 8] =
+                            wg[(m * Cg + c) * taps + t];
+        }
+        return;
+    }
+    if (kind == BD_PACK_GROUP8) { /* per block of 8 output channels: [tap][c][lane] */
+        const int64_t Cg = s->C / s->group, taps = s->KH * s->KW;
+        for (int64_t m = 0; m < s->M; m++)
+            for (int64_t c = 0; c < Cg; c++)
+                for (int64_t t = 0; t < taps; t++)
+                    dst[(m / 8 * taps + t) * Cg * 8 + c * 8 + m % 8] = w[(m * Cg + c) * taps + t];
+        return;
+    }
     if (is_depthwise(s)) {
         memcpy(dst, w, (size_t)(s->M * Kd) * sizeof(float));
         return;
@@ -632,6 +735,10 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     if (oh_tile < 1) oh_tile = 1;
     if (oh_tile > s->OH) oh_tile = s->OH;
     if (is_depthwise(s)) return dw_scratch_floats(s) * sizeof(float);
+    if (is_group8(bd_gemm_kernel_current(), s))
+        return (size_t)(16 + bd_conv8_scratch_floats(s)) * sizeof(float);
+    if (is_conv8d(bd_gemm_kernel_current(), s))
+        return (size_t)(16 + bd_conv8d_scratch_floats(s)) * sizeof(float);
     if (s->winograd) return bd_wino_scratch_floats(s, oh_tile) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
     size_t gemm = bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
@@ -663,6 +770,37 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         bd_wino_tile(kd, s, x + n * s->C * s->H * s->W, wpacked + BD_PACK_HDR_FLOATS,
                      bias ? bias + oc0 : NULL, y + (n * s->M + oc0) * s->OH * s->OW + oh0 * s->OW,
                      oc0, oc1, oh0, oh1, act, act_min, act_max, scratch);
+        return;
+    }
+    memcpy(&h, wpacked, sizeof h);
+    if (h.kind == BD_PACK_GROUP8) {
+        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_GROUP8, &h);
+        BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8);
+        group8_tile(kd, s, x, wpacked + BD_PACK_HDR_FLOATS, bias, y, n, oc0, oc1, oh0, oh1, act,
+                    act_min, act_max, scratch);
+        return;
+    }
+    if (h.kind == BD_PACK_CONV8) {
+        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
+        BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8d);
+        uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+        for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
+            bd_conv8d_job j = {s,
+                               x + (n * s->C + g * Cg) * s->H * s->W,
+                               y + (n * s->M + g * Mg) * s->OH * s->OW,
+                               wpacked + BD_PACK_HDR_FLOATS +
+                                   g * Mg * bd_conv8d_cin(s) * s->KH * s->KW,
+                               bias ? bias + g * Mg : NULL,
+                               imax(oc0 - g * Mg, 0),
+                               imin(oc1 - g * Mg, Mg),
+                               oh0,
+                               oh1,
+                               act,
+                               act_min,
+                               act_max,
+                               (float *)(void *)u};
+            kd->conv8d(&j);
+        }
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);

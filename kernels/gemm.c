@@ -174,7 +174,11 @@ const bd_gemm_kernel bd_f32_gemm_kernel_portable = {"bd_f32_gemm_portable_4x16",
                                                     512,
                                                     bd_f32_gemm_portable_4x16,
                                                     NULL,
-                                                    bd_f32_dwconv_portable, 0, NULL};
+                                                    bd_f32_dwconv_portable,
+                                                    0,
+                                                    NULL,
+                                                    NULL,
+                                                    NULL};
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 

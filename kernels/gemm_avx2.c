@@ -18,6 +18,7 @@
 #if BD_KERNELS_X86
 
 #include <immintrin.h>
+#include <string.h>
 
 #define BD_AVX2   __attribute__((target("avx2,fma")))
 #define BD_INLINE static inline __attribute__((always_inline))
@@ -245,9 +246,365 @@ BD_AVX2 void bd_f32_dwconv_avx2(const bd_dw_job *j) {
     }
 }
 
-const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {
-    "bd_f32_gemm_avx2_6x16", BD_KERNELS_ISA_AVX2, 6, 16, 256, 240, 2048, 512, bd_f32_gemm_avx2_6x16,
-    bd_f32_gemm_avx2_6x8,    bd_f32_dwconv_avx2, 1, NULL};
+/* ---- 8 output channels in the lanes (depthwise, narrow groups) ------------------------------- */
+
+/* r[k] (lane c) becomes r[c] (lane k): rows to columns of an 8 x 8 block. */
+BD_INLINE BD_AVX2 void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* Lanes [0, n) set, for masked loads and stores of a partial block. */
+BD_INLINE BD_AVX2 __m256i first_lanes(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Input row ih of the nin (1..8) planes from x, interleaved into d (cols columns of 8 lanes). */
+BD_INLINE BD_AVX2 void conv8_prep_row(const bd_conv2d_shape *s, const float *x, int64_t nin,
+                                      int64_t ih, int64_t cols, float *d) {
+    const int64_t W = s->W, HW = s->H * s->W, left = s->pad_left;
+    if (ih < 0 || ih >= s->H) {
+        memset(d, 0, (size_t)(cols * 8) * sizeof(float));
+        return;
+    }
+    const int64_t jlo = left < cols ? left : cols;
+    const int64_t jhi = left + W < cols ? left + W : cols;
+    memset(d, 0, (size_t)(jlo * 8) * sizeof(float));
+    if (jhi < cols) memset(d + jhi * 8, 0, (size_t)((cols - jhi) * 8) * sizeof(float));
+    const float *src = x + ih * W - left;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += 8) {
+        const int64_t n = jhi - c0 < 8 ? jhi - c0 : 8;
+        const __m256i m = first_lanes(n);
+        const float *p = src + c0;
+        __m256 r[8];
+        if (nin == 8 && n == 8) {
+            for (int c = 0; c < 8; c++)
+                r[c] = _mm256_loadu_ps(p + c * HW);
+        } else {
+            for (int c = 0; c < 8; c++)
+                r[c] = c < nin ? _mm256_maskload_ps(p + c * HW, m) : _mm256_setzero_ps();
+        }
+        transpose8(r);
+        /* Whole blocks even past jhi (the masked loads made those columns zeros, and the
+         * scratch has a block to spare after the last row); spelt out, as compilers turn a loop
+         * into a memcpy through the stack. */
+        float *e = d + c0 * 8;
+        _mm256_store_ps(e, r[0]);
+        _mm256_store_ps(e + 8, r[1]);
+        _mm256_store_ps(e + 16, r[2]);
+        _mm256_store_ps(e + 24, r[3]);
+        _mm256_store_ps(e + 32, r[4]);
+        _mm256_store_ps(e + 40, r[5]);
+        _mm256_store_ps(e + 48, r[6]);
+        _mm256_store_ps(e + 56, r[7]);
+    }
+}
+
+/* Lanes [lane_lo, lane_hi) of one output row of 8-lane pixels (orow, rounded up to 8 pixels)
+ * transposed back to their planes (yrow: lane 0's row, planes plane floats apart). */
+BD_INLINE BD_AVX2 void conv8_store_row(const float *orow, int64_t OW, float *yrow, int64_t plane,
+                                       int64_t lane_lo, int64_t lane_hi) {
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+        const int64_t n = OW - ow < 8 ? OW - ow : 8;
+        const float *e = orow + ow * 8;
+        __m256 r[8] = {_mm256_load_ps(e),      _mm256_load_ps(e + 8),  _mm256_load_ps(e + 16),
+                       _mm256_load_ps(e + 24), _mm256_load_ps(e + 32), _mm256_load_ps(e + 40),
+                       _mm256_load_ps(e + 48), _mm256_load_ps(e + 56)};
+        transpose8(r);
+        float *q = yrow + ow;
+        if (lane_lo == 0 && lane_hi == 8 && n == 8) {
+            for (int c = 0; c < 8; c++)
+                _mm256_storeu_ps(q + c * plane, r[c]);
+        } else {
+            const __m256i m = first_lanes(n);
+            for (int64_t c = lane_lo; c < lane_hi; c++)
+                _mm256_maskstore_ps(q + c * plane, m, r[c]);
+        }
+    }
+}
+
+/* One output row from the interleaved rows at p (row stride rs floats), pixels four at a time
+ * (four FMA chains). CG_ == 0: depthwise (lane times lane); CG_ > 0: the group's CG_ input
+ * values broadcast. KH_ > 0: taps KH_ x KW_ and column stride SW_ with column dilation 1, known
+ * at compile time, so a row's taps are constant offsets (and depthwise weights stay in
+ * registers). A last partial group computes pixels up to the next multiple of 4 too: orow has
+ * room for them, and their reads stay in the scratch (spare pixels follow a chunk's rows). */
+BD_INLINE BD_AVX2 void conv8_row(const int CG_, const int KH_, const int KW_, const int SW_,
+                                 const bd_conv8_job *j, const float *p, int64_t rs, const float *w8,
+                                 __m256 bias, float *orow) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW, OW = s->OW;
+    const int64_t cs = KH_ > 0 ? 8 : s->dil_w * 8, ps = KH_ > 0 ? SW_ * 8 : s->stride_w * 8;
+    const int64_t hs = s->dil_h * rs, Cg = CG_;
+    const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
+    for (int64_t ow = 0; ow < OW; ow += 4) {
+        const float *q0 = p + ow * ps;
+        __m256 s0 = bias, s1 = bias, s2 = bias, s3 = bias;
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                const float *q = q0 + kh * hs + kw * cs;
+                if (CG_ == 0) {
+                    const __m256 wt = _mm256_load_ps(w8 + (kh * KW + kw) * 8);
+                    s0 = _mm256_fmadd_ps(wt, _mm256_load_ps(q), s0);
+                    s1 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + ps), s1);
+                    s2 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 2 * ps), s2);
+                    s3 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 3 * ps), s3);
+                    continue;
+                }
+                const float *wc = w8 + (kh * KW + kw) * Cg * 8;
+                for (int64_t c = 0; c < Cg; c++) {
+                    const __m256 wt = _mm256_loadu_ps(wc + c * 8); /* packed: 4-byte aligned */
+                    s0 = _mm256_fmadd_ps(wt, _mm256_broadcast_ss(q + c), s0);
+                    s1 = _mm256_fmadd_ps(wt, _mm256_broadcast_ss(q + ps + c), s1);
+                    s2 = _mm256_fmadd_ps(wt, _mm256_broadcast_ss(q + 2 * ps + c), s2);
+                    s3 = _mm256_fmadd_ps(wt, _mm256_broadcast_ss(q + 3 * ps + c), s3);
+                }
+            }
+        _mm256_store_ps(orow + ow * 8, act8(s0, j->act, lo, hi));
+        _mm256_store_ps(orow + ow * 8 + 8, act8(s1, j->act, lo, hi));
+        _mm256_store_ps(orow + ow * 8 + 16, act8(s2, j->act, lo, hi));
+        _mm256_store_ps(orow + ow * 8 + 24, act8(s3, j->act, lo, hi));
+    }
+}
+
+BD_INLINE BD_AVX2 void conv8_run(const int CG_, const int KH_, const int KW_, const int SW_,
+                                 const bd_conv8_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t taps = s->KH * s->KW, OW = s->OW, OHW = s->OH * s->OW;
+    const int64_t cols = bd_conv8_cols(s), rs = cols * 8, ow8 = (OW + 7) / 8 * 8;
+    const int64_t lane_lo = j->lane_lo, lane_hi = j->lane_hi;
+    float *w8 = j->scratch, *orow = w8 + taps * 8, *rows = orow + ow8 * 8;
+    const float *wk = j->w;
+    if (CG_ == 0) { /* depthwise: the lanes' taps side by side */
+        for (int64_t t = 0; t < taps; t++)
+            for (int c = 0; c < 8; c++)
+                w8[t * 8 + c] = c < lane_hi ? j->w[c * taps + t] : 0.0f;
+        wk = w8;
+    }
+    float b[8];
+    for (int c = 0; c < 8; c++)
+        b[c] = c >= lane_lo && c < lane_hi && j->bias ? j->bias[c] : 0.0f;
+    const __m256 bias = _mm256_loadu_ps(b);
+    memset(orow + OW * 8, 0, (size_t)((ow8 - OW) * 8) * sizeof(float)); /* read, never stored */
+    for (int64_t r0 = j->oh0; r0 < j->oh1; r0 += BD_CONV8_CHUNK) {
+        const int64_t nr = j->oh1 - r0 < BD_CONV8_CHUNK ? j->oh1 - r0 : BD_CONV8_CHUNK;
+        const int64_t rows_in = (nr - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+        const int64_t ih0 = r0 * s->stride_h - s->pad_top;
+        for (int64_t r = 0; r < rows_in; r++)
+            conv8_prep_row(s, j->x, j->nin, ih0 + r, cols, rows + r * rs);
+        for (int64_t o = 0; o < nr; o++) {
+            conv8_row(CG_, KH_, KW_, SW_, j, rows + o * s->stride_h * rs, rs, wk, bias, orow);
+            conv8_store_row(orow, OW, j->y + (r0 + o) * OW, OHW, lane_lo, lane_hi);
+        }
+    }
+}
+
+/* The shapes worth a copy specialised at compile time; the rest run the general loops. */
+BD_INLINE BD_AVX2 void conv8_taps(const int CG_, const bd_conv8_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int k = s->dil_w != 1              ? 0
+                  : s->KH == 3 && s->KW == 3 ? 3
+                  : s->KH == 5 && s->KW == 5 ? 5
+                                             : 0;
+    if (k == 3 && s->stride_w == 1)
+        conv8_run(CG_, 3, 3, 1, j);
+    else if (k == 3 && s->stride_w == 2)
+        conv8_run(CG_, 3, 3, 2, j);
+    else if (k == 5 && s->stride_w == 1 && CG_ == 0)
+        conv8_run(CG_, 5, 5, 1, j);
+    else if (k == 5 && s->stride_w == 2 && CG_ == 0)
+        conv8_run(CG_, 5, 5, 2, j);
+    else
+        conv8_run(CG_, 0, 0, 0, j);
+}
+
+BD_AVX2 void bd_f32_conv8_avx2(const bd_conv8_job *j) {
+    const int64_t Cg = j->s->C / j->s->group;
+    if (j->s->group == j->s->C && j->s->group == j->s->M)
+        conv8_taps(0, j);
+    else if (Cg == 8)
+        conv8_taps(8, j);
+    else if (Cg == 4)
+        conv8_taps(4, j);
+    else {
+        BD_KCHECK(Cg >= 1 && Cg <= 8);
+        switch (Cg) {
+        case 1: conv8_run(1, 0, 0, 0, j); break;
+        case 2: conv8_run(2, 0, 0, 0, j); break;
+        case 3: conv8_run(3, 0, 0, 0, j); break;
+        case 5: conv8_run(5, 0, 0, 0, j); break;
+        case 6: conv8_run(6, 0, 0, 0, j); break;
+        default: conv8_run(7, 0, 0, 0, j); break;
+        }
+    }
+}
+
+/* ---- direct convolution, 8 output channels in the lanes -------------------------------------- */
+
+/* The pixels [0, npix) of a chunk (its rows one after another, OW per row) for NOB (1, 2)
+ * blocks of 8 output channels, six pixels at a time: pixel i reads the interleaved rows from
+ * px[i] (row stride rs, input block stride bs floats). w: the first block's packed weights (wob
+ * floats per block). KH_ > 0: taps KH_ x KW_, column dilation 1, known at compile time. The last
+ * group's pixels past npix recompute pixel 0 into the spare end of o0 / o1. */
+BD_INLINE BD_AVX2 void conv8d_pixels(const int NOB, const int KH_, const int KW_,
+                                     const bd_conv8d_job *j, const float *rows, int64_t npix,
+                                     int64_t rs, int64_t bs, int64_t ncb, int clast, const float *w,
+                                     int64_t wob, __m256 bias0, __m256 bias1, float *o0,
+                                     float *o1) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW, OW = s->OW;
+    const int64_t cs = KH_ > 0 ? 8 : s->dil_w * 8, hs = s->dil_h * rs;
+    const int64_t ps = s->stride_w * 8, prow = s->stride_h * rs;
+    const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
+    int64_t row = 0, col = 0; /* of pixel g, stepped without divisions */
+    for (int64_t g = 0; g < npix; g += 6) {
+        const float *px[6];
+        for (int i = 0, r = (int)row, c = (int)col; i < 6; i++) {
+            px[i] = g + i < npix ? rows + r * prow + c * ps : rows;
+            if (++c == OW) c = 0, r++;
+        }
+        for (col += 6; col >= OW; col -= OW)
+            row++;
+        __m256 a0 = bias0, a1 = bias0, a2 = bias0, a3 = bias0, a4 = bias0, a5 = bias0;
+        __m256 b0 = bias1, b1 = bias1, b2 = bias1, b3 = bias1, b4 = bias1, b5 = bias1;
+        const float *wp = w;
+        /* one input channel c of the tap at off: two weight loads, six broadcasts, 12 FMAs */
+#define BD_STEP(i, A, B)                                                                           \
+    x = _mm256_broadcast_ss(px[i] + off + c);                                                      \
+    A = _mm256_fmadd_ps(wa, x, A);                                                                 \
+    if (NOB == 2) B = _mm256_fmadd_ps(wb, x, B);
+#define BD_CHANNEL                                                                                 \
+    {                                                                                              \
+        const __m256 wa = _mm256_loadu_ps(wp); /* packed: 4-byte aligned */                        \
+        const __m256 wb = NOB == 2 ? _mm256_loadu_ps(wp + wob) : wa;                               \
+        __m256 x;                                                                                  \
+        BD_STEP(0, a0, b0)                                                                         \
+        BD_STEP(1, a1, b1)                                                                         \
+        BD_STEP(2, a2, b2)                                                                         \
+        BD_STEP(3, a3, b3)                                                                         \
+        BD_STEP(4, a4, b4)                                                                         \
+        BD_STEP(5, a5, b5)                                                                         \
+    }
+        const int64_t nfull = clast == 8 ? ncb : ncb - 1;
+        for (int64_t cb = 0; cb < nfull; cb++)
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const int64_t off = cb * bs + kh * hs + kw * cs;
+                    for (int c = 0; c < 8; c++, wp += 8)
+                        BD_CHANNEL
+                }
+        if (nfull < ncb) /* a last partial block: its channels, then past its padding */
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++, wp += (8 - clast) * 8) {
+                    const int64_t off = nfull * bs + kh * hs + kw * cs;
+                    for (int c = 0; c < clast; c++, wp += 8)
+                        BD_CHANNEL
+                }
+#undef BD_CHANNEL
+#undef BD_STEP
+        float *e = o0 + g * 8;
+        _mm256_store_ps(e, act8(a0, j->act, lo, hi));
+        _mm256_store_ps(e + 8, act8(a1, j->act, lo, hi));
+        _mm256_store_ps(e + 16, act8(a2, j->act, lo, hi));
+        _mm256_store_ps(e + 24, act8(a3, j->act, lo, hi));
+        _mm256_store_ps(e + 32, act8(a4, j->act, lo, hi));
+        _mm256_store_ps(e + 40, act8(a5, j->act, lo, hi));
+        if (NOB == 2) {
+            e = o1 + g * 8;
+            _mm256_store_ps(e, act8(b0, j->act, lo, hi));
+            _mm256_store_ps(e + 8, act8(b1, j->act, lo, hi));
+            _mm256_store_ps(e + 16, act8(b2, j->act, lo, hi));
+            _mm256_store_ps(e + 24, act8(b3, j->act, lo, hi));
+            _mm256_store_ps(e + 32, act8(b4, j->act, lo, hi));
+            _mm256_store_ps(e + 40, act8(b5, j->act, lo, hi));
+        }
+    }
+}
+
+BD_INLINE BD_AVX2 __m256 conv8d_bias(const bd_conv8d_job *j, int64_t m0) {
+    float b[8];
+    for (int c = 0; c < 8; c++)
+        b[c] = j->bias && m0 + c >= j->m_lo && m0 + c < j->m_hi ? j->bias[m0 + c] : 0.0f;
+    return _mm256_loadu_ps(b);
+}
+
+BD_INLINE BD_AVX2 void conv8d_run(const int KH_, const int KW_, const bd_conv8d_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t Cg = s->C / s->group, ncb = (Cg + 7) / 8, taps = s->KH * s->KW;
+    const int clast = (int)(Cg - (ncb - 1) * 8);
+    const int64_t OW = s->OW, OHW = s->OH * s->OW, HW = s->H * s->W;
+    const int64_t cols = bd_conv8_cols(s), rs = cols * 8, R = bd_conv8d_chunk_rows(s);
+    const int64_t rows_max = (R - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+    const int64_t bs = rows_max * rs, wob = ncb * taps * 64, opix = bd_conv8d_out_pixels(s);
+    float *o0 = j->scratch, *o1 = o0 + opix * 8, *rows = o1 + opix * 8;
+    for (int64_t r0 = j->oh0; r0 < j->oh1; r0 += R) {
+        const int64_t nr = j->oh1 - r0 < R ? j->oh1 - r0 : R;
+        const int64_t rows_in = (nr - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+        const int64_t ih0 = r0 * s->stride_h - s->pad_top;
+        for (int64_t cb = 0; cb < ncb; cb++)
+            for (int64_t r = 0; r < rows_in; r++)
+                conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
+                               rows + cb * bs + r * rs);
+        for (int64_t m0 = j->m_lo / 8 * 8; m0 < j->m_hi; m0 += 16) {
+            const int two = m0 + 8 < j->m_hi;
+            const __m256 bias0 = conv8d_bias(j, m0), bias1 = two ? conv8d_bias(j, m0 + 8) : bias0;
+            const float *w = j->w + m0 / 8 * wob;
+            if (two)
+                conv8d_pixels(2, KH_, KW_, j, rows, nr * OW, rs, bs, ncb, clast, w, wob, bias0,
+                              bias1, o0, o1);
+            else
+                conv8d_pixels(1, KH_, KW_, j, rows, nr * OW, rs, bs, ncb, clast, w, wob, bias0,
+                              bias0, o0, o1);
+            const int64_t lo0 = j->m_lo > m0 ? j->m_lo - m0 : 0;
+            const int64_t hi0 = j->m_hi - m0 < 8 ? j->m_hi - m0 : 8;
+            const int64_t hi1 = j->m_hi - m0 - 8 < 8 ? j->m_hi - m0 - 8 : 8;
+            for (int64_t o = 0; o < nr; o++) {
+                float *yrow = j->y + m0 * OHW + (r0 + o) * OW;
+                conv8_store_row(o0 + o * OW * 8, OW, yrow, OHW, lo0, hi0);
+                if (two) conv8_store_row(o1 + o * OW * 8, OW, yrow + 8 * OHW, OHW, 0, hi1);
+            }
+        }
+    }
+}
+
+BD_AVX2 void bd_f32_conv8d_avx2(const bd_conv8d_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    if (s->KH == 3 && s->KW == 3 && s->dil_w == 1)
+        conv8d_run(3, 3, j);
+    else if (s->KH == 1 && s->KW == 1)
+        conv8d_run(1, 1, j);
+    else
+        conv8d_run(0, 0, j);
+}
+
+const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
+                                                BD_KERNELS_ISA_AVX2,
+                                                6,
+                                                16,
+                                                256,
+                                                240,
+                                                2048,
+                                                512,
+                                                bd_f32_gemm_avx2_6x16,
+                                                bd_f32_gemm_avx2_6x8,
+                                                bd_f32_dwconv_avx2,
+                                                1,
+                                                NULL,
+                                                bd_f32_conv8_avx2,
+                                                bd_f32_conv8d_avx2};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

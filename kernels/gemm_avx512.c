@@ -328,7 +328,9 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   bd_f32_gemm_avx512_12x16,
                                                   bd_f32_dwconv_avx512,
                                                   1,
-                                                  bd_f32_conv_direct_avx512_12x32};
+                                                  bd_f32_conv_direct_avx512_12x32,
+                                                  NULL,
+                                                  NULL};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */

@@ -75,13 +75,36 @@ static int64_t direct_conv_scratch_bound(int64_t Cg, int64_t rows, int64_t OW, i
     return (16 + round_up(2 * Cg * KH * KW, 16) + Cg * rows_in * wp + 64) * 4 + 64;
 }
 
-/* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution (input rows for a
- * chunk of up to 32 output rows, split by column stride, plus the tap table). */
+/* An upper bound of the scratch of the kernels' 8-lane convolution (depthwise, and groups of at
+ * most 8 inputs and a multiple of 8 outputs): a chunk of up to 32 output rows' input rows with 8
+ * channels interleaved, one output row, the taps' weights. */
+static int64_t conv8_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                                   int64_t dh, int64_t dw) {
+    int64_t rows_in = 31 * sh + (KH - 1) * dh + 1, cols = (OW - 1) * sw + (KW - 1) * dw + 1;
+    return (64 + 8 * (KH * KW + round_up(OW, 8) + rows_in * cols + 8 + 3 * sw)) * 4 + 64;
+}
+
+/* The scratch of the kernels' direct 8-lane convolution (a multiple of 8 output channels per
+ * group, on AVX2), as kernels/bd_kernels_internal.h sizes it: a chunk of output rows' input rows
+ * interleaved (Cg8: the group's input channels rounded up to 8; rows chosen to keep them near
+ * 128 KB), and two blocks of 8 output channels for the chunk's pixels. */
+static int64_t conv8d_scratch_bound(int64_t Cg8, int64_t OW, int64_t KH, int64_t KW, int64_t sh,
+                                    int64_t sw, int64_t dh, int64_t dw) {
+    int64_t cols = (OW - 1) * sw + (KW - 1) * dw + 1, halo = (KH - 1) * dh + 1;
+    int64_t rows = imin64(16, imax64(1, (32768 / imax64(Cg8 * cols, 1) - halo) / sh + 1));
+    int64_t out_pixels = (rows * OW + 5) / 6 * 6 + 8;
+    return (16 + Cg8 * ((rows - 1) * sh + halo) * cols + 64 + 16 * out_pixels) * 4 + 64;
+}
+
+/* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution: the larger of the
+ * row kernels' (input rows for a chunk of up to 32 output rows, split by column stride, plus the
+ * tap table) and the 8-lane one's. */
 static int64_t dwconv_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                                     int64_t dh, int64_t dw) {
     int64_t row_len = round_up(OW, 16) + (KW - 1) * dw / sw + 16;
     int64_t rows_in = 31 * sh + (KH - 1) * dh + 1;
-    return (64 + round_up(2 * KH * KW, 16) + rows_in * sw * row_len) * 4 + 64;
+    int64_t rows = (64 + round_up(2 * KH * KW, 16) + rows_in * sw * row_len) * 4 + 64;
+    return imax64(rows, conv8_scratch_bound(OW, KH, KW, sh, sw, dh, dw));
 }
 
 /* Tiles a convolution output [N, M, spatial...]: one batch item per block, whole trailing spatial
@@ -263,7 +286,8 @@ static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double dire
 
 /* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
  * (rows stay whole: a row cut re-reads the window's halo), about 256K multiply-adds each, at least
- * two when there is work for two threads; rows are cut only when there are too few channels. */
+ * two when there is work for two threads; rows are cut only when there are too few channels.
+ * Channel ranges are multiples of 8 where there are 8: the AVX2 kernel puts 8 in its lanes. */
 static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++)
@@ -274,8 +298,10 @@ static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
     int64_t per_item = ceil_div(want, nest->extent[0]);
     int64_t M = nest->extent[1];
     tile[1] = ceil_div(M, imin64(per_item, M));
-    if (per_item > M && nest->n_iter > 3)
-        tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, M));
+    if (M >= 8) tile[1] = round_up(tile[1], 8);
+    int64_t channel_blocks = ceil_div(M, tile[1]);
+    if (per_item > channel_blocks && nest->n_iter > 3)
+        tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, channel_blocks));
     bd_nest_set_tile(g, nest, tile);
 }
 
@@ -518,7 +544,15 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, int
         nest->scratch_bytes = wino_scratch_bound(cp->winograd, C, M, rows, OW);
     } else {
         bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
+        int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
         nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
+        if (group > 1 && Cg <= 8 && Mg % 8 == 0) /* the 8-lane kernels on AVX2 */
+            nest->scratch_bytes =
+                imax64(nest->scratch_bytes, conv8_scratch_bound(OW, kh, kw, sh, sw, dh, dw));
+        else if (Mg % 8 == 0 && kh * kw <= 49)
+            nest->scratch_bytes =
+                imax64(nest->scratch_bytes,
+                       conv8d_scratch_bound(round_up(Cg, 8), OW, kh, kw, sh, sw, dh, dw));
         if (unit_strides)
             nest->scratch_bytes = imax64(nest->scratch_bytes,
                                          direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
