@@ -29,6 +29,11 @@
     } while (0)
 _Noreturn void bd_kernels_fail(const char *file, int line, const char *what);
 
+/* The first 64-byte boundary at or after p (scratch buffers come with 64 bytes to spare). */
+static inline void *bd_align64(void *p) {
+    return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
 /* 1 when the CPU has AVX-512 VNNI (probed once, with the instruction sets; gemm.c). */
 int bd_kernels_cpu_has_vnni(void);
 

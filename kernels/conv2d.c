@@ -435,6 +435,37 @@ __attribute__((target("avx512f"))) static void dw_prep_row_avx512(const float *s
 }
 #endif
 
+/* Output channels [oc0, oc1) on the 8-lane kernel, 8 at a time from a multiple of 8 (a block
+ * that starts or ends inside the range computes all 8 and stores its part). Depthwise
+ * (BD_PACK_DW): lane c reads input plane b0 + c and its raw taps; grouped (BD_PACK_GROUP8, a
+ * multiple of 8 outputs per group, so blocks never span groups): every lane reads the group's Cg
+ * planes, and the block's packed weights. With Cg == Mg == 1 both are at the same offsets. */
+static void conv8_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *x,
+                       const float *w, const float *bias, float *y, int64_t n, int64_t oc0,
+                       int64_t oc1, int64_t oh0, int64_t oh1, int act, float lo, float hi,
+                       void *scratch) {
+    const int64_t Mg = s->M / s->group, Cg = s->C / s->group, taps = s->KH * s->KW;
+    const int depthwise = is_depthwise(s);
+    for (int64_t b0 = oc0 / 8 * 8; b0 < oc1; b0 += 8) {
+        const int64_t g = b0 / Mg, lane_lo = imax(oc0 - b0, 0), lane_hi = imin(oc1 - b0, 8);
+        bd_conv8_job j8 = {s,
+                           x + (n * s->C + g * Cg) * s->H * s->W,
+                           depthwise ? lane_hi : Cg,
+                           y + (n * s->M + b0) * s->OH * s->OW,
+                           lane_lo,
+                           lane_hi,
+                           w + b0 * taps * Cg,
+                           bias ? bias + b0 : NULL,
+                           oh0,
+                           oh1,
+                           act,
+                           lo,
+                           hi,
+                           bd_align64(scratch)};
+        kd->conv8(&j8);
+    }
+}
+
 static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *x,
                     const float *w, const float *bias, float *y, int64_t n, int64_t oc0,
                     int64_t oc1, int64_t oh0, int64_t oh1, int act, float lo, float hi,
@@ -442,28 +473,11 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
     const int64_t H = s->H, W = s->W, sw = s->stride_w;
     const dw_geom g0 = dw_geometry(s, DW_CHUNK);
     BD_KCHECK(scratch != NULL);
-    uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     if (kd->conv8) {
-        for (int64_t c0 = oc0; c0 < oc1; c0 += 8) {
-            const int64_t nch = imin(8, oc1 - c0);
-            bd_conv8_job j8 = {s,
-                               x + (n * s->C + c0) * H * W,
-                               nch,
-                               y + (n * s->M + c0) * s->OH * s->OW,
-                               0,
-                               nch,
-                               w + c0 * s->KH * s->KW,
-                               bias ? bias + c0 : NULL,
-                               oh0,
-                               oh1,
-                               act,
-                               lo,
-                               hi,
-                               (float *)(void *)u};
-            kd->conv8(&j8);
-        }
+        conv8_tile(kd, s, x, w, bias, y, n, oc0, oc1, oh0, oh1, act, lo, hi, scratch);
         return;
     }
+    uintptr_t u = (uintptr_t)bd_align64(scratch);
     int64_t *tap_off = (int64_t *)(void *)u;
     float *rows = (float *)(void *)u + round_up(2 * g0.taps, 16);
     for (int64_t kh = 0; kh < s->KH; kh++)
@@ -541,34 +555,6 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
     }
 }
 
-/* Output channels [oc0, oc1) of a BD_PACK_GROUP8 convolution, 8 of a group's at a time (a block
- * that starts or ends inside one computes all 8 and stores its part). */
-static void group8_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *x,
-                        const float *wpacked, const float *bias, float *y, int64_t n, int64_t oc0,
-                        int64_t oc1, int64_t oh0, int64_t oh1, int act, float lo, float hi,
-                        void *scratch) {
-    const int64_t Mg = s->M / s->group, Cg = s->C / s->group, taps = s->KH * s->KW;
-    uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
-    for (int64_t b0 = oc0 / 8 * 8; b0 < oc1; b0 += 8) { /* Mg % 8 == 0: blocks never span groups */
-        const int64_t g = b0 / Mg, lane_lo = imax(oc0 - b0, 0), lane_hi = imin(oc1 - b0, 8);
-        bd_conv8_job j8 = {s,
-                           x + (n * s->C + g * Cg) * s->H * s->W,
-                           Cg,
-                           y + (n * s->M + b0) * s->OH * s->OW,
-                           lane_lo,
-                           lane_hi,
-                           wpacked + b0 * taps * Cg,
-                           bias ? bias + b0 : NULL,
-                           oh0,
-                           oh1,
-                           act,
-                           lo,
-                           hi,
-                           (float *)(void *)u};
-        kd->conv8(&j8);
-    }
-}
-
 /* ---- direct stride-1 convolution (no im2col) ------------------------------------------------ */
 
 /* With unit strides, lay the output pixels of a tile out on rows of the padded input width
@@ -612,7 +598,7 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
     const int64_t Cg = s->C / s->group, KH = s->KH, KW = s->KW, Kd = Cg * KH * KW;
     const int64_t H = s->H, W = s->W, OW = s->OW, nrows = oh1 - oh0, mr = kd->mr;
     const direct_geom g = direct_geometry(s, nrows);
-    uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    uintptr_t u = (uintptr_t)bd_align64(scratch);
     int64_t *boff = (int64_t *)u;
     float *xp = (float *)u + g.offs_floats;
     /* the zero-padded input rows, channel by channel */
@@ -735,15 +721,14 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     if (oh_tile < 1) oh_tile = 1;
     if (oh_tile > s->OH) oh_tile = s->OH;
     if (is_depthwise(s)) return dw_scratch_floats(s) * sizeof(float);
-    if (is_group8(bd_gemm_kernel_current(), s))
-        return (size_t)(16 + bd_conv8_scratch_floats(s)) * sizeof(float);
-    if (is_conv8d(bd_gemm_kernel_current(), s))
-        return (size_t)(16 + bd_conv8d_scratch_floats(s)) * sizeof(float);
+    const bd_gemm_kernel *kd = bd_gemm_kernel_current();
+    if (is_group8(kd, s)) return (size_t)(16 + bd_conv8_scratch_floats(s)) * sizeof(float);
+    if (is_conv8d(kd, s)) return (size_t)(16 + bd_conv8d_scratch_floats(s)) * sizeof(float);
     if (s->winograd) return bd_wino_scratch_floats(s, oh_tile) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
     size_t gemm = bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
     size_t direct = direct_scratch_floats(s, oh_tile) * sizeof(float);
-    return direct_ok(bd_gemm_kernel_current(), s) && direct > gemm ? direct : gemm;
+    return direct_ok(kd, s) && direct > gemm ? direct : gemm;
 }
 
 void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
@@ -776,14 +761,13 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
     if (h.kind == BD_PACK_GROUP8) {
         const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_GROUP8, &h);
         BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8);
-        group8_tile(kd, s, x, wpacked + BD_PACK_HDR_FLOATS, bias, y, n, oc0, oc1, oh0, oh1, act,
-                    act_min, act_max, scratch);
+        conv8_tile(kd, s, x, wpacked + BD_PACK_HDR_FLOATS, bias, y, n, oc0, oc1, oh0, oh1, act,
+                   act_min, act_max, scratch);
         return;
     }
     if (h.kind == BD_PACK_CONV8) {
         const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
         BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8d);
-        uintptr_t u = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
         for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
             bd_conv8d_job j = {s,
                                x + (n * s->C + g * Cg) * s->H * s->W,
@@ -798,7 +782,7 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
                                act,
                                act_min,
                                act_max,
-                               (float *)(void *)u};
+                               bd_align64(scratch)};
             kd->conv8d(&j);
         }
         return;

@@ -17,9 +17,6 @@ static int64_t imin(int64_t a, int64_t b) {
 static int64_t round_up(int64_t v, int64_t m) {
     return (v + m - 1) / m * m;
 }
-static float *align16(void *p) {
-    return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
-}
 
 int bd_deconv_shape_valid(const bd_conv2d_shape *s) {
     return bd_conv2d_shape_valid(s) && s->group == 1 && s->winograd == 0 &&
@@ -79,8 +76,8 @@ void bd_f32_deconv_tile(const bd_conv2d_shape *s, const float *x, const float *w
     BD_KCHECK(h.rows == s->M && h.K == C && h.extra == KH * KW && h.tile == kd->mr);
     const int64_t ih0 = oh0 / KH, ih1 = (oh1 + KH - 1) / KH, P = (ih1 - ih0) * W;
     BD_KCHECK(ih1 - ih0 <= in_rows(s, oh1 - oh0));
-    float *z = align16(scratch), *xpk = align16(z + Mt * P);
-    float *gemm_scratch = align16(xpk + C * round_up(P, kd->nr));
+    float *z = bd_align64(scratch), *xpk = bd_align64(z + Mt * P);
+    float *gemm_scratch = bd_align64(xpk + C * round_up(P, kd->nr));
     const int64_t per_tap = round_up(s->M, kd->mr) * C;
     /* the input rows as C x P, packed once (whole depth) for the KH*KW products */
     const bd_raw_matrix xm = {x + n * C * s->H * W + ih0 * W, s->H * W, 0};

@@ -288,11 +288,6 @@ size_t bd_gemm_scratch_bytes_all(int64_t M, int64_t N, int64_t K, int a_packed) 
     return best * sizeof(float);
 }
 
-static float *align64(void *p) {
-    uintptr_t u = (uintptr_t)p;
-    return (float *)(void *)((u + 63) & ~(uintptr_t)63);
-}
-
 /* Rows/columns of an edge tile: tmp holds the whole register tile (ldt apart). */
 static void edge_epilogue(const float *tmp, int64_t ldt, float *c, int64_t ldc, int rows, int cols,
                           const float *bias_n, const float *bias_m, int load_c, int act, float lo,
@@ -369,7 +364,7 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
     BD_KCHECK(scratch != NULL);
     /* the layout bd_gemm_scratch_floats sized: B block, A block, edge tile (a pre-packed
      * operand needs no block, so a call with both pre-packed needs only the edge tile) */
-    float *bbuf = align64(scratch);
+    float *bbuf = bd_align64(scratch);
     int64_t kcmax = imin(K, KC);
     float *abuf = bbuf + (b->packed ? 0 : kcmax * round_up(imin(NC, n1 - n0), nr) + nr);
     float *tmp = abuf + (a->packed ? 0 : kcmax * round_up(imin(MC, m1 - m0), mr));

@@ -433,26 +433,35 @@ BD_INLINE BD_AVX2 void conv8_taps(const int CG_, const bd_conv8_job *j) {
 
 BD_AVX2 void bd_f32_conv8_avx2(const bd_conv8_job *j) {
     const int64_t Cg = j->s->C / j->s->group;
-    if (j->s->group == j->s->C && j->s->group == j->s->M)
+    if (j->s->group == j->s->C && j->s->group == j->s->M) {
         conv8_taps(0, j);
-    else if (Cg == 8)
-        conv8_taps(8, j);
-    else if (Cg == 4)
-        conv8_taps(4, j);
-    else {
-        BD_KCHECK(Cg >= 1 && Cg <= 8);
-        switch (Cg) {
-        case 1: conv8_run(1, 0, 0, 0, j); break;
-        case 2: conv8_run(2, 0, 0, 0, j); break;
-        case 3: conv8_run(3, 0, 0, 0, j); break;
-        case 5: conv8_run(5, 0, 0, 0, j); break;
-        case 6: conv8_run(6, 0, 0, 0, j); break;
-        default: conv8_run(7, 0, 0, 0, j); break;
-        }
+        return;
+    }
+    switch (Cg) { /* the group's inputs, known at compile time: its loop unrolled */
+    case 8: conv8_taps(8, j); break;
+    case 4: conv8_taps(4, j); break;
+    case 1: conv8_run(1, 0, 0, 0, j); break;
+    case 2: conv8_run(2, 0, 0, 0, j); break;
+    case 3: conv8_run(3, 0, 0, 0, j); break;
+    case 5: conv8_run(5, 0, 0, 0, j); break;
+    case 6: conv8_run(6, 0, 0, 0, j); break;
+    case 7: conv8_run(7, 0, 0, 0, j); break;
+    default: BD_KCHECK(Cg >= 1 && Cg <= 8);
     }
 }
 
 /* ---- direct convolution, 8 output channels in the lanes -------------------------------------- */
+
+/* Six pixels of one 8-channel block, activated, to e (8 floats per pixel). */
+BD_INLINE BD_AVX2 void act_store6(float *e, __m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
+                                  __m256 v5, int act, __m256 lo, __m256 hi) {
+    _mm256_store_ps(e, act8(v0, act, lo, hi));
+    _mm256_store_ps(e + 8, act8(v1, act, lo, hi));
+    _mm256_store_ps(e + 16, act8(v2, act, lo, hi));
+    _mm256_store_ps(e + 24, act8(v3, act, lo, hi));
+    _mm256_store_ps(e + 32, act8(v4, act, lo, hi));
+    _mm256_store_ps(e + 40, act8(v5, act, lo, hi));
+}
 
 /* The pixels [0, npix) of a chunk (its rows one after another, OW per row) for NOB (1, 2)
  * blocks of 8 output channels, six pixels at a time: pixel i reads the interleaved rows from
@@ -515,22 +524,8 @@ BD_INLINE BD_AVX2 void conv8d_pixels(const int NOB, const int KH_, const int KW_
                 }
 #undef BD_CHANNEL
 #undef BD_STEP
-        float *e = o0 + g * 8;
-        _mm256_store_ps(e, act8(a0, j->act, lo, hi));
-        _mm256_store_ps(e + 8, act8(a1, j->act, lo, hi));
-        _mm256_store_ps(e + 16, act8(a2, j->act, lo, hi));
-        _mm256_store_ps(e + 24, act8(a3, j->act, lo, hi));
-        _mm256_store_ps(e + 32, act8(a4, j->act, lo, hi));
-        _mm256_store_ps(e + 40, act8(a5, j->act, lo, hi));
-        if (NOB == 2) {
-            e = o1 + g * 8;
-            _mm256_store_ps(e, act8(b0, j->act, lo, hi));
-            _mm256_store_ps(e + 8, act8(b1, j->act, lo, hi));
-            _mm256_store_ps(e + 16, act8(b2, j->act, lo, hi));
-            _mm256_store_ps(e + 24, act8(b3, j->act, lo, hi));
-            _mm256_store_ps(e + 32, act8(b4, j->act, lo, hi));
-            _mm256_store_ps(e + 40, act8(b5, j->act, lo, hi));
-        }
+        act_store6(o0 + g * 8, a0, a1, a2, a3, a4, a5, j->act, lo, hi);
+        if (NOB == 2) act_store6(o1 + g * 8, b0, b1, b2, b3, b4, b5, j->act, lo, hi);
     }
 }
 
