@@ -183,7 +183,7 @@ typedef struct bd_gemm_kernel {
     int64_t nc_packed_a; /* nc when A is pre-packed (no A packing to amortise: B block in L2) */
     bd_ukr_fn ukr;
     bd_ukr_fn ukr_half; /* columns [0, NR/2) only (same panels), or NULL */
-    bd_dw_fn dw;
+    bd_dw_fn dw;        /* depthwise rows, where conv8 is NULL */
     int partial_cols;   /* ukr/ukr_half store bd_ukr_epi.cols < NR columns themselves (masked) */
     bd_ukr_direct_fn ukr_direct; /* NR == 32 kernels only, or NULL */
     bd_conv8_fn conv8;           /* 8 output channels in the lanes (replaces dw), or NULL */
@@ -200,10 +200,9 @@ extern const bd_gemm_kernel bd_f32_gemm_kernel_avx512;
 const bd_gemm_kernel *bd_gemm_kernel_current(void);
 const bd_gemm_kernel *bd_gemm_kernel_for(bd_kernels_isa isa);
 
-/* Depthwise row kernels. */
+/* The portable depthwise row kernel, and the 8-lane convolutions (AVX2, also taken by AVX-512). */
 void bd_f32_dwconv_portable(const bd_dw_job *job);
 #if BD_KERNELS_X86
-void bd_f32_dwconv_avx2(const bd_dw_job *job);
 void bd_f32_conv8_avx2(const bd_conv8_job *job);
 void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
 #endif

@@ -13,9 +13,9 @@
  * Depthwise convolutions (group == C == M) have one input channel per output channel, too little
  * reuse for a GEMM. Each channel's input rows for a chunk of output rows are copied once into
  * scratch, zero-padded and split by the column stride, so that every tap of every output column
- * is a contiguous (vectorisable) read; the instruction set's row kernel then does multiply-adds.
- * AVX2 instead interleaves 8 channels into the lanes (bd_conv8_job): no lane is lost to a short
- * row or a column stride, for the price of transposing the rows in and out. The same kernel
+ * is a contiguous (vectorisable) read; the portable row kernel then does multiply-adds. AVX2
+ * and AVX-512 instead interleave 8 channels into the lanes (bd_conv8_job): no lane is lost to a
+ * short row or a column stride, for the price of transposing the rows in and out. The same kernel
  * takes grouped convolutions of at most 8 input channels per group (RegNet's, ResNeXt's), whose
  * GEMMs are too small to fill a register tile, with 8 of a group's output channels in the lanes.
  */
@@ -389,52 +389,6 @@ typedef struct dw_phase {
     int64_t first, jlo, jhi;
 } dw_phase;
 
-#if BD_KERNELS_X86
-/* Bits [lo, hi) of a lane mask of up to 32 lanes (empty when hi <= lo). */
-static uint32_t lane_range(int64_t lo, int64_t hi) {
-    lo = imax(lo, 0);
-    hi = imin(hi, 32);
-    return hi <= lo ? 0 : (uint32_t)((((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1));
-}
-
-/* One input row prepared for column strides 1 and 2 with masked loads: block j0 of 16 prepared
- * columns spans the 16 * sw input columns from j0 * sw - pad_left, the lanes outside [0, W) read
- * nothing and are stored as zeros, and stride 2 splits the even and odd ones into the two
- * phases. Addresses are formed as integers, since a block's first column may lie before the
- * row. */
-__attribute__((target("avx512f"))) static void dw_prep_row_avx512(const float *src, float *d,
-                                                                   int64_t row_len, int64_t sw,
-                                                                   int64_t W, int64_t pad_left) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    for (int64_t j0 = 0; j0 < row_len; j0 += 16) {
-        const int64_t c0 = j0 * sw - pad_left;
-        if (c0 >= 0 && c0 + 16 * sw <= W && j0 + 16 <= row_len) { /* inside: plain loads */
-            const float *p = src + c0;
-            if (sw == 1) {
-                _mm512_storeu_ps(d + j0, _mm512_loadu_ps(p));
-            } else {
-                __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
-                _mm512_storeu_ps(d + j0, _mm512_permutex2var_ps(v0, even, v1));
-                _mm512_storeu_ps(d + row_len + j0, _mm512_permutex2var_ps(v0, odd, v1));
-            }
-            continue;
-        }
-        const uint32_t m = lane_range(-c0, W - c0);
-        const __mmask16 st = (__mmask16)lane_range(0, row_len - j0);
-        const float *p = (const float *)((uintptr_t)src + (uintptr_t)c0 * sizeof(float));
-        if (sw == 1) {
-            _mm512_mask_storeu_ps(d + j0, st, _mm512_maskz_loadu_ps((__mmask16)m, p));
-        } else {
-            __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)(m & 0xFFFFu), p);
-            __m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
-            _mm512_mask_storeu_ps(d + j0, st, _mm512_permutex2var_ps(v0, even, v1));
-            _mm512_mask_storeu_ps(d + row_len + j0, st, _mm512_permutex2var_ps(v0, odd, v1));
-        }
-    }
-}
-#endif
-
 /* Output channels [oc0, oc1) on the 8-lane kernel, 8 at a time from a multiple of 8 (a block
  * that starts or ends inside the range computes all 8 and stores its part). Depthwise
  * (BD_PACK_DW): lane c reads input plane b0 + c and its raw taps; grouped (BD_PACK_GROUP8, a
@@ -477,6 +431,7 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
         conv8_tile(kd, s, x, w, bias, y, n, oc0, oc1, oh0, oh1, act, lo, hi, scratch);
         return;
     }
+    BD_KCHECK(kd->dw != NULL); /* the portable row kernel */
     uintptr_t u = (uintptr_t)bd_align64(scratch);
     int64_t *tap_off = (int64_t *)(void *)u;
     float *rows = (float *)(void *)u + round_up(2 * g0.taps, 16);
@@ -526,13 +481,6 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
                     continue;
                 }
                 const float *src = xc + ih * W;
-#if BD_KERNELS_X86
-                /* (rows of 8 outputs or fewer, on the AVX2 items, measured no faster) */
-                if (kd->isa == BD_KERNELS_ISA_AVX512 && sw <= 2 && s->OW > 8) {
-                    dw_prep_row_avx512(src, d, g0.row_len, sw, W, s->pad_left);
-                    continue;
-                }
-#endif
                 for (int64_t q = 0; q < sw; q++, d += g0.row_len) {
                     const int64_t jlo = ph[q].jlo, jhi = ph[q].jhi, first = ph[q].first;
                     memset(d, 0, (size_t)jlo * sizeof(float));

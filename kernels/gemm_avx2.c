@@ -1,4 +1,4 @@
-/* gemm_avx2.c — AVX2 + FMA kernels: the 6x16 GEMM micro-kernel and the depthwise row kernel.
+/* gemm_avx2.c — AVX2 + FMA kernels: the 6x16 GEMM micro-kernel and the 8-lane convolutions.
  *
  * Every function carries __attribute__((target("avx2,fma"))), so this file needs no special
  * compiler flags; gemm.c only calls into it after checking the CPU.
@@ -9,9 +9,9 @@
  * FMA pipes, and 8 loads per 12 FMAs stay under the load ports' rate. A tile with fewer rows
  * uses a copy of the loop specialised for that row count.
  *
- * bd_f32_dwconv_avx2 computes depthwise rows from the zero-padded, stride-split input rows that
- * conv2d.c prepares, so every tap is one unaligned load and one FMA, four blocks of 8 output
- * columns at a time; the 3x3 and 5x5 cases are unrolled.
+ * bd_f32_conv8_avx2 (depthwise and narrow grouped convolutions) and bd_f32_conv8d_avx2 (direct
+ * convolutions) put 8 channels in the lanes of a ymm register; the AVX-512 descriptor takes the
+ * first too.
  */
 #include "bd_kernels_internal.h"
 
@@ -187,62 +187,6 @@ static BD_AVX2 void bd_f32_gemm_avx2_6x8(int64_t kc, const float *a, const float
     case 3: ukr_6x16(3, 1, kc, a, b, c, ldc, ep); break;
     case 2: ukr_6x16(2, 1, kc, a, b, c, ldc, ep); break;
     default: ukr_6x16(1, 1, kc, a, b, c, ldc, ep); break;
-    }
-}
-
-/* ---- depthwise rows ------------------------------------------------------------------------ */
-
-/* All output rows of a job, as items of 8 output columns (row o, columns 8b..8b+7), four items
- * at a time so that four independent FMA chains hide the FMA latency however narrow the rows
- * are. Reads past a row's last column stay inside the zero-padded prepared row; stores are cut
- * at OW. T > 0: the tap count known at compile time (weights then stay in registers). */
-BD_INLINE BD_AVX2 void dw_items(const int T, const bd_dw_job *j) {
-    const int64_t taps = T > 0 ? T : j->KH * j->KW;
-    const int64_t *off = j->tap_off;
-    const float *w = j->w;
-    const __m256 bias = _mm256_set1_ps(j->bias);
-    const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
-    const int64_t OW = j->OW, nb = (OW + 7) / 8, total = j->nrows_out * nb;
-    const int64_t rstride = j->sh * j->sw * j->row_len;
-    for (int64_t it = 0; it < total; it += 4) {
-        const float *src[4];
-        float *dst[4];
-        int64_t n[4];
-        for (int i = 0; i < 4; i++) {
-            int64_t item = it + i < total ? it + i : it; /* spare lanes recompute the first item */
-            int64_t o = item / nb, ow = item % nb * 8;
-            src[i] = j->rows + o * rstride + ow;
-            dst[i] = j->out + o * OW + ow;
-            n[i] = it + i < total ? (OW - ow < 8 ? OW - ow : 8) : 0;
-        }
-        __m256 s0 = bias, s1 = bias, s2 = bias, s3 = bias;
-        for (int64_t t = 0; t < taps; t++) {
-            __m256 wt = _mm256_broadcast_ss(w + t);
-            s0 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(src[0] + off[t]), s0);
-            s1 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(src[1] + off[t]), s1);
-            s2 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(src[2] + off[t]), s2);
-            s3 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(src[3] + off[t]), s3);
-        }
-        __m256 v[4] = {act8(s0, j->act, lo, hi), act8(s1, j->act, lo, hi), act8(s2, j->act, lo, hi),
-                       act8(s3, j->act, lo, hi)};
-        for (int i = 0; i < 4; i++) {
-            if (n[i] == 8) {
-                _mm256_storeu_ps(dst[i], v[i]);
-            } else if (n[i] > 0) {
-                float t8[8];
-                _mm256_storeu_ps(t8, v[i]);
-                for (int64_t e = 0; e < n[i]; e++)
-                    dst[i][e] = t8[e];
-            }
-        }
-    }
-}
-
-BD_AVX2 void bd_f32_dwconv_avx2(const bd_dw_job *j) {
-    switch (j->KH * j->KW) {
-    case 9: dw_items(9, j); break;
-    case 25: dw_items(25, j); break;
-    default: dw_items(0, j); break;
     }
 }
 
@@ -595,7 +539,7 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 512,
                                                 bd_f32_gemm_avx2_6x16,
                                                 bd_f32_gemm_avx2_6x8,
-                                                bd_f32_dwconv_avx2,
+                                                NULL,
                                                 1,
                                                 NULL,
                                                 bd_f32_conv8_avx2,
