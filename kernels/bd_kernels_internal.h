@@ -51,7 +51,15 @@ typedef struct bd_ukr_epi {
     float act_min, act_max;
     int cols;            /* columns of C that exist (1..NR): only a kernel with partial_cols
                           * honours it (reading and writing no others); the rest need NR */
+    int stream_a;        /* a is a pre-packed operand (weights), which a model run streams from
+                          * memory: the AVX-512 kernel prefetches it BD_STREAM_A_FLOATS ahead
+                          * (the AVX2 one, at half the FMA rate, measured no gain) */
 } bd_ukr_epi;
+
+/* How far ahead a kernel prefetches a streamed A panel: 3 KiB, 64 steps of k of a 12-row panel,
+ * about a memory latency of FMAs ahead. Without it, weights too large for the caches (ResNet-18's
+ * 512-channel layers) streamed at 3 GB/s, and those layers took twice their time. */
+enum { BD_STREAM_A_FLOATS = 768 };
 
 /* C[0:m, 0:NR] = a * b (+ epilogue), a: packed MR-row panel, b: packed NR-column panel, both
  * kc deep; 1 <= m <= MR (rows of the panel past m are not computed); kc may be 0. */

@@ -317,13 +317,14 @@ typedef struct macro_args {
     const float *bias_n, *bias_m;
     int load_c, act;
     float lo, hi;
+    int stream_a; /* ap is a pre-packed operand */
     float *tmp;
 } macro_args;
 
 static void macro_kernel(const macro_args *g) {
     const int mr = g->kd->mr, nr = g->kd->nr;
-    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr};
-    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr};
+    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr, g->stream_a};
+    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr, g->stream_a};
     for (int64_t jp = 0; jp * nr < g->coff + g->ncols; jp++) {
         int j_lo = jp == 0 ? g->coff : 0;
         int j_hi = (int)imin(nr, g->coff + g->ncols - jp * nr);
@@ -392,6 +393,7 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
             int first = pc == 0, last = pc + kc >= K;
             for (int64_t ic = m0; ic < m1;) {
                 int64_t iend = a->packed ? imin(m1, (ic / MC + 1) * MC) : imin(m1, ic + MC);
+                g.stream_a = a->packed != NULL;
                 if (a->packed) {
                     g.ap = a->packed + (ic / mr) * K * mr + pc * mr;
                     g.astride = K * mr;
