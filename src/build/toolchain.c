@@ -6,8 +6,9 @@
  *
  * Interruption. While a workdir exists, SIGINT/SIGTERM/SIGHUP (unless the caller inherited them
  * ignored, e.g. under nohup) go to one handler that does one of two things:
- *  - A tool is running (g_child > 0): the main thread is then inside bd_tool_run, blocked in poll
- *    or waitpid. The handler only SIGKILLs the tool's process group and records the signal. The
+ *  - A tool is running (a g_child entry > 0): the main thread is then inside bd_tool_run_all,
+ *    blocked in poll or waitpid. The handler only SIGKILLs the tools' process groups and records
+ *    the signal. The
  *    waiting loop wakes (EINTR, or EOF once the tool is dead), reaps the tool, and then, in normal
  *    context, removes the whole folder recursively and the publish temp file and re-raises the
  *    signal with its default action. SIGKILL rather than the same signal: the tool's own temp
@@ -79,7 +80,8 @@ static struct {
     struct sigaction old[BD_COUNT(bd_sigs)];
     struct sigaction dfl;
 } g;
-static volatile sig_atomic_t g_child;   /* pid (== process group) of the running tool, 0: none */
+/* pids (== process groups) of the running tools, 0: none (bd_tool_run_all runs several at once) */
+static volatile sig_atomic_t g_child[BD_TOOL_MAX_JOBS];
 static volatile sig_atomic_t g_pending; /* signal that arrived while a tool ran, 0: none */
 
 static void sigs_block(sigset_t *old) {
@@ -123,10 +125,13 @@ static void cleanup_in_handler(void) {
 
 static void on_signal(int sig) {
     int saved = errno;
-    pid_t child = (pid_t)g_child;
-    if (child > 0) {
-        /* The main thread waits for this child; it finishes the cleanup (see the file head). */
-        kill(-child, SIGKILL);
+    bool running = false;
+    for (int i = 0; i < BD_TOOL_MAX_JOBS; i++) {
+        pid_t child = (pid_t)g_child[i];
+        if (child > 0) kill(-child, SIGKILL), running = true;
+    }
+    if (running) {
+        /* The main thread waits for these children; it finishes the cleanup (see the file head). */
         g_pending = sig;
         errno = saved;
         return;
@@ -705,134 +710,192 @@ static bool in_path(const char *prog) {
     }
 }
 
-bd_status bd_tool_run(const bd_tool_cmd *cmd, bd_diag *d) {
-    BD_ASSERT(cmd && cmd->argv && cmd->argv[0]);
+/* One tool of bd_tool_run_all: its pipes, captured stderr and exit. */
+typedef struct tool_job {
+    const bd_tool_cmd *cmd;
+    int outr, errr; /* read ends, -1 once at EOF */
+    pid_t pid;
+    capture *cap;
+    size_t nout;
+    int status, werr;
+} tool_job;
+
+/* The failure of one finished tool, as bd_tool_run reports it. */
+static bd_status tool_failure(tool_job *j, bd_diag *d) {
+    const bd_tool_cmd *cmd = j->cmd;
+    const char *what = cmd->what ? cmd->what : "tool";
+    char how[96];
+    if (j->werr)
+        snprintf(how, sizeof how, "could not be waited for (%s)", strerror(j->werr));
+    else if (WIFEXITED(j->status))
+        snprintf(how, sizeof how, "failed (exit status %d)", WEXITSTATUS(j->status));
+    else if (WIFSIGNALED(j->status))
+        snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(j->status),
+                 strsignal(WTERMSIG(j->status)));
+    else
+        snprintf(how, sizeof how, "ended with wait status %d", j->status);
+    char *text = capture_text(j->cap);
+    char sum[2 * BD_LINE_MAX + 16] = "";
+    if (text) {
+        size_t len = strlen(text);
+        if (!cmd->verbose && len) { /* verbose mode already showed it as it came */
+            write_all(STDERR_FILENO, text, len);
+            if (text[len - 1] != '\n') write_all(STDERR_FILENO, "\n", 1);
+        }
+        summarize(text, len, sum, sizeof sum);
+    }
+    free(text);
+    return bd_fail(d, BD_ERR_TOOLCHAIN, "%s '%s' %s%s", what, bd_quote(cmd->argv[0]), how, sum);
+}
+
+/* Why a tool could not start (err from spawn_tool or pipe). */
+static bd_status start_failure(const bd_tool_cmd *cmd, int err, bd_diag *d) {
     const char *what = cmd->what ? cmd->what : "tool";
     const char *prog = cmd->argv[0];
-    if (cmd->cwd) {
-        struct stat st;
-        const char *why = stat(cmd->cwd, &st) != 0 ? strerror(errno)
-                          : !S_ISDIR(st.st_mode)   ? "not a folder"
-                                                   : NULL;
-        if (why)
-            return bd_fail(d, BD_ERR_IO, "cannot run %s '%s' in folder '%s': %s", what,
-                           bd_quote(prog), bd_quote(cmd->cwd), why);
-    }
-    if (cmd->verbose) print_command(cmd);
-    if (cmd->out && cmd->out_size) cmd->out[0] = 0;
+    /* execvp reports EACCES when a PATH folder cannot be searched, even if the program is
+     * simply absent: call that "not found" unless some PATH entry really holds it. */
+    if (err == EACCES && !strchr(prog, '/') && !in_path(prog)) err = ENOENT;
+    if (err == ENOENT)
+        return bd_fail(d, BD_ERR_TOOLCHAIN, "%s '%s' not found%s%s%s%s", what, bd_quote(prog),
+                       cmd->hint ? " (" : "", cmd->hint ? cmd->hint : "", cmd->hint ? ")" : "",
+                       strchr(prog, ' ') ? "; a program name is not split on spaces" : "");
+    return bd_fail(d, BD_ERR_TOOLCHAIN, "cannot run %s '%s': %s", what, bd_quote(prog),
+                   strerror(err));
+}
 
-    int outp[2], errp[2];
-    if (make_pipe(outp) != 0)
-        return bd_fail(d, BD_ERR_IO, "cannot run %s '%s': pipe: %s", what, bd_quote(prog),
-                       strerror(errno));
-    if (make_pipe(errp) != 0) {
-        int e = errno;
-        close(outp[0]);
-        close(outp[1]);
-        return bd_fail(d, BD_ERR_IO, "cannot run %s '%s': pipe: %s", what, bd_quote(prog),
-                       strerror(e));
+bd_status bd_tool_run(const bd_tool_cmd *cmd, bd_diag *d) {
+    return bd_tool_run_all(cmd, 1, d);
+}
+
+bd_status bd_tool_run_all(const bd_tool_cmd *cmds, int n, bd_diag *d) {
+    BD_ASSERT(n >= 1 && n <= BD_TOOL_MAX_JOBS);
+    for (int i = 0; i < n; i++) {
+        const bd_tool_cmd *cmd = &cmds[i];
+        BD_ASSERT(cmd->argv && cmd->argv[0]);
+        if (cmd->cwd) {
+            struct stat st;
+            const char *why = stat(cmd->cwd, &st) != 0 ? strerror(errno)
+                              : !S_ISDIR(st.st_mode)   ? "not a folder"
+                                                       : NULL;
+            if (why)
+                return bd_fail(d, BD_ERR_IO, "cannot run %s '%s' in folder '%s': %s",
+                               cmd->what ? cmd->what : "tool", bd_quote(cmd->argv[0]),
+                               bd_quote(cmd->cwd), why);
+        }
     }
+    tool_job jobs[BD_TOOL_MAX_JOBS];
+    memset(jobs, 0, sizeof jobs);
+    int started = 0, err = 0;
     char **envp = tool_env();
-    capture *cap = calloc(1, sizeof *cap);
-    int err = ENOMEM;
-    pid_t pid = 0;
-    if (envp && cap) {
-        sigset_t old;
-        sigs_block(&old);
-        err = spawn_tool(cmd, envp, outp[1], errp[1], &old, &pid);
-        if (!err) g_child = pid;
-        sigs_restore(&old); /* a signal that came meanwhile now kills the tool */
+    if (!envp) err = ENOMEM;
+    for (int i = 0; i < n && !err; i++) {
+        const bd_tool_cmd *cmd = &cmds[i];
+        tool_job *j = &jobs[i];
+        j->cmd = cmd;
+        j->outr = j->errr = -1;
+        if (cmd->verbose) print_command(cmd);
+        if (cmd->out && cmd->out_size) cmd->out[0] = 0;
+        int outp[2], errp[2];
+        if (make_pipe(outp) != 0) {
+            err = errno;
+            break;
+        }
+        if (make_pipe(errp) != 0) {
+            err = errno;
+            close(outp[0]);
+            close(outp[1]);
+            break;
+        }
+        j->cap = calloc(1, sizeof *j->cap);
+        if (!j->cap) err = ENOMEM;
+        if (!err) {
+            sigset_t old;
+            sigs_block(&old);
+            err = spawn_tool(cmd, envp, outp[1], errp[1], &old, &j->pid);
+            if (!err) g_child[i] = j->pid;
+            sigs_restore(&old); /* a signal that came meanwhile now kills the tool */
+        }
+        close(outp[1]);
+        close(errp[1]);
+        if (err) {
+            close(outp[0]);
+            close(errp[0]);
+            free(j->cap);
+            j->cap = NULL;
+            break;
+        }
+        j->outr = outp[0];
+        j->errr = errp[0];
+        started++;
     }
     free(envp);
-    close(outp[1]);
-    close(errp[1]);
-    if (err) {
-        close(outp[0]);
-        close(errp[0]);
-        free(cap);
-        /* execvp reports EACCES when a PATH folder cannot be searched, even if the program is
-         * simply absent: call that "not found" unless some PATH entry really holds it. */
-        if (err == EACCES && !strchr(prog, '/') && !in_path(prog)) err = ENOENT;
-        if (err == ENOENT)
-            return bd_fail(d, BD_ERR_TOOLCHAIN, "%s '%s' not found%s%s%s%s", what, bd_quote(prog),
-                           cmd->hint ? " (" : "", cmd->hint ? cmd->hint : "", cmd->hint ? ")" : "",
-                           strchr(prog, ' ') ? "; a program name is not split on spaces" : "");
-        return bd_fail(d, BD_ERR_TOOLCHAIN, "cannot run %s '%s': %s", what, bd_quote(prog),
-                       strerror(err));
-    }
+    if (err) /* the ones already running are not wanted: end them, then reap them below */
+        for (int i = 0; i < started; i++) kill(-jobs[i].pid, SIGKILL);
 
-    /* Drain both pipes until EOF (or an interrupt), so neither can fill and stall the tool. */
-    struct pollfd pf[2] = {{.fd = outp[0], .events = POLLIN}, {.fd = errp[0], .events = POLLIN}};
-    size_t nout = 0;
+    /* Drain every pipe until EOF (or an interrupt), so none can fill and stall its tool. */
+    struct pollfd pf[2 * BD_TOOL_MAX_JOBS];
     char buf[16384];
-    while ((pf[0].fd >= 0 || pf[1].fd >= 0) && !g_pending) {
-        if (poll(pf, 2, -1) < 0) {
+    for (;;) {
+        int np = 0;
+        for (int i = 0; i < started; i++) {
+            pf[np++] = (struct pollfd){.fd = jobs[i].outr, .events = POLLIN};
+            pf[np++] = (struct pollfd){.fd = jobs[i].errr, .events = POLLIN};
+        }
+        bool open_fd = false;
+        for (int k = 0; k < np; k++) open_fd |= pf[k].fd >= 0;
+        if (!open_fd || g_pending) break;
+        if (poll(pf, (nfds_t)np, -1) < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || !pf[i].revents) continue;
-            ssize_t k = read(pf[i].fd, buf, sizeof buf);
-            if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (k <= 0) {
-                close(pf[i].fd);
-                pf[i].fd = -1;
+        for (int k = 0; k < np; k++) {
+            tool_job *j = &jobs[k / 2];
+            int *fd = k % 2 ? &j->errr : &j->outr;
+            if (*fd < 0 || !pf[k].revents) continue;
+            ssize_t got = read(*fd, buf, sizeof buf);
+            if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (got <= 0) {
+                close(*fd);
+                *fd = -1;
                 continue;
             }
-            if (cmd->verbose) write_all(STDERR_FILENO, buf, (size_t)k);
-            if (i == 1) {
-                capture_add(cap, buf, (size_t)k);
-            } else if (cmd->out && cmd->out_size > nout + 1) {
-                size_t room = cmd->out_size - 1 - nout, m = (size_t)k < room ? (size_t)k : room;
-                memcpy(cmd->out + nout, buf, m);
-                nout += m;
-                cmd->out[nout] = 0;
+            if (j->cmd->verbose) write_all(STDERR_FILENO, buf, (size_t)got);
+            if (k % 2) {
+                capture_add(j->cap, buf, (size_t)got);
+            } else if (j->cmd->out && j->cmd->out_size > j->nout + 1) {
+                size_t room = j->cmd->out_size - 1 - j->nout, m = (size_t)got < room ? (size_t)got : room;
+                memcpy(j->cmd->out + j->nout, buf, m);
+                j->nout += m;
+                j->cmd->out[j->nout] = 0;
             }
         }
     }
-    for (int i = 0; i < 2; i++)
-        if (pf[i].fd >= 0) close(pf[i].fd);
-    int status = 0, werr = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            werr = errno;
-            break;
+    for (int i = 0; i < started; i++) {
+        tool_job *j = &jobs[i];
+        if (j->outr >= 0) close(j->outr);
+        if (j->errr >= 0) close(j->errr);
+        while (waitpid(j->pid, &j->status, 0) < 0) {
+            if (errno != EINTR) {
+                j->werr = errno;
+                break;
+            }
         }
     }
 
     sigset_t old;
     sigs_block(&old);
-    g_child = 0;
-    rescan_workdir(); /* what the tool left behind, for the handler's list */
+    for (int i = 0; i < BD_TOOL_MAX_JOBS; i++) g_child[i] = 0;
+    rescan_workdir(); /* what the tools left behind, for the handler's list */
     if (g_pending) die_by_pending(g_pending);
     sigs_restore(&old);
 
-    bd_status s = BD_OK;
-    if (werr || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char how[96];
-        if (werr)
-            snprintf(how, sizeof how, "could not be waited for (%s)", strerror(werr));
-        else if (WIFEXITED(status))
-            snprintf(how, sizeof how, "failed (exit status %d)", WEXITSTATUS(status));
-        else if (WIFSIGNALED(status))
-            snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(status),
-                     strsignal(WTERMSIG(status)));
-        else
-            snprintf(how, sizeof how, "ended with wait status %d", status);
-        char *text = capture_text(cap);
-        char sum[2 * BD_LINE_MAX + 16] = "";
-        if (text) {
-            size_t len = strlen(text);
-            if (!cmd->verbose && len) { /* verbose mode already showed it as it came */
-                write_all(STDERR_FILENO, text, len);
-                if (text[len - 1] != '\n') write_all(STDERR_FILENO, "\n", 1);
-            }
-            summarize(text, len, sum, sizeof sum);
-        }
-        free(text);
-        s = bd_fail(d, BD_ERR_TOOLCHAIN, "%s '%s' %s%s", what, bd_quote(prog), how, sum);
+    bd_status s = err ? start_failure(&cmds[started], err, d) : BD_OK;
+    for (int i = 0; i < started; i++) {
+        tool_job *j = &jobs[i];
+        bool failed = j->werr || !WIFEXITED(j->status) || WEXITSTATUS(j->status) != 0;
+        if (!s && failed) s = tool_failure(j, d); /* the first that failed, in order */
+        free(j->cap);
     }
-    free(cap);
     return s;
 }
 

@@ -57,6 +57,12 @@ typedef struct bd_tool_cmd {
  * bdc's stderr. A missing program is BD_ERR_TOOLCHAIN too; a missing cwd is BD_ERR_IO. */
 bd_status bd_tool_run(const bd_tool_cmd *cmd, bd_diag *d);
 
+/* Runs n (1..BD_TOOL_MAX_JOBS) tools at once, each as bd_tool_run would, and waits for all of
+ * them; an interruption kills them all. The status is that of the first one (in order) that could
+ * not start or failed, its stderr shown as bd_tool_run shows it. */
+enum { BD_TOOL_MAX_JOBS = 8 };
+bd_status bd_tool_run_all(const bd_tool_cmd *cmds, int n, bd_diag *d);
+
 /* Fails early, before a long build, when final_path cannot be an output: its folder is missing or
  * not writable, or it names a folder. BD_ERR_IO naming the path. */
 bd_status bd_output_check(const char *final_path, bd_diag *d);

@@ -27,6 +27,10 @@ typedef struct bd_emit_opts {
                                    at a smaller batch (plan/batch.h); NULL: none */
 } bd_emit_opts;
 
+/* The CPU printer's model.c compiles whole or in parts (target/cpu/emit.c): BD_PARTS shares of
+ * its block functions, which the native build spreads over parallel compiles. */
+enum { BD_PARTS = 8 };
+
 /* What the printer produces. */
 typedef struct bd_c_program {
     char *source; /* the target's source file (model.c, model.cu, ...), NUL-terminated (heap) */

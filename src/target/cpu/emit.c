@@ -70,7 +70,7 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool 
     const bd_node *node = bd_emit_node(e, n);
     bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
                                 : bd_emit_str(e, "nest %zu", i));
-    bd_emit_open(e, "static void k%zu(void *ctx, int64_t block, int thread)", i);
+    bd_emit_open(e, "BD_KERNEL(%zu)", i);
     bd_emit(e, "bd_state *S = ctx;");
     bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
     bd_emit(e, "(void)S; (void)scratch; (void)block;");
@@ -172,7 +172,7 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
         fn_of[i] = -1;
         if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks > 0) {
             fn_of[i] = n_fns++;
-            bd_emit(e, "k%zu,", i);
+            bd_emit(e, "BD_K(%zu),", i);
         }
     }
     if (!n_fns) bd_emit(e, "NULL");
@@ -239,6 +239,38 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     bd_vec_free(&touch);
 }
 
+/* Text put into the printed file at byte `at` of it, once it is complete. */
+typedef struct bd_insertion {
+    size_t at;
+    const char *text;
+} bd_insertion;
+
+static void insert_at(bd_vec *ins, size_t at, const char *text) {
+    bd_insertion *x = bd_vec_push(ins);
+    x->at = at;
+    x->text = text;
+}
+
+/* The file compiles whole, or in parts at once (the native build's parallel compiles, see
+ * driver/compile.c): each compile with -DBD_PART_LO=a -DBD_PART_HI=b (0 <= a < b <= BD_PARTS)
+ * defines the block functions of parts [a, b), declares the others, and the one holding part 0
+ * the rest. The parts split the block functions' text in BD_PARTS equal shares, in nest order,
+ * whatever the number of compiles, so the file is the same on every machine. Across parts the
+ * functions need external names: prefixed with the weights' symbol (unique per --lib) and
+ * hidden. */
+static void emit_parts_prelude(bd_emitter *e, const bd_emit_opts *opts) {
+    bd_emit(e, "#ifdef BD_PART_LO /* compiled in parts */");
+    bd_emit(e, "#define BD_HERE(part) ((part) >= BD_PART_LO && (part) < BD_PART_HI)");
+    bd_emit(e, "#define BD_K(i) %s_k##i", opts->weights_symbol);
+    bd_emit(e, "#define BD_KERNEL(i) __attribute__((visibility(\"hidden\"))) void BD_K(i)(void *ctx, int64_t block, int thread)");
+    bd_emit(e, "#else");
+    bd_emit(e, "#define BD_HERE(part) 1");
+    bd_emit(e, "#define BD_K(i) k##i");
+    bd_emit(e, "#define BD_KERNEL(i) static void BD_K(i)(void *ctx, int64_t block, int thread)");
+    bd_emit(e, "#endif");
+    bd_emit_blank(e);
+}
+
 bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memory_plan *mem,
                     const bd_emit_opts *opts, bd_c_program *out, bd_diag *d) {
     memset(out, 0, sizeof *out);
@@ -291,13 +323,21 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "} bd_state;");
     bd_emit_blank(&e);
 
+    emit_parts_prelude(&e, opts);
     /* Nests over an empty domain have nothing to run and get no code. */
+    size_t *kspan = malloc((2 * p->nests.len + 1) * sizeof *kspan), nk = 0; /* [start, end) */
+    size_t *knest = malloc((p->nests.len + 1) * sizeof *knest);
+    BD_ASSERT(kspan && knest);
     for (size_t i = 0; i < p->nests.len && !s; i++) {
         if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks == 0) continue;
+        knest[nk] = i;
+        kspan[2 * nk] = e.pr.text.len;
         emit_block_function(&e, i, &BD_VEC_AT(&p->nests, bd_nest, i),
                             opts->batch_sliced && opts->batch_sliced[i], &s, d);
+        kspan[2 * nk++ + 1] = e.pr.text.len;
         bd_emit_blank(&e);
     }
+    size_t tail_at = e.pr.text.len;
 
     bool dataflow = sched->mode == BD_SCHEDULE_BLOCK;
     if (dataflow && !s) emit_dag(&e, sched, mem);
@@ -345,7 +385,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, sched->order[i]);
         bool sliced = opts->batch_sliced && opts->batch_sliced[sched->order[i]];
         if (n->n_blocks > 0)
-            bd_emit(&e, "bdrt_pool_run(S->pool, %s, k%d, S);",
+            bd_emit(&e, "bdrt_pool_run(S->pool, %s, BD_K(%d), S);",
                     sliced ? active_blocks(&e, n) : bd_emit_str(&e, "%lld", (long long)n->n_blocks), sched->order[i]);
     }
     if (dataflow) bd_emit(&e, "bdrt_dag_run(S->dag, S->pool, S, S->arena);");
@@ -371,7 +411,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit_close(&e, ";");
     bd_emit_open(&e, "static const bdrt_task_fn bd_nest_fns[] =");
     for (size_t i = 0; i < p->nests.len; i++)
-        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks) bd_emit(&e, "k%zu,", i);
+        if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks) bd_emit(&e, "BD_K(%zu),", i);
     if (!n_named) bd_emit(&e, "NULL");
     bd_emit_close(&e, ";");
     bd_print_io_table(&e.pr, "static const bdrt_io", "bd_inputs", e.graph, &e.graph->inputs, true);
@@ -404,15 +444,31 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         bd_emit(&e, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
     }
 
-    /* Now that the slot count is known, define it ahead of the state struct. */
-    char def[64];
-    int dl = snprintf(def, sizeof def, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1);
-    bd_vec final = BD_VEC(char);
-    for (size_t i = 0; i < e.pr.text.len; i++) {
-        if (i == state_at)
-            for (int k = 0; k < dl; k++) *(char *)bd_vec_push(&final) = def[k];
-        *(char *)bd_vec_push(&final) = BD_VEC_AT(&e.pr.text, char, i);
+    /* Now that the slot count is known, define it ahead of the state struct; guard each block
+     * function with its part, and the rest with part 0 (emit_parts_prelude). */
+    bd_vec ins = BD_VEC(bd_insertion);
+    insert_at(&ins, state_at, bd_emit_str(&e, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1));
+    size_t kbytes = 0, done = 0;
+    for (size_t k = 0; k < nk; k++) kbytes += kspan[2 * k + 1] - kspan[2 * k];
+    for (size_t k = 0; k < nk; k++) {
+        int part = (int)(done * BD_PARTS / (kbytes ? kbytes : 1));
+        done += kspan[2 * k + 1] - kspan[2 * k];
+        insert_at(&ins, kspan[2 * k], bd_emit_str(&e, "#if BD_HERE(%d)\n", part));
+        insert_at(&ins, kspan[2 * k + 1], bd_emit_str(&e, "#else\nBD_KERNEL(%zu);\n#endif\n", knest[k]));
     }
+    insert_at(&ins, tail_at, "#if BD_HERE(0)\n");
+    insert_at(&ins, e.pr.text.len, "#endif\n");
+    free(kspan);
+    free(knest);
+    bd_vec final = BD_VEC(char);
+    size_t next = 0;
+    for (size_t i = 0; i <= e.pr.text.len; i++) {
+        for (; next < ins.len && BD_VEC_AT(&ins, bd_insertion, next).at == i; next++)
+            for (const char *c = BD_VEC_AT(&ins, bd_insertion, next).text; *c; c++)
+                *(char *)bd_vec_push(&final) = *c;
+        if (i < e.pr.text.len) *(char *)bd_vec_push(&final) = BD_VEC_AT(&e.pr.text, char, i);
+    }
+    bd_vec_free(&ins);
     *(char *)bd_vec_push(&final) = 0;
 
     if (!s) {
