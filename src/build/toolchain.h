@@ -2,9 +2,10 @@
  * outputs.
  *
  * A build works inside a private folder (bd_workdir, mkdtemp under $TMPDIR, mode 0700), runs the C
- * compiler and `ar` there by argv (bd_tool_run: posix_spawnp, never a shell), and moves the result
- * to the user's path with one rename (bd_publish), so a half-written output never appears. While a
- * workdir exists, SIGINT/SIGTERM/SIGHUP kill the running tool's process group, remove the folder
+ * compiler and `ar` there by argv (bd_tool_run, or bd_tool_run_all for several at once:
+ * posix_spawnp, never a shell), and moves the result to the user's path with one rename
+ * (bd_publish), so a half-written output never appears. While a workdir exists,
+ * SIGINT/SIGTERM/SIGHUP kill the running tools' process groups, remove the folder
  * and any publish temp file, and then end bdc with that signal. One workdir at a time; call from
  * the main thread (bdc's compiler is single-threaded). */
 #ifndef BD_TOOLCHAIN_H

@@ -352,6 +352,61 @@ static void test_run_missing(void) {
     check(!strcmp(bd_cc(), "cc"), "cc-default", "got '%s'", bd_cc());
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Several tools at once: they overlap in time, each keeps its own output, the first failure in
+ * order is reported with its stderr, and a tool that cannot start ends the ones already running. */
+static void test_run_all(void) {
+    bd_diag d;
+    memset(&d, 0, sizeof d);
+    /* each waits for the other's file: only tools that run at the same time both finish */
+    char a_sh[] = "touch a.ready; i=0; while [ ! -e b.ready ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done; "
+                  "[ -e b.ready ] && printf A";
+    char b_sh[] = "touch b.ready; i=0; while [ ! -e a.ready ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done; "
+                  "[ -e a.ready ] && printf B";
+    char *a[] = {"sh", "-c", a_sh, NULL}, *b[] = {"sh", "-c", b_sh, NULL};
+    char out_a[16] = "", out_b[16] = "";
+    bd_tool_cmd cmds[2] = {{.argv = a, .cwd = root, .out = out_a, .out_size = sizeof out_a},
+                           {.argv = b, .cwd = root, .out = out_b, .out_size = sizeof out_b}};
+    bd_status s = bd_tool_run_all(cmds, 2, &d);
+    check(s == BD_OK && !strcmp(out_a, "A") && !strcmp(out_b, "B"), "run-all-concurrent",
+          "status %d, outputs '%s' '%s': %s", s, out_a, out_b, d.msg);
+    char ra[BD_PATH_MAX + 16], rb[BD_PATH_MAX + 16];
+    snprintf(ra, sizeof ra, "%s/a.ready", root);
+    snprintf(rb, sizeof rb, "%s/b.ready", root);
+    unlink(ra);
+    unlink(rb);
+
+    /* the second and third fail: the second is the one reported, and its stderr shown */
+    char *ok[] = {"true", NULL};
+    char *f2[] = {"sh", "-c", "echo second-failed >&2; exit 3", NULL};
+    char *f3[] = {"sh", "-c", "echo third-failed >&2; exit 4", NULL};
+    bd_tool_cmd fails[3] = {{.argv = ok, .what = "first"}, {.argv = f2, .what = "second"},
+                            {.argv = f3, .what = "third"}};
+    memset(&d, 0, sizeof d);
+    stderr_begin();
+    s = bd_tool_run_all(fails, 3, &d);
+    char *err = stderr_end();
+    check(s == BD_ERR_TOOLCHAIN && strstr(d.msg, "second 'sh' failed (exit status 3)") &&
+              strstr(d.msg, "second-failed") && strstr(err, "second-failed"),
+          "run-all-first-failure", "status %d: %s (stderr '%s')", s, d.msg, err);
+    free(err);
+
+    /* a missing tool after one that started: reported as missing, the started one ended */
+    char *slow[] = {"sleep", "30", NULL}, *none[] = {"bdc-no-such-tool", NULL};
+    bd_tool_cmd mixed[2] = {{.argv = slow, .what = "sleeper"},
+                            {.argv = none, .what = "C compiler", .hint = "set CC or install gcc"}};
+    memset(&d, 0, sizeof d);
+    double t0 = now_s();
+    s = bd_tool_run_all(mixed, 2, &d);
+    check(s == BD_ERR_TOOLCHAIN && strstr(d.msg, "'bdc-no-such-tool' not found") && now_s() - t0 < 10,
+          "run-all-missing-ends-others", "status %d after %.1f s: %s", s, now_s() - t0, d.msg);
+}
+
 static void test_run_verbose(void) {
     bd_diag d;
     memset(&d, 0, sizeof d);
@@ -815,6 +870,7 @@ int main(void) {
     test_run_failures();
     test_run_missing();
     test_run_verbose();
+    test_run_all();
     test_workdir();
     test_publish();
     test_interrupt_during_tool();
