@@ -374,6 +374,7 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
     g.kd = kd;
     g.ldc = ldc;
     g.tmp = tmp;
+    g.stream_a = a->packed != NULL;
     for (int64_t jc = n0; jc < n1;) {
         /* a pre-packed B is blocked on its own panel grid */
         int64_t jend = b->packed ? imin(n1, (jc / NC + 1) * NC) : imin(n1, jc + NC);
@@ -393,7 +394,6 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
             int first = pc == 0, last = pc + kc >= K;
             for (int64_t ic = m0; ic < m1;) {
                 int64_t iend = a->packed ? imin(m1, (ic / MC + 1) * MC) : imin(m1, ic + MC);
-                g.stream_a = a->packed != NULL;
                 if (a->packed) {
                     g.ap = a->packed + (ic / mr) * K * mr + pc * mr;
                     g.astride = K * mr;

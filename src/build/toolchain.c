@@ -8,11 +8,10 @@
  * ignored, e.g. under nohup) go to one handler that does one of two things:
  *  - A tool is running (a g_child entry > 0): the main thread is then inside bd_tool_run_all,
  *    blocked in poll or waitpid. The handler only SIGKILLs the tools' process groups and records
- *    the signal. The
- *    waiting loop wakes (EINTR, or EOF once the tool is dead), reaps the tool, and then, in normal
- *    context, removes the whole folder recursively and the publish temp file and re-raises the
- *    signal with its default action. SIGKILL rather than the same signal: the tool's own temp
- *    files land in the workdir (TMPDIR points there), so it has nothing to clean up itself.
+ *    the signal. The waiting loop wakes (EINTR, or EOF once the tools are dead), reaps them, and
+ *    then, in normal context, removes the whole folder recursively and the publish temp file and
+ *    re-raises the signal with its default action. SIGKILL rather than the same signal: a tool's
+ *    own temp files land in the workdir (TMPDIR points there), so it has nothing to clean up.
  *  - No tool is running: bdc may be anywhere (emitting code, in malloc), so the handler cleans up
  *    by itself using only unlink/rmdir/write/sigaction/raise on lists built beforehand: the names
  *    recorded by bd_workdir_path/bd_write_file (recorded before the file is created) and a
@@ -748,10 +747,13 @@ static bd_status tool_failure(tool_job *j, bd_diag *d) {
     return bd_fail(d, BD_ERR_TOOLCHAIN, "%s '%s' %s%s", what, bd_quote(cmd->argv[0]), how, sum);
 }
 
-/* Why a tool could not start (err from spawn_tool or pipe). */
-static bd_status start_failure(const bd_tool_cmd *cmd, int err, bd_diag *d) {
+/* Why a tool could not start: err from pipe (pipe_failed) or from spawn_tool. */
+static bd_status start_failure(const bd_tool_cmd *cmd, int err, bool pipe_failed, bd_diag *d) {
     const char *what = cmd->what ? cmd->what : "tool";
     const char *prog = cmd->argv[0];
+    if (pipe_failed)
+        return bd_fail(d, BD_ERR_IO, "cannot run %s '%s': pipe: %s", what, bd_quote(prog),
+                       strerror(err));
     /* execvp reports EACCES when a PATH folder cannot be searched, even if the program is
      * simply absent: call that "not found" unless some PATH entry really holds it. */
     if (err == EACCES && !strchr(prog, '/') && !in_path(prog)) err = ENOENT;
@@ -786,6 +788,7 @@ bd_status bd_tool_run_all(const bd_tool_cmd *cmds, int n, bd_diag *d) {
     tool_job jobs[BD_TOOL_MAX_JOBS];
     memset(jobs, 0, sizeof jobs);
     int started = 0, err = 0;
+    bool pipe_failed = false;
     char **envp = tool_env();
     if (!envp) err = ENOMEM;
     for (int i = 0; i < n && !err; i++) {
@@ -797,11 +800,11 @@ bd_status bd_tool_run_all(const bd_tool_cmd *cmds, int n, bd_diag *d) {
         if (cmd->out && cmd->out_size) cmd->out[0] = 0;
         int outp[2], errp[2];
         if (make_pipe(outp) != 0) {
-            err = errno;
+            err = errno, pipe_failed = true;
             break;
         }
         if (make_pipe(errp) != 0) {
-            err = errno;
+            err = errno, pipe_failed = true;
             close(outp[0]);
             close(outp[1]);
             break;
@@ -889,7 +892,7 @@ bd_status bd_tool_run_all(const bd_tool_cmd *cmds, int n, bd_diag *d) {
     if (g_pending) die_by_pending(g_pending);
     sigs_restore(&old);
 
-    bd_status s = err ? start_failure(&cmds[started], err, d) : BD_OK;
+    bd_status s = err ? start_failure(&cmds[started], err, pipe_failed, d) : BD_OK;
     for (int i = 0; i < started; i++) {
         tool_job *j = &jobs[i];
         bool failed = j->werr || !WIFEXITED(j->status) || WEXITSTATUS(j->status) != 0;
