@@ -86,7 +86,25 @@ typedef struct bdrt_model {
     /* Models with a ranged batch (an input with batch_min > 0): the batch of the next runs,
      * within the range; NULL otherwise. */
     void (*set_batch)(void *inst, int64_t batch);
+    /* Executables: the bytes of constants bdc appended to the file (bdrt_weights_map); -1 when
+     * they are linked into the program instead (--lib). */
+    int64_t weights_bytes;
 } bdrt_model;
+
+/* ---- the model's constants (bdrt_weights.c) ----
+ * bdc appends the weights to the executable it links rather than linking them in: a linker or an
+ * assembler copying 650 MB of them took most of a transformer's compile time. The file is the
+ * program, zeros up to a multiple of BDRT_WEIGHTS_ALIGN, the weights, then a 32-byte trailer:
+ * the 8 bytes BDRT_WEIGHTS_MAGIC, the weights' offset and byte count (little-endian uint64), and
+ * their sum. bdrt_weights_map(bytes) maps them read-only from /proc/self/exe into bdrt_weights
+ * (shared page cache: no copy, read as the code touches them), checking the trailer against the
+ * file's size and `bytes` (the count the code was printed for); 0, or -1 with the reason in err.
+ * A tool that rewrites the file (strip) drops them: the executable then says so and exits 4.
+ * bdrt_main calls it before create(); a program that is its own loader may call it too. */
+#define BDRT_WEIGHTS_MAGIC "bdcwts01"
+#define BDRT_WEIGHTS_ALIGN 65536
+extern const unsigned char *bdrt_weights;
+int bdrt_weights_map(int64_t bytes, char *err, size_t err_len);
 
 /* The device chosen by --device N (GPU models; 0 by default). */
 extern int bdrt_device_index;

@@ -980,6 +980,14 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
     }
     if (o.out_dir && (rc = out_dir_open(&dir, o.out_dir)) != 0) goto done;
 
+    if (m->weights_bytes >= 0) {
+        char err[512];
+        if (bdrt_weights_map(m->weights_bytes, err, sizeof err)) {
+            bdrt_errorf("%s", err);
+            rc = BDRT_EXIT_IO;
+            goto done;
+        }
+    }
     inst = m->create(o.threads);
     if (!inst) {
         bdrt_errorf("cannot create the model '%s' (out of memory or no device)", q(m->name));

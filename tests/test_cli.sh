@@ -186,6 +186,18 @@ PY
 check huge-output-cap 4 "graph outputs included.*largest tensor 'y'" "$bdc" compile "$tmp/huge.onnx" -o "$tmp/huge"
 check profile-with-benchmark 1 "does not go with --benchmark" "$tmp/sample" models/sample.input.npy --profile "$tmp/t.json" --benchmark 2
 
+# The weights ride appended to the executable (runtime/bdrt.h): a copy elsewhere runs, a file
+# that lost them (strip rewrites the ELF without them, or cut short) says so and exits 4.
+cp "$tmp/sample" "$tmp/sample_copy"
+check weights-copied-runs 0 "probs: float32\[1,10\]" "$tmp/sample_copy" models/sample.input.npy
+size=$(stat -c %s "$tmp/sample")
+head -c $((size - 5)) "$tmp/sample" >"$tmp/sample_cut" && chmod +x "$tmp/sample_cut"
+check weights-cut-short 4 "the model's weights: they are missing from this executable" "$tmp/sample_cut" models/sample.input.npy
+if strip -o "$tmp/sample_stripped" "$tmp/sample" 2>/dev/null; then
+  check weights-stripped 4 "was it stripped" "$tmp/sample_stripped" models/sample.input.npy
+fi
+check weights-info-without-them 0 "probs" "$tmp/sample_cut" --info
+
 # The GPU targets' command line: options a target does not take, and a GPU executable's own.
 check target-unknown 3 "unknown target 'tpu' \(cpu, cuda, hip or opencl\)" "$bdc" compile models/sample.onnx -o "$tmp/x" --target tpu
 check opencl-no-arch 1 "--target opencl takes no --arch" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --arch sm_90

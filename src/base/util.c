@@ -88,7 +88,25 @@ char *bd_arena_printf(bd_arena *a, const char *fmt, ...) {
     return p;
 }
 
+struct bd_arena_adopted {
+    bd_arena_adopted *next;
+    void *p;
+};
+
+bool bd_arena_adopt(bd_arena *a, void *p, size_t size) {
+    if (a->limit && (size > a->limit || a->total > a->limit - size)) return false;
+    bd_arena_adopted *n = bd_arena_alloc(a, sizeof *n);
+    if (!n) return false;
+    n->p = p;
+    n->next = a->adopted;
+    a->adopted = n;
+    a->total += size;
+    return true;
+}
+
 void bd_arena_free(bd_arena *a) {
+    for (bd_arena_adopted *n = a->adopted; n; n = n->next) free(n->p);
+    a->adopted = NULL;
     for (bd_arena_chunk *c = a->head, *next; c; c = next) {
         next = c->next;
         free(c);

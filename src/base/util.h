@@ -34,10 +34,12 @@ bd_status bd_vfail(bd_diag *d, bd_status status, const char *fmt, va_list ap);
 
 /* ---- arena ---- */
 typedef struct bd_arena_chunk bd_arena_chunk;
+typedef struct bd_arena_adopted bd_arena_adopted;
 typedef struct bd_arena {
     bd_arena_chunk *head;
     size_t total;     /* bytes handed out, for resource reporting */
     size_t limit;     /* 0 = unlimited; past it allocations fail (return NULL) */
+    bd_arena_adopted *adopted; /* heap blocks freed with the arena (bd_arena_adopt) */
 } bd_arena;
 
 void *bd_arena_alloc(bd_arena *a, size_t size);        /* zeroed, 16-byte aligned; NULL on failure */
@@ -46,6 +48,10 @@ char *bd_arena_strdup(bd_arena *a, const char *s);
 char *bd_arena_strndup(bd_arena *a, const char *s, size_t n);
 char *bd_arena_printf(bd_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bd_arena_free(bd_arena *a);
+/* Makes the malloc'd block p (of size bytes) the arena's: freed by bd_arena_free. A large
+ * buffer some library allocated is kept instead of copied. false (p still the caller's) when
+ * out of memory or over the limit. */
+bool bd_arena_adopt(bd_arena *a, void *p, size_t size);
 
 /* ---- growable array of fixed-size elements (heap backed; owner frees) ---- */
 typedef struct bd_vec {

@@ -380,20 +380,14 @@ bd_status bd_workdir_path(bd_workdir *w, const char *name, char *out, size_t siz
     return BD_OK;
 }
 
-bd_status bd_write_file(const char *path, const void *data, size_t len, bd_diag *d) {
+/* data[0..len), or the blob when given. */
+static bd_status write_file(const char *path, const void *data, size_t len, const bd_blob *blob,
+                            bd_diag *d) {
     if (inside_workdir(path)) record_path(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return bd_fail(d, BD_ERR_IO, "cannot write '%s': %s", bd_quote(path), strerror(errno));
-    const char *p = data;
-    while (len) {
-        ssize_t k = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-        if (k < 0 && errno == EINTR) continue;
-        if (k == 0) errno = EIO;
-        if (k <= 0) goto fail;
-        p += k;
-        len -= (size_t)k;
-    }
+    if (blob ? !bd_blob_write_fd(blob, fd) : !bd_write_all(fd, data, len)) goto fail;
     if (close(fd) != 0) {
         fd = -1;
         goto fail;
@@ -404,6 +398,14 @@ fail:;
     if (fd >= 0) close(fd);
     unlink(path);
     return bd_fail(d, BD_ERR_IO, "cannot write '%s': %s", bd_quote(path), strerror(e));
+}
+
+bd_status bd_write_file(const char *path, const void *data, size_t len, bd_diag *d) {
+    return write_file(path, data, len, NULL, d);
+}
+
+bd_status bd_write_blob_file(const char *path, const bd_blob *blob, bd_diag *d) {
+    return write_file(path, NULL, 0, blob, d);
 }
 
 const char *bd_cc(void) {
@@ -682,16 +684,6 @@ static void summarize(const char *text, size_t len, char *out, size_t size) {
     }
 }
 
-static void write_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return;
-        p += k;
-        n -= (size_t)k;
-    }
-}
-
 /* Whether some folder of $PATH holds an entry named prog (the search execvp does). */
 static bool in_path(const char *prog) {
     const char *path = getenv("PATH");
@@ -738,8 +730,8 @@ static bd_status tool_failure(tool_job *j, bd_diag *d) {
     if (text) {
         size_t len = strlen(text);
         if (!cmd->verbose && len) { /* verbose mode already showed it as it came */
-            write_all(STDERR_FILENO, text, len);
-            if (text[len - 1] != '\n') write_all(STDERR_FILENO, "\n", 1);
+            (void)bd_write_all(STDERR_FILENO, text, len);
+            if (text[len - 1] != '\n') (void)bd_write_all(STDERR_FILENO, "\n", 1);
         }
         summarize(text, len, sum, sizeof sum);
     }
@@ -862,7 +854,7 @@ bd_status bd_tool_run_all(const bd_tool_cmd *cmds, int n, bd_diag *d) {
                 *fd = -1;
                 continue;
             }
-            if (j->cmd->verbose) write_all(STDERR_FILENO, buf, (size_t)got);
+            if (j->cmd->verbose) (void)bd_write_all(STDERR_FILENO, buf, (size_t)got);
             if (k % 2) {
                 capture_add(j->cap, buf, (size_t)got);
             } else if (j->cmd->out && j->cmd->out_size > j->nout + 1) {
@@ -940,9 +932,29 @@ static void clear_publish_tmp(void) {
     sigs_restore(&old);
 }
 
-/* EXDEV: copy beside final_path under a unique name, then rename that into place. */
+/* The runtime's layout after the program (bd_publish_executable): zeros to BD_WEIGHTS_ALIGN, the
+ * weights, the trailer. `at` is the program's size. */
+static bool append_weights(int fd, uint64_t at, const bd_blob *w) {
+    static const unsigned char zeros[4096];
+    uint64_t start = (at + BD_WEIGHTS_ALIGN - 1) / BD_WEIGHTS_ALIGN * BD_WEIGHTS_ALIGN;
+    for (uint64_t pad = start - at; pad;) {
+        size_t k = pad < sizeof zeros ? (size_t)pad : sizeof zeros;
+        if (!bd_write_all(fd, zeros, k)) return false;
+        pad -= k;
+    }
+    if (!bd_blob_write_fd(w, fd)) return false;
+    unsigned char t[32];
+    memcpy(t, "bdcwts01", 8);
+    uint64_t v[3] = {start, w->len, start + w->len};
+    for (int k = 0; k < 3; k++)
+        for (int b = 0; b < 8; b++) t[8 + 8 * k + b] = (unsigned char)(v[k] >> (8 * b));
+    return bd_write_all(fd, t, sizeof t);
+}
+
+/* Copies tmp_path (then the weights, when given) beside final_path under a unique name, then
+ * renames that into place: for EXDEV, and for every executable with weights appended. */
 static bd_status publish_copy(const char *tmp_path, const struct stat *sst, const char *final_path,
-                              bd_diag *d) {
+                              const bd_blob *weights, bd_diag *d) {
     char tmp[BD_PATH_MAX + 32];
     int n = snprintf(tmp, sizeof tmp, "%s.bdc-tmp-XXXXXX", final_path);
     if (n < 0 || (size_t)n >= sizeof tmp)
@@ -967,6 +979,7 @@ static bd_status publish_copy(const char *tmp_path, const struct stat *sst, cons
     const char *failed = NULL;
     int e = 0;
     char buf[65536];
+    uint64_t copied = 0;
     for (;;) {
         ssize_t k = read(src, buf, sizeof buf);
         if (k < 0 && errno == EINTR) continue;
@@ -975,20 +988,16 @@ static bd_status publish_copy(const char *tmp_path, const struct stat *sst, cons
             break;
         }
         if (k == 0) break;
-        for (ssize_t o = 0; o < k;) {
-            ssize_t w = write(fd, buf + o, (size_t)(k - o));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                failed = "write", e = w < 0 ? errno : EIO;
-                break;
-            }
-            o += w;
+        if (!bd_write_all(fd, buf, (size_t)k)) {
+            failed = "write", e = errno;
+            break;
         }
-        if (failed) break;
+        copied += (uint64_t)k;
     }
     close(src);
+    if (!failed && weights && !append_weights(fd, copied, weights)) failed = "write", e = errno;
     if (!failed && fchmod(fd, sst->st_mode & 0777) != 0) failed = "chmod", e = errno;
-    if (!failed && fsync(fd) != 0) failed = "fsync", e = errno;
+    if (!failed && !weights && fsync(fd) != 0) failed = "fsync", e = errno;
     if (close(fd) != 0 && !failed) failed = "close", e = errno;
     if (!failed && rename(tmp, final_path) != 0) failed = "rename", e = errno;
     if (failed) {
@@ -1013,5 +1022,15 @@ bd_status bd_publish(const char *tmp_path, const char *final_path, bd_diag *d) {
     if (e != EXDEV)
         return bd_fail(d, BD_ERR_IO, "cannot write output '%s': %s", bd_quote(final_path),
                        strerror(e));
-    return publish_copy(tmp_path, &st, final_path, d);
+    return publish_copy(tmp_path, &st, final_path, NULL, d);
+}
+
+bd_status bd_publish_executable(const char *exe_path, const char *final_path, const bd_blob *weights,
+                                bd_diag *d) {
+    struct stat st;
+    const char *why = lstat(exe_path, &st) != 0 ? strerror(errno)
+                      : !S_ISREG(st.st_mode)    ? "not a regular file"
+                                                : NULL;
+    if (why) return bd_fail(d, BD_ERR_IO, "cannot publish '%s': %s", bd_quote(exe_path), why);
+    return publish_copy(exe_path, &st, final_path, weights, d);
 }

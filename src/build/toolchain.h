@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/blob.h"
 #include "base/util.h"
 
 #define BD_PATH_MAX 4096
@@ -40,6 +41,8 @@ bd_status bd_workdir_path(bd_workdir *w, const char *name, char *out, size_t siz
 /* Creates or overwrites path with exactly len bytes (mode 0644 before umask). A path inside the
  * active workdir is recorded for cleanup first. BD_ERR_IO naming the path; no partial file. */
 bd_status bd_write_file(const char *path, const void *data, size_t len, bd_diag *d);
+/* The same with a blob's bytes (its gaps as zeros). */
+bd_status bd_write_blob_file(const char *path, const bd_blob *blob, bd_diag *d);
 
 typedef struct bd_tool_cmd {
     char *const *argv; /* NULL-terminated; argv[0] is looked up in PATH unless it holds a '/' */
@@ -73,6 +76,16 @@ bd_status bd_output_check(const char *final_path, bd_diag *d);
  * an executable) are kept. On failure final_path is untouched, no temp file is left beside it, and
  * the status is BD_ERR_IO naming the path. On success tmp_path is gone. */
 bd_status bd_publish(const char *tmp_path, const char *final_path, bd_diag *d);
+
+/* bd_publish of the executable exe_path with `weights` appended, in the layout the runtime maps
+ * (runtime/bdrt.h, "the model's constants"): the program's bytes, zeros up to a multiple of
+ * BD_WEIGHTS_ALIGN, the weights, and a 32-byte trailer ("bdcwts01", then the weights' offset,
+ * their byte count and the two's sum as little-endian uint64). Always a copy beside final_path
+ * renamed into place, the weights written once, straight from the model's tensors; no fsync (as
+ * with bd_publish's rename, and it would cost half a second per 650 MB). */
+enum { BD_WEIGHTS_ALIGN = 65536 };
+bd_status bd_publish_executable(const char *exe_path, const char *final_path, const bd_blob *weights,
+                                bd_diag *d);
 
 /* The C compiler: $CC if set and non-empty, else "cc". $CC names one program (a name looked up in
  * PATH or a path) and is not split on spaces, so CC="ccache gcc" is reported as not found rather

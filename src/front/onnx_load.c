@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,7 +46,21 @@ typedef struct loader {
 
 /* ---------------------------------------------------------------- file reading */
 
-static bd_status read_file(const char *path, int64_t max, uint8_t **buf, size_t *len, bd_diag *d) {
+/* A file's bytes: mapped when the system allows (a 650 MB model is then read from the page
+ * cache where it lies, not copied into fresh memory first), else read into the heap. */
+typedef struct file_bytes {
+    uint8_t *p;
+    size_t len;
+    bool mapped;
+} file_bytes;
+
+static void file_release(file_bytes *f) {
+    if (f->mapped) munmap(f->p, f->len);
+    else free(f->p);
+    f->p = NULL;
+}
+
+static bd_status read_file(const char *path, int64_t max, file_bytes *f, bd_diag *d) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return bd_fail(d, BD_ERR_IO, "cannot open '%s': %s", bd_quote(path), strerror(errno));
     struct stat st;
@@ -59,6 +74,12 @@ static bd_status read_file(const char *path, int64_t max, uint8_t **buf, size_t 
                        (long long)st.st_size, (long long)max);
     }
     size_t n = (size_t)st.st_size;
+    void *map = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (map != MAP_FAILED) {
+        close(fd);
+        *f = (file_bytes){map, n, true};
+        return BD_OK;
+    }
     uint8_t *p = malloc(n ? n : 1);
     if (!p) {
         close(fd);
@@ -76,8 +97,7 @@ static bd_status read_file(const char *path, int64_t max, uint8_t **buf, size_t 
         got += (size_t)r;
     }
     close(fd);
-    *buf = p;
-    *len = n;
+    *f = (file_bytes){p, n, false};
     return BD_OK;
 }
 
@@ -392,15 +412,21 @@ static bd_status load_tensor(loader *L, const Onnx__TensorProto *t, bd_tensor **
         *result = out;
         return BD_OK;
     }
-    if (nbytes) {
+    if (!external && t->has_raw_data && nbytes &&
+        bd_arena_adopt(&L->m->arena, t->raw_data.data, (size_t)nbytes)) {
+        /* protobuf-c's copy of the bytes becomes the tensor's (malloc'd, so aligned as the
+         * arena's): a transformer's weights are not copied once more */
+        out->data = t->raw_data.data;
+        ((Onnx__TensorProto *)t)->raw_data = (ProtobufCBinaryData){0, NULL};
+    } else if (nbytes) {
         out->data = bd_arena_alloc(&L->m->arena, (size_t)nbytes);
         if (!out->data) return tensor_fail(L, BD_ERR_IO, t, "out of memory (%lld bytes)", (long long)nbytes);
+        if (!external && t->has_raw_data) memcpy(out->data, t->raw_data.data, (size_t)nbytes);
     }
     if (external) {
         bd_status s = load_external(L, t, out);
         if (s) return s;
     } else if (t->has_raw_data) {
-        if (nbytes) memcpy(out->data, t->raw_data.data, (size_t)nbytes);
         if (dt == BD_DT_BOOL)
             for (int64_t i = 0; i < numel; i++) ((uint8_t *)out->data)[i] = ((uint8_t *)out->data)[i] != 0;
     } else if (nbytes) {
@@ -792,16 +818,15 @@ static char *dir_of(bd_arena *a, const char *path) {
 bd_status bd_onnx_load(const char *path, const bd_limits *lim, bd_model **out, bd_diag *d) {
     *out = NULL;
     if (!lim) lim = &bd_default_limits;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    bd_status s = read_file(path, lim->max_file_bytes, &buf, &len, d);
+    file_bytes f;
+    bd_status s = read_file(path, lim->max_file_bytes, &f, d);
     if (s) return s;
     bd_arena scratch = {0};
     const char *dir = dir_of(&scratch, path);
-    s = dir ? bd_onnx_load_buffer(buf, len, path, dir, lim, out, d)
+    s = dir ? bd_onnx_load_buffer(f.p, f.len, path, dir, lim, out, d)
             : bd_fail(d, BD_ERR_IO, "out of memory");
     bd_arena_free(&scratch);
-    free(buf);
+    file_release(&f);
     return s;
 }
 
@@ -943,18 +968,19 @@ static bd_status load_npy(bd_model *m, const uint8_t *buf, size_t len, const cha
 }
 
 bd_status bd_tensor_read_file(bd_model *m, const char *path, bd_tensor **out, bd_diag *d) {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    bd_status s = read_file(path, bd_default_limits.max_weight_bytes, &buf, &len, d);
+    file_bytes f;
+    bd_status s = read_file(path, bd_default_limits.max_weight_bytes, &f, d);
     if (s) return s;
+    const uint8_t *buf = f.p;
+    size_t len = f.len;
     if (len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0) {
         s = load_npy(m, buf, len, path, out, d);
-        free(buf);
+        file_release(&f);
         return s;
     }
     Onnx__TensorProto *tp = wire_scan(buf, buf + len, &onnx__tensor_proto__descriptor, 0) ? NULL
                             : onnx__tensor_proto__unpack(NULL, len, buf);
-    free(buf);
+    file_release(&f);
     if (!tp)
         return bd_fail(d, BD_ERR_USAGE, "'%s' is neither a .npy file nor an ONNX TensorProto",
                        bd_quote(path));

@@ -6,6 +6,7 @@
 #ifndef BD_TARGET_H
 #define BD_TARGET_H
 
+#include "base/blob.h"
 #include "plan/plan.h"
 #include "target/print.h"
 
@@ -35,8 +36,7 @@ enum { BD_PARTS = 8 };
 typedef struct bd_c_program {
     char *source; /* the target's source file (model.c, model.cu, ...), NUL-terminated (heap) */
     size_t source_len;
-    unsigned char *weights; /* the blob embedded with .incbin (heap, may be NULL) */
-    size_t weights_len;
+    bd_blob weights; /* the bytes bd_weights points at: borrows the model's constants */
     char *header; /* <name>.h for --lib (heap; NULL unless requested) */
 } bd_c_program;
 void bd_c_program_free(bd_c_program *c);

@@ -126,6 +126,7 @@ static const bdrt_model fake_model = {
     .create = fake_create,
     .run = fake_run,
     .destroy = fake_destroy,
+    .weights_bytes = -1, /* none appended: nothing to map */
 };
 
 int main(int argc, char **argv) {

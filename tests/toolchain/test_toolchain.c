@@ -753,6 +753,71 @@ static void body_busy(bd_workdir *w, int fd) {
     }
 }
 
+/* bd_publish_executable: the program, zeros to 64 KiB, the blob's parts at their offsets with
+ * zeros between, the trailer; the program's mode; a failure leaves nothing beside the output. */
+static uint64_t le64_at(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static void test_publish_executable(void) {
+    bd_diag d = {0};
+    bd_workdir w;
+    if (bd_workdir_create(&w, false, &d) != BD_OK) {
+        check(false, "publish-exe-setup", "%s", d.msg);
+        return;
+    }
+    char outdir[BD_PATH_MAX + 16], final[BD_PATH_MAX + 32], src[BD_PATH_MAX + 64];
+    snprintf(outdir, sizeof outdir, "%s/out-exe", root);
+    mkdir(outdir, 0755);
+    snprintf(final, sizeof final, "%s/prog", outdir);
+    make_exe(&w, "a.out", "program bytes", src, sizeof src);
+    static unsigned char big[200001]; /* not a multiple of 64: a gap follows */
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (unsigned char)(i * 7 + 1);
+    bd_blob b = BD_BLOB_INIT;
+    int64_t o1 = bd_blob_add(&b, "abc", 3), o2 = bd_blob_add_ref(&b, big, sizeof big),
+            o3 = bd_blob_add(&b, "z", 1);
+    check(o1 == 0 && o2 == 64 && o3 == (int64_t)((64 + sizeof big + 63) / 64 * 64) &&
+              b.len == (size_t)o3 + 1,
+          "blob-offsets", "%lld %lld %lld, len %zu", (long long)o1, (long long)o2, (long long)o3, b.len);
+    bd_status s = bd_publish_executable(src, final, &b, &d);
+    struct stat st;
+    FILE *f = fopen(final, "rb");
+    unsigned char *all = NULL;
+    size_t n = 0;
+    if (f && stat(final, &st) == 0) {
+        n = (size_t)st.st_size;
+        all = malloc(n);
+        if (all && fread(all, 1, n, f) != n) n = 0;
+    }
+    if (f) fclose(f);
+    bool ok = s == BD_OK && all && n == 65536 + b.len + 32 && (st.st_mode & 0777) == 0755 &&
+              !memcmp(all, "program bytes", 13) && !exists(src) && count_entries(outdir, "prog.") == 0;
+    for (size_t i = 13; ok && i < 65536; i++) ok = all[i] == 0;
+    if (ok) {
+        const unsigned char *wts = all + 65536, *t = all + n - 32;
+        ok = !memcmp(wts, "abc", 3) && !memcmp(wts + 64, big, sizeof big) && wts[o3] == 'z' &&
+             wts[3] == 0 && wts[63] == 0 && wts[64 + sizeof big] == 0 && !memcmp(t, "bdcwts01", 8) &&
+             le64_at(t + 8) == 65536 && le64_at(t + 16) == b.len && le64_at(t + 24) == 65536 + b.len;
+    }
+    check(ok, "publish-executable-layout", "status %d (%s), %zu bytes", s, d.msg, n);
+    free(all);
+
+    /* onto a folder: refused, the program left where it was, no temp beside the output */
+    char folder[BD_PATH_MAX + 32];
+    snprintf(folder, sizeof folder, "%s/afolder", outdir);
+    mkdir(folder, 0755);
+    make_exe(&w, "a.out", "again", src, sizeof src);
+    memset(&d, 0, sizeof d);
+    s = bd_publish_executable(src, folder, &b, &d);
+    check(s == BD_ERR_IO && strstr(d.msg, "afolder") && count_entries(outdir, "afolder.") == 0 &&
+              exists(src),
+          "publish-executable-fail-clean", "status %d: %s", s, d.msg);
+    bd_blob_free(&b);
+    bd_workdir_cleanup(&w);
+}
+
 static void test_interrupt_race(void) {
     int bad = 0;
     char why[BD_PATH_MAX + 64] = "";
@@ -873,6 +938,7 @@ int main(void) {
     test_run_all();
     test_workdir();
     test_publish();
+    test_publish_executable();
     test_interrupt_during_tool();
     test_interrupt_idle(SIGTERM, "interrupt-idle-term");
     test_interrupt_idle(SIGINT, "interrupt-idle-int");

@@ -47,12 +47,7 @@ const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n) {
     return n->node >= 0 ? bd_graph_node(e->graph, n->node) : NULL;
 }
 
-int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) {
-    while (e->blob.len % 64) *(unsigned char *)bd_vec_push(&e->blob) = 0;
-    int64_t off = (int64_t)e->blob.len;
-    for (size_t b = 0; b < len; b++) *(unsigned char *)bd_vec_push(&e->blob) = ((const unsigned char *)data)[b];
-    return off;
-}
+int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len) { return bd_blob_add(&e->blob, data, len); }
 
 /* ---------------------------------------------------------------- the file */
 
@@ -282,11 +277,10 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     e.nest_slot = malloc((p->nests.len + 1) * sizeof *e.nest_slot);
     BD_ASSERT(e.nest_slot);
     for (size_t i = 0; i < p->nests.len; i++) e.nest_slot[i] = -1;
-    e.blob = BD_VEC(unsigned char);
     /* The constants first, at the offsets the plan gave them. */
     for (size_t i = 0; i < mem->constants.len; i++) {
         const bd_tensor *t = bd_graph_value(e.graph, BD_VEC_AT(&mem->constants, int, i))->constant;
-        int64_t at = bd_emit_blob(&e, t->data, (size_t)t->nbytes);
+        int64_t at = bd_blob_add_ref(&e.blob, t->data, (size_t)t->nbytes);
         BD_ASSERT(at == mem->storage[BD_VEC_AT(&mem->constants, int, i)].where);
     }
     bd_status s = BD_OK;
@@ -302,9 +296,13 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_emit(&e, "#include \"bdrt.h\"");
     bd_emit(&e, "#include \"bd_kernels.h\"");
     bd_emit_blank(&e);
-    bd_emit(&e, "extern const unsigned char %s[]; /* weights.S: .incbin of the constants */",
-            opts->weights_symbol);
-    bd_emit(&e, "#define bd_weights %s", opts->weights_symbol);
+    if (opts->library) {
+        bd_emit(&e, "extern const unsigned char %s[]; /* weights.S: .incbin of the constants */",
+                opts->weights_symbol);
+        bd_emit(&e, "#define bd_weights %s", opts->weights_symbol);
+    } else {
+        bd_emit(&e, "#define bd_weights bdrt_weights /* appended to the executable (bdrt.h) */");
+    }
     emit_prelude(&e);
     bd_emit(&e, "#define BD_ARENA_BYTES %lldu", (long long)mem->arena_bytes);
     bd_emit(&e, "#define BD_SCRATCH_BYTES %lldu", (long long)mem->scratch_bytes);
@@ -419,9 +417,10 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     if (e.graph->batch_max)
         bd_emit(&e, "static void bd_set_batch(void *inst, int64_t batch) { ((bd_state *)inst)->batch = batch; }");
     bd_emit_open(&e, "static const bdrt_model bd_model =");
-    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL, %s",
+    const size_t weights_bytes = e.blob.len; /* every constant and table is in by now */
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL, %s, %lld",
             bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len, n_named,
-            e.graph->batch_max ? "bd_set_batch" : "NULL");
+            e.graph->batch_max ? "bd_set_batch" : "NULL", opts->library ? -1LL : (long long)weights_bytes);
     bd_emit_close(&e, ";");
     bd_emit_blank(&e);
     if (opts->library) {
@@ -471,15 +470,15 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     bd_vec_free(&ins);
     *(char *)bd_vec_push(&final) = 0;
 
+    BD_ASSERT(e.blob.len == weights_bytes);
     if (!s) {
         out->source = final.data;
         out->source_len = final.len - 1;
-        out->weights = e.blob.data;
-        out->weights_len = e.blob.len;
+        out->weights = e.blob;
         if (opts->library) out->header = bd_print_lib_header(e.graph, opts->lib_name, "-lpthread -lm", false);
     } else {
         bd_vec_free(&final);
-        bd_vec_free(&e.blob);
+        bd_blob_free(&e.blob);
     }
     free(e.nest_slot);
     bd_printer_free(&e.pr);
@@ -488,7 +487,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
 
 void bd_c_program_free(bd_c_program *c) {
     free(c->source);
-    free(c->weights);
+    bd_blob_free(&c->weights);
     free(c->header);
     memset(c, 0, sizeof *c);
 }

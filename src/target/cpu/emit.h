@@ -24,7 +24,7 @@ typedef struct bd_emitter {
     const bd_storage *storage; /* per value index (plan/plan.c) */
     int *nest_slot;      /* per nest: its S->packed slot, -1 if none */
     int n_slots;
-    bd_vec blob;         /* unsigned char: constants embedded as bd_weights */
+    bd_blob blob;        /* constants (borrowed) and tables embedded as bd_weights */
 } bd_emitter;
 
 typedef enum bd_emit_phase {
@@ -49,7 +49,8 @@ BD_BODIES(X)
 
 /* Expression `((T *)ADDR)` for value v's first element (T const-qualified when read-only). */
 const char *bd_emit_ptr(bd_emitter *e, int value);
-/* Appends bytes to the embedded blob (64-byte aligned); returns their offset from bd_weights. */
+/* Appends a copy of bytes to the embedded blob (64-byte aligned); returns their offset from
+ * bd_weights. */
 int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len);
 /* The nest's S->packed slot, allocated on first call (same number in both phases). */
 int bd_emit_nest_slot(bd_emitter *e, const bd_nest *n);

@@ -107,7 +107,7 @@ bd_status bd_emit_body_CONSTANT(bd_emitter *e, const bd_nest *nest, bd_emit_phas
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_operand *out = &nest->operands[0];
     const bd_value *v = bd_graph_value(e->graph, out->value);
-    int64_t off = bd_emit_blob(e, v->constant->data, (size_t)v->constant->nbytes);
+    int64_t off = bd_blob_add_ref(&e->blob, v->constant->data, (size_t)v->constant->nbytes);
     bd_emit(e, "memcpy(%s, bd_weights + %lld, %lld);", bd_emit_ptr(e, out->value), (long long)off,
             (long long)v->constant->nbytes);
     return BD_OK;

@@ -23,13 +23,6 @@
 
 static long long ll(int64_t v) { return (long long)v; }
 
-int64_t bd_gpu_blob(bd_vec *blob, const void *data, size_t len) {
-    while (blob->len % 64) *(unsigned char *)bd_vec_push(blob) = 0;
-    int64_t off = (int64_t)blob->len;
-    for (size_t b = 0; b < len; b++) *(unsigned char *)bd_vec_push(blob) = ((const unsigned char *)data)[b];
-    return off;
-}
-
 static const bd_value *value_of(bd_gpu_printer *g, const bd_nest *n, int k) {
     return bd_graph_value(g->graph, n->operands[k].value);
 }
@@ -178,7 +171,7 @@ static void body_copy(bd_gpu_printer *g, const bd_nest *n) {
 
 static void body_constant(bd_gpu_printer *g, const bd_nest *n) {
     const bd_value *v = value_of(g, n, 0);
-    int64_t off = bd_gpu_blob(g->blob, v->constant->data, (size_t)v->constant->nbytes);
+    int64_t off = bd_blob_add_ref(g->blob, v->constant->data, (size_t)v->constant->nbytes);
     L("BD_G unsigned char *Y = (BD_G unsigned char *)%s;", value_ptr(g, n->operands[0].value));
     L("for (int64_t j = BD_THREAD_ID; j < %lld; j += BD_THREADS) Y[j] = weights[%lld + j];",
       ll(v->constant->nbytes), ll(off));
@@ -772,7 +765,7 @@ static void body_batchnorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_pa
             value_of(g, n, np->scale)->constant, value_of(g, n, np->bias)->constant,
             value_of(g, n, np->mean)->constant, value_of(g, n, np->var)->constant, np->epsilon, params,
             x->dtype, &nbytes);
-        int64_t off = bd_gpu_blob(g->blob, buf, nbytes);
+        int64_t off = bd_blob_add(g->blob, buf, nbytes);
         free(buf);
         L("BD_G const %s *Pa = (BD_G const %s *)(weights + %lld);", T, T, ll(off));
         L("BD_G const %s *Pb = Pa + %lld;", T, ll(params));
@@ -898,11 +891,11 @@ static void body_resize_filter(bd_gpu_printer *g, const bd_nest *n) {
         bool any = false;
         for (size_t i = 0; i < nt; i++) idx[i] = rp->tap_idx[k][i] * xs[k], wf[i] = (float)rp->tap_w[k][i];
         for (size_t o = 0; o < cnt; o++) any |= (ex[o] = rp->outside[k][o]) != 0;
-        L("BD_G const int64_t *TO%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_gpu_blob(g->blob, idx, nt * 8)));
-        int64_t ow = dbl ? bd_gpu_blob(g->blob, rp->tap_w[k], nt * 8) : bd_gpu_blob(g->blob, wf, nt * 4);
+        L("BD_G const int64_t *TO%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_blob_add(g->blob, idx, nt * 8)));
+        int64_t ow = dbl ? bd_blob_add(g->blob, rp->tap_w[k], nt * 8) : bd_blob_add(g->blob, wf, nt * 4);
         L("BD_G const %s *TW%d = (BD_G const %s *)(weights + %lld);", wt, k, wt, ll(ow));
         if (any) {
-            L("BD_G const unsigned char *E%d = weights + %lld;", k, ll(bd_gpu_blob(g->blob, ex, cnt)));
+            L("BD_G const unsigned char *E%d = weights + %lld;", k, ll(bd_blob_add(g->blob, ex, cnt)));
             out = S("%s%sE%d[i%d]", out ? out : "", out ? " || " : "", k, k);
         }
         taps[k] = rp->taps[k];
@@ -958,14 +951,14 @@ static bd_status body_resize(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
             wf[o] = rp->w1[k][o];
             wd[o] = rp->w1[k][o];
         }
-        L("BD_G const int64_t *T%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_gpu_blob(g->blob, i0, cnt * 8)));
+        L("BD_G const int64_t *T%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_blob_add(g->blob, i0, cnt * 8)));
         if (linear) {
-            L("BD_G const int64_t *D%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_gpu_blob(g->blob, dd, cnt * 8)));
-            int64_t ow = dbl ? bd_gpu_blob(g->blob, wd, cnt * 8) : bd_gpu_blob(g->blob, wf, cnt * 4);
+            L("BD_G const int64_t *D%d = (BD_G const int64_t *)(weights + %lld);", k, ll(bd_blob_add(g->blob, dd, cnt * 8)));
+            int64_t ow = dbl ? bd_blob_add(g->blob, wd, cnt * 8) : bd_blob_add(g->blob, wf, cnt * 4);
             L("BD_G const %s *W%d = (BD_G const %s *)(weights + %lld);", wt, k, wt, ll(ow));
             lin[nl++] = k;
         }
-        if (ext[k]) L("BD_G const unsigned char *E%d = weights + %lld;", k, ll(bd_gpu_blob(g->blob, ex, cnt)));
+        if (ext[k]) L("BD_G const unsigned char *E%d = weights + %lld;", k, ll(bd_blob_add(g->blob, ex, cnt)));
         free(i0), free(dd), free(wd), free(wf), free(ex);
     }
     open_elements(g, n, NULL);

@@ -59,9 +59,9 @@ static void print_source_literal(bd_printer *p, const bd_vec *text) {
 }
 
 /* Appends an int32 table to the blob; its offset. */
-static int64_t blob_i32(bd_vec *blob, const int32_t *v, size_t n) {
+static int64_t blob_i32(bd_blob *blob, const int32_t *v, size_t n) {
     int32_t zero = 0;
-    return bd_gpu_blob(blob, n ? (const void *)v : (const void *)&zero, n ? n * 4 : 4);
+    return bd_blob_add(blob, n ? (const void *)v : (const void *)&zero, n ? n * 4 : 4);
 }
 
 static void emit_table_i64(bd_printer *p, const char *name, const int64_t *v, size_t n) {
@@ -80,7 +80,7 @@ typedef struct dag_tables {
     double *cost;
 } dag_tables;
 
-static void build_dag(const bd_program *p, const bd_schedule *s, bd_vec *blob, dag_tables *t) {
+static void build_dag(const bd_program *p, const bd_schedule *s, bd_blob *blob, dag_tables *t) {
     int nt = 0;
     while (nt < s->n_tasks && s->task_nest[nt] >= 0) nt++;
     for (int u = nt; u < s->n_tasks; u++) BD_ASSERT(s->task_nest[u] < 0); /* block tasks come first */
@@ -134,7 +134,7 @@ static void build_dag(const bd_program *p, const bd_schedule *s, bd_vec *blob, d
     float *cost = malloc(((size_t)nt + 1) * sizeof *cost);
     BD_ASSERT(cost);
     for (int i = 0; i < nt; i++) cost[i] = (float)t->cost[i];
-    t->off_cost = bd_gpu_blob(blob, cost, ((size_t)nt + 1) * sizeof *cost);
+    t->off_cost = bd_blob_add(blob, cost, ((size_t)nt + 1) * sizeof *cost);
     free(cost);
     free(pred_start);
     free(preds);
@@ -395,9 +395,13 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_graph *g = p->graph;
     bool block = s->mode == BD_SCHEDULE_BLOCK;
     const char *arch = o->arch ? o->arch : o->target->build.default_arch;
-    bd_print_line(h, "%s const unsigned char %s[]; /* weights.S: .incbin of the constants and tables */",
-                  dl->cplusplus ? "extern \"C\"" : "extern", o->weights_symbol);
-    bd_print_line(h, "#define bd_weights %s", o->weights_symbol);
+    if (o->library) {
+        bd_print_line(h, "%s const unsigned char %s[]; /* weights.S: .incbin of the constants and tables */",
+                      dl->cplusplus ? "extern \"C\"" : "extern", o->weights_symbol);
+        bd_print_line(h, "#define bd_weights %s", o->weights_symbol);
+    } else {
+        bd_print_line(h, "#define bd_weights bdrt_weights /* appended to the executable (bdrt.h) */");
+    }
     bd_print_line(h, "#define BD_WEIGHTS_BYTES %zuu", blob_len);
     bd_print_line(h, "#define BD_ARENA_BYTES %lldu /* the plan's arena, then the bodies' scratch */", ll(arena_bytes));
     bd_print_line(h, "#define BD_IO_BYTES %lldu", ll(io_bytes));
@@ -594,8 +598,9 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_io_table(h, "static const bdrt_io", "bd_inputs", g, &g->inputs, true);
     bd_print_io_table(h, "static const bdrt_io", "bd_outputs", g, &g->outputs, true);
     bd_print_open(h, "static const bdrt_model bd_model =");
-    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name, NULL",
-                  bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name));
+    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name, NULL, %s",
+                  bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name),
+                  o->library ? "-1" : "BD_WEIGHTS_BYTES");
     bd_print_close(h, ";");
     stream_plan_free(&sp);
     if (!o->library) {
@@ -621,10 +626,10 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     const bd_gpu_dialect *dl = o->target->gpu;
     BD_ASSERT(dl);
     bd_graph *g = p->graph;
-    bd_vec blob = BD_VEC(unsigned char);
+    bd_blob blob = BD_BLOB_INIT;
     for (size_t i = 0; i < m->constants.len; i++) {
         const bd_tensor *c = bd_graph_value(g, BD_VEC_AT(&m->constants, int, i))->constant;
-        int64_t at = bd_gpu_blob(&blob, c->data, (size_t)c->nbytes);
+        int64_t at = bd_blob_add_ref(&blob, c->data, (size_t)c->nbytes);
         BD_ASSERT(at == m->storage[BD_VEC_AT(&m->constants, int, i)].where);
     }
     /* io buffer: inputs, then outputs */
@@ -731,15 +736,14 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
         hp.text = BD_VEC(char);
         if (o->library)
             out->header = bd_print_lib_header(g, o->lib_name, dl->link_note, true);
-        out->weights = blob.data;
-        out->weights_len = blob.len;
-        blob = BD_VEC(unsigned char);
+        out->weights = blob;
+        blob = BD_BLOB_INIT;
     }
     bd_printer_free(&hp);
     bd_printer_free(&gp.pr);
     free(lg.start);
     free(lg.member);
-    bd_vec_free(&blob);
+    bd_blob_free(&blob);
     free(t.cost);
     free(in_off);
     free(out_off);

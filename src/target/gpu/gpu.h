@@ -65,7 +65,7 @@ typedef struct bd_gpu_printer {
     bd_graph *graph;
     const bd_storage *storage;
     const int64_t *in_off, *out_off; /* per graph input / output: its byte offset in the io buffer */
-    bd_vec *blob;             /* unsigned char: the weights blob, tables appended (64-aligned) */
+    bd_blob *blob;            /* the weights blob, tables appended (64-aligned) */
     int64_t scratch_at;       /* device scratch (LSTM state) goes after the plan's arena: the next
                                  free arena offset, advanced by each body that takes some */
     int threads;              /* threads per block (the dialect's) */
@@ -75,7 +75,5 @@ typedef struct bd_gpu_printer {
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d);
 /* Per-block work estimate of nest n (multiply-adds or elements moved), for the CTA assignment. */
 double bd_gpu_block_cost(const bd_graph *g, const bd_nest *n);
-/* Appends bytes to the blob, 64-byte aligned; their offset. */
-int64_t bd_gpu_blob(bd_vec *blob, const void *data, size_t len);
 
 #endif
