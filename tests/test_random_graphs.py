@@ -171,9 +171,15 @@ def attention_graph(b, rng):
         if rng.random() < 0.7:  # GELU MLP
             t = layer_norm(b, cur, d)
             hmid = b.op("Add", [b.op("MatMul", [t, b.weights(d, 2 * d)]), b.weights(2 * d, scale=0.1)])
-            g = b.op("Mul", [b.op("Mul", [hmid, b.const(np.float32(0.5))]),
-                             b.op("Add", [b.op("Erf", [b.op("Div", [hmid, b.const(np.float32(np.sqrt(2)))])]),
-                                          b.const(np.float32(1.0))])])
+            one_plus_erf = b.op("Add", [b.op("Erf", [b.op("Div", [hmid, b.const(np.float32(np.sqrt(2)))])]),
+                                        b.const(np.float32(1.0))])
+            # both spellings that fuse into the epilogue, and a near miss that must not
+            spelling = rng.choice(["hugging_face", "torch", "not_gelu"])
+            if spelling == "hugging_face":  # x * 0.5 * (1 + erf(x / sqrt 2))
+                g = b.op("Mul", [b.op("Mul", [hmid, b.const(np.float32(0.5))]), one_plus_erf])
+            else:  # torch.onnx: (x * (1 + erf(x / sqrt 2))) * 0.5, or * 0.25
+                half = 0.5 if spelling == "torch" else 0.25
+                g = b.op("Mul", [b.op("Mul", [hmid, one_plus_erf]), b.const(np.float32(half))])
             cur = b.op("Add", [cur, b.op("Add", [b.op("MatMul", [g, b.weights(2 * d, d)]),
                                                  b.weights(d, scale=0.1)])])
     return ([helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, s, d])],

@@ -191,6 +191,88 @@ static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd
     return false;
 }
 
+/* An elementwise nest computing op(load cur, k) in float32, k a scalar float constant (loaded or
+ * inline; either side when op commutes), its output of ref's shape; k into *k. */
+static bool scalar_op_of(const bd_program *p, const bd_nest *c, bd_expr_op op, int cur,
+                         const bd_value *ref, double *k) {
+    const bd_expr *x = &c->params.expr;
+    if (c->body != BD_BODY_ELEMENTWISE || x->n != 3 || c->n_operands > 3 ||
+        !same_float_shape(bd_graph_value(p->graph, written_value(c)), ref))
+        return false;
+    const bd_expr_node *r = bd_expr_root(x);
+    if (r->op != op || r->dtype != BD_DT_FLOAT) return false;
+    bool commutes = op == BD_EXPR_ADD || op == BD_EXPR_MUL;
+    for (int t = 0; t < (commutes ? 2 : 1); t++) {
+        const bd_expr_node *a = &x->node[r->arg[t]], *b = &x->node[r->arg[1 - t]];
+        if (a->op != BD_EXPR_LOAD || c->operands[a->operand].value != cur) continue;
+        if (b->op == BD_EXPR_CONST) {
+            *k = b->k[0];
+            return true;
+        }
+        const bd_value *v = b->op == BD_EXPR_LOAD ? bd_graph_value(p->graph, c->operands[b->operand].value) : NULL;
+        if (v && v->constant && v->dtype == BD_DT_FLOAT && v->constant->numel == 1) {
+            *k = bd_tensor_get_f64(v->constant, 0);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool near(double a, double b) {
+    return a == a && a > b - 1e-6 * b && a < b + 1e-6 * b;
+}
+
+/* GELU (the erf form), as exporters spell it: cur read by exactly D = cur / sqrt(2) (or
+ * cur * (1 / sqrt(2))) and P; D -> Erf -> + 1 = A; then either P = cur * A, H = P * 0.5
+ * (torch.onnx) or P = cur * 0.5, M = P * A (Hugging Face's x * 0.5 * (1 + erf(x / sqrt(2)))).
+ * Each intermediate read only by the next. The activation GELU(x) into act, the five nests into
+ * chain[], the last one's output is the result. */
+static bool gelu_of(const bd_program *p, const fuse_index *ix, int cur, const bd_value *ref,
+                    bd_expr *act, int chain[5]) {
+    if (ix->graph_output[cur] || readers(ix, cur) != 2) return false;
+    for (int t = 0; t < 2; t++) {
+        int d = ix->reader[ix->reader_start[cur] + t], pn = ix->reader[ix->reader_start[cur] + 1 - t];
+        const bd_nest *dn = &BD_VEC_AT(&p->nests, bd_nest, d);
+        double k;
+        if (!(scalar_op_of(p, dn, BD_EXPR_DIV, cur, ref, &k) && near(k, 1.4142135623730951)) &&
+            !(scalar_op_of(p, dn, BD_EXPR_MUL, cur, ref, &k) && near(k, 0.7071067811865476)))
+            continue;
+        int e = sole_reader(ix, written_value(dn));
+        if (e < 0) continue;
+        const bd_nest *en = &BD_VEC_AT(&p->nests, bd_nest, e);
+        const bd_expr *ex = &en->params.expr;
+        if (en->body != BD_BODY_ELEMENTWISE || ex->n != 2 || en->n_operands != 2 ||
+            bd_expr_root(ex)->op != BD_EXPR_ERF || bd_expr_root(ex)->dtype != BD_DT_FLOAT ||
+            en->operands[0].value != written_value(dn) ||
+            !same_float_shape(bd_graph_value(p->graph, written_value(en)), ref))
+            continue;
+        int a = sole_reader(ix, written_value(en));
+        if (a < 0 || !scalar_op_of(p, &BD_VEC_AT(&p->nests, bd_nest, a), BD_EXPR_ADD, written_value(en), ref, &k) ||
+            k != 1.0)
+            continue;
+        int av = written_value(&BD_VEC_AT(&p->nests, bd_nest, a)), m = sole_reader(ix, av), other, h;
+        const bd_nest *pnest = &BD_VEC_AT(&p->nests, bd_nest, pn);
+        if (m == pn && binary_of(p, pnest, BD_EXPR_MUL, cur, &other, ref) && other == av &&
+            (h = sole_reader(ix, written_value(pnest))) >= 0 &&
+            scalar_op_of(p, &BD_VEC_AT(&p->nests, bd_nest, h), BD_EXPR_MUL, written_value(pnest), ref, &k) &&
+            k == 0.5) {
+            chain[3] = pn, chain[4] = h;
+        } else if (m >= 0 && m != pn && scalar_op_of(p, pnest, BD_EXPR_MUL, cur, ref, &k) && k == 0.5 &&
+                   sole_reader(ix, written_value(pnest)) == m &&
+                   binary_of(p, &BD_VEC_AT(&p->nests, bd_nest, m), BD_EXPR_MUL, written_value(pnest), &other, ref) &&
+                   other == av) {
+            chain[3] = pn, chain[4] = m;
+        } else {
+            continue;
+        }
+        chain[0] = d, chain[1] = e, chain[2] = a;
+        memset(act, 0, sizeof *act);
+        bd_expr_unary(act, BD_EXPR_GELU, BD_DT_FLOAT, bd_expr_load(act, 0, BD_DT_FLOAT));
+        return true;
+    }
+    return false;
+}
+
 /* Inserts a read of `value` through c's operand k's map just before nest n's output operand
  * (operand index `*y`, which moves up by one); returns the new operand's index. */
 static int insert_before_output(bd_nest *n, int *y, const bd_nest *c, int value) {
@@ -250,7 +332,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
     }
     /* an activation */
     c = sole_reader(ix, cur);
-    int s, m;
+    int s, m, gelu[5];
     if (c >= 0 && activation_of(p, nest_at(p, c), cur, ref, &n->epi.act)) {
         note(p, nest_at(p, c), n, true, "activation into the epilogue");
         dead[c] = true;
@@ -259,6 +341,10 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         note(p, nest_at(p, m), n, true, "SiLU (Sigmoid and Mul) into the epilogue");
         dead[s] = dead[m] = true;
         cur = written_value(nest_at(p, m));
+    } else if (c < 0 && gelu_of(p, ix, cur, ref, &n->epi.act, gelu)) {
+        note(p, nest_at(p, gelu[1]), n, true, "GELU (Div, Erf, Add, Mul, Mul) into the epilogue");
+        for (int k = 0; k < 5; k++) dead[gelu[k]] = true;
+        cur = written_value(nest_at(p, gelu[4]));
     } else {
         memset(&n->epi.act, 0, sizeof n->epi.act);
     }
