@@ -24,6 +24,10 @@
 
 #include "bd_kernels_internal.h"
 
+#if BD_KERNELS_X86
+#include <immintrin.h>
+#endif
+
 enum { I8C_HDR = 64, I8C_MAGIC = 0x63386962 /* "bi8c" */ };
 
 typedef struct i8c_hdr {
@@ -91,30 +95,91 @@ size_t bd_i8_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     return (size_t)(64 + l.col_bytes + l.packed_bytes) + bd_i8_gemm_scratch_bytes(round_up(k_of(s), 4));
 }
 
+/* dst[ow] = src[2 * ow] for ow in [lo, hi), reading no byte at or past src + limit. */
+static void gather_stride2(uint8_t *dst, const uint8_t *src, int64_t lo, int64_t hi, int64_t limit) {
+    int64_t ow = lo;
+#if BD_KERNELS_X86
+    const __m128i even = _mm_set1_epi16(0xff);
+    for (; ow + 16 <= hi && 2 * ow + 32 <= limit; ow += 16) {
+        __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 2 * ow)), even);
+        __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 2 * ow + 16)), even);
+        _mm_storeu_si128((__m128i *)(dst + ow), _mm_packus_epi16(a, b));
+    }
+#else
+    (void)limit;
+#endif
+    for (; ow < hi; ow++) dst[ow] = src[2 * ow];
+}
+
 /* Row k = (c, kh, kw) of the im2col slice for output rows [oh0, oh1): x's bytes where the tap
- * falls inside the image, the pad byte elsewhere. */
+ * falls inside the image, the pad byte elsewhere. A stride-1 convolution as wide as its input
+ * (3x3 "same") reads consecutive input rows for consecutive output rows, so its inside rows are
+ * one copy, their few pad columns written after it: a call per row cost more than the bytes. */
 static void im2col_row(const bd_conv2d_shape *s, const uint8_t *xc, int64_t kh, int64_t kw,
                        int64_t oh0, int64_t oh1, uint8_t pad, uint8_t *dst) {
     /* output columns whose tap is inside: iw = ow * sw - pl + kw * dw in [0, W) */
-    int64_t off = kw * s->dil_w - s->pad_left, lo = 0, hi = s->OW;
+    int64_t off = kw * s->dil_w - s->pad_left, lo = 0, hi = s->OW, OW = s->OW;
     while (lo < hi && lo * s->stride_w + off < 0) lo++;
     while (hi > lo && (hi - 1) * s->stride_w + off >= s->W) hi--;
-    for (int64_t oh = oh0; oh < oh1; oh++, dst += s->OW) {
-        int64_t ih = oh * s->stride_h - s->pad_top + kh * s->dil_h;
-        if (ih < 0 || ih >= s->H || lo == hi) {
-            memset(dst, pad, (size_t)s->OW);
-            continue;
+    /* output rows whose tap row ih = oh * sh + base is inside [0, H): [a, b) */
+    int64_t base = kh * s->dil_h - s->pad_top, sh = s->stride_h;
+    int64_t a = base >= 0 ? 0 : (-base + sh - 1) / sh, b = base > s->H - 1 ? 0 : (s->H - 1 - base) / sh + 1;
+    a = a < oh0 ? oh0 : a > oh1 ? oh1 : a;
+    b = lo == hi ? a : b > oh1 ? oh1 : b < a ? a : b;
+    if (a > oh0) memset(dst, pad, (size_t)((a - oh0) * OW));
+    if (b < oh1) memset(dst + (b - oh0) * OW, pad, (size_t)((oh1 - b) * OW));
+    if (a == b) return;
+    uint8_t *d = dst + (a - oh0) * OW;
+    const uint8_t *src = xc + (a * s->stride_h - s->pad_top + kh * s->dil_h) * s->W + off;
+    if (s->stride_w == 1 && s->stride_h == 1 && OW == s->W) {
+        memcpy(d + lo, src + lo, (size_t)((b - a - 1) * OW + (hi - lo)));
+        if (lo <= 1 && OW - hi <= 1) { /* 3x3 "same": a byte at most each side, stored as such */
+            for (int64_t r = 0; r < b - a; r++, d += OW) {
+                if (lo) d[0] = pad;
+                if (hi < OW) d[OW - 1] = pad;
+            }
+            return;
         }
-        const uint8_t *src = xc + ih * s->W + off;
-        memset(dst, pad, (size_t)lo);
-        if (s->stride_w == 1) {
-            memcpy(dst + lo, src + lo, (size_t)(hi - lo));
-        } else {
-            for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * s->stride_w];
+        for (int64_t r = 0; r < b - a; r++, d += OW) {
+            memset(d, pad, (size_t)lo);
+            memset(d + hi, pad, (size_t)(OW - hi));
         }
-        memset(dst + hi, pad, (size_t)(s->OW - hi));
+        return;
+    }
+    for (int64_t oh = a; oh < b; oh++, d += OW, src += s->stride_h * s->W) {
+        for (int64_t ow = 0; ow < lo; ow++) d[ow] = pad;
+        if (s->stride_w == 1) memcpy(d + lo, src + lo, (size_t)(hi - lo));
+        else if (s->stride_w == 2) gather_stride2(d, src, lo, hi, s->W - off);
+        else
+            for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * s->stride_w];
+        for (int64_t ow = hi; ow < OW; ow++) d[ow] = pad;
     }
 }
+
+/* One output channel's P sums as floats in place: (sum + add) * mult + b. The loop is the same
+ * for every instruction set; the compiler vectorises it at each one's width. */
+static inline __attribute__((always_inline)) void scale_row(int32_t *row, int64_t P, int32_t add, float mult, float b) {
+    for (int64_t p = 0; p < P; p++) { /* (the float's bits stored through the int32 row) */
+        float v = (float)(int32_t)((uint32_t)row[p] + (uint32_t)add) * mult + b;
+        memcpy(&row[p], &v, sizeof v);
+    }
+}
+
+static void scale_row_portable(int32_t *row, int64_t P, int32_t add, float mult, float b) {
+    scale_row(row, P, add, mult, b);
+}
+
+#if BD_KERNELS_X86
+__attribute__((target("avx2"))) static void scale_row_avx2(int32_t *row, int64_t P, int32_t add,
+                                                          float mult, float b) {
+    scale_row(row, P, add, mult, b);
+}
+
+__attribute__((target("avx512f"))) static void scale_row_avx512(int32_t *row, int64_t P, int32_t add,
+                                                               float mult, float b) {
+    scale_row(row, P, add, mult, b);
+}
+#endif
 
 void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, int32_t x_zero,
                        const void *wpacked, const void *bias, void *y, int64_t n, int64_t oc0,
@@ -150,15 +215,17 @@ void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, in
     bd_i8_gemm_packed_b(oc1 - oc0, 0, P, K4, wrows + oc0 * K4, K4, 0, h.a_zero, packed, yt, ldc,
                         gemm_scratch);
     int32_t shift = b_zero - x_zero;
+    void (*scale_fn)(int32_t *, int64_t, int32_t, float, float) = scale_row_portable;
+#if BD_KERNELS_X86
+    bd_kernels_isa isa = bd_kernels_get_isa();
+    if (isa == BD_KERNELS_ISA_AVX512) scale_fn = scale_row_avx512;
+    else if (isa >= BD_KERNELS_ISA_AVX2) scale_fn = scale_row_avx2;
+#endif
     for (int64_t m = oc0; m < oc1; m++) {
         int32_t *row = yt + (m - oc0) * ldc;
         int32_t add = (int32_t)((uint32_t)shift * (uint32_t)rowsum[m]);
-        if (h.scaled) { /* (the float's bits stored through the int32 row: no type punning) */
-            float mult = scale[m], b = bias ? ((const float *)bias)[m] : 0.0f;
-            for (int64_t p = 0; p < P; p++) {
-                float v = (float)(int32_t)((uint32_t)row[p] + (uint32_t)add) * mult + b;
-                memcpy(&row[p], &v, sizeof v);
-            }
+        if (h.scaled) {
+            scale_fn(row, P, add, scale[m], bias ? ((const float *)bias)[m] : 0.0f);
         } else {
             add = (int32_t)((uint32_t)add + (uint32_t)(bias ? ((const int32_t *)bias)[m] : 0));
             if (add == 0) continue;

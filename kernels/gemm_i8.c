@@ -70,20 +70,33 @@ int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_si
 }
 
 /* The 4 bytes of k group q of 16 columns, from rows r0..r3 (16 bytes each) flipped by f: two
- * byte interleaves and two 16-bit ones make the 4 x 16 transposition, 64 bytes out. */
+ * byte interleaves and two 16-bit ones make the 4 x 16 transposition, 64 bytes out. The four
+ * rows' int8 values are added into the columns' int16 sums s[0] (columns 0..7), s[1] (8..15). */
 #if BD_KERNELS_X86
 static void group16_sse2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
-                         __m128i f, uint8_t *out) {
+                         __m128i f, uint8_t *out, __m128i s[2]) {
     __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r0), f);
     __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r1), f);
     __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r2), f);
     __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i *)r3), f);
     __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
     __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+    /* each 16-bit lane of ab0 holds a's byte low, b's high: the arithmetic shifts sign-extend */
+    s[0] = _mm_add_epi16(s[0], _mm_add_epi16(_mm_srai_epi16(_mm_slli_epi16(ab0, 8), 8), _mm_srai_epi16(ab0, 8)));
+    s[0] = _mm_add_epi16(s[0], _mm_add_epi16(_mm_srai_epi16(_mm_slli_epi16(cd0, 8), 8), _mm_srai_epi16(cd0, 8)));
+    s[1] = _mm_add_epi16(s[1], _mm_add_epi16(_mm_srai_epi16(_mm_slli_epi16(ab1, 8), 8), _mm_srai_epi16(ab1, 8)));
+    s[1] = _mm_add_epi16(s[1], _mm_add_epi16(_mm_srai_epi16(_mm_slli_epi16(cd1, 8), 8), _mm_srai_epi16(cd1, 8)));
     _mm_storeu_si128((__m128i *)out, _mm_unpacklo_epi16(ab0, cd0));
     _mm_storeu_si128((__m128i *)(out + 16), _mm_unpackhi_epi16(ab0, cd0));
     _mm_storeu_si128((__m128i *)(out + 32), _mm_unpacklo_epi16(ab1, cd1));
     _mm_storeu_si128((__m128i *)(out + 48), _mm_unpackhi_epi16(ab1, cd1));
+}
+
+/* Adds 8 int16 sums, sign-extended, into 8 int32 ones. */
+static void flush16_sse2(__m128i s, int32_t *sum) {
+    __m128i lo = _mm_srai_epi32(_mm_unpacklo_epi16(s, s), 16), hi = _mm_srai_epi32(_mm_unpackhi_epi16(s, s), 16);
+    _mm_storeu_si128((__m128i *)sum, _mm_add_epi32(_mm_loadu_si128((const __m128i *)sum), lo));
+    _mm_storeu_si128((__m128i *)(sum + 4), _mm_add_epi32(_mm_loadu_si128((const __m128i *)(sum + 4)), hi));
 }
 #endif
 
@@ -94,25 +107,33 @@ void bd_i8_gemm_pack_b_flipped(int64_t K, int64_t N, const uint8_t *B, int64_t l
     int32_t *colsum = (int32_t *)(base + I8_HDR);
     int8_t *panels = (int8_t *)(base + I8_HDR + N * 4);
     memset(colsum, 0, (size_t)N * 4);
-    for (int64_t k = 0; k < K; k++) { /* row by row, so that the loop vectorizes */
-        const uint8_t *row = B + k * ldb;
-        for (int64_t j = 0; j < N; j++) colsum[j] += (int8_t)(row[j] ^ flip);
-    }
     for (int64_t p0 = 0; p0 < N; p0 += I8_NR) {
         int8_t *panel = panels + p0 * K;
+#if BD_KERNELS_X86
+        /* the column sums ride along in int16: a group adds at most 4 x 128 in magnitude, so 63
+         * groups stay below 2^15 before they are added into the int32 sums */
+        const __m128i f = _mm_set1_epi8((char)flip);
+        __m128i s[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+#endif
         for (int64_t q = 0; q < K / 4; q++) {
             const uint8_t *r0 = B + 4 * q * ldb + p0, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
             uint8_t *out = (uint8_t *)panel + q * 4 * I8_NR;
 #if BD_KERNELS_X86
-            const __m128i f = _mm_set1_epi8((char)flip);
-            group16_sse2(r0, r1, r2, r3, f, out);
-            group16_sse2(r0 + 16, r1 + 16, r2 + 16, r3 + 16, f, out + 64);
+            group16_sse2(r0, r1, r2, r3, f, out, s);
+            group16_sse2(r0 + 16, r1 + 16, r2 + 16, r3 + 16, f, out + 64, s + 2);
+            if (q % 63 == 62 || q == K / 4 - 1)
+                for (int h = 0; h < 4; h++) {
+                    flush16_sse2(s[h], colsum + p0 + 8 * h);
+                    s[h] = _mm_setzero_si128();
+                }
 #else
             for (int j = 0; j < I8_NR; j++) {
                 out[4 * j] = r0[j] ^ flip;
                 out[4 * j + 1] = r1[j] ^ flip;
                 out[4 * j + 2] = r2[j] ^ flip;
                 out[4 * j + 3] = r3[j] ^ flip;
+                colsum[p0 + j] += (int8_t)out[4 * j] + (int8_t)out[4 * j + 1] + (int8_t)out[4 * j + 2] +
+                                  (int8_t)out[4 * j + 3];
             }
 #endif
         }
