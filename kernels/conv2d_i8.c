@@ -130,7 +130,7 @@ static void im2col_row(const bd_conv2d_shape *s, const uint8_t *xc, int64_t kh, 
     if (b < oh1) memset(dst + (b - oh0) * OW, pad, (size_t)((oh1 - b) * OW));
     if (a == b) return;
     uint8_t *d = dst + (a - oh0) * OW;
-    const uint8_t *src = xc + (a * s->stride_h - s->pad_top + kh * s->dil_h) * s->W + off;
+    const uint8_t *src = xc + (a * sh + base) * s->W + off;
     if (s->stride_w == 1 && s->stride_h == 1 && OW == s->W) {
         memcpy(d + lo, src + lo, (size_t)((b - a - 1) * OW + (hi - lo)));
         if (lo <= 1 && OW - hi <= 1) { /* 3x3 "same": a byte at most each side, stored as such */
@@ -146,7 +146,7 @@ static void im2col_row(const bd_conv2d_shape *s, const uint8_t *xc, int64_t kh, 
         }
         return;
     }
-    for (int64_t oh = a; oh < b; oh++, d += OW, src += s->stride_h * s->W) {
+    for (int64_t oh = a; oh < b; oh++, d += OW, src += sh * s->W) {
         for (int64_t ow = 0; ow < lo; ow++) d[ow] = pad;
         if (s->stride_w == 1) memcpy(d + lo, src + lo, (size_t)(hi - lo));
         else if (s->stride_w == 2) gather_stride2(d, src, lo, hi, s->W - off);

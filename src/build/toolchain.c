@@ -1011,12 +1011,18 @@ static bd_status publish_copy(const char *tmp_path, const struct stat *sst, cons
     return BD_OK;
 }
 
+/* tmp_path's status into *st when it is a regular file to publish; BD_ERR_IO naming it otherwise. */
+static bd_status publishable(const char *tmp_path, struct stat *st, bd_diag *d) {
+    const char *why = lstat(tmp_path, st) != 0 ? strerror(errno)
+                      : !S_ISREG(st->st_mode)  ? "not a regular file"
+                                               : NULL;
+    return why ? bd_fail(d, BD_ERR_IO, "cannot publish '%s': %s", bd_quote(tmp_path), why) : BD_OK;
+}
+
 bd_status bd_publish(const char *tmp_path, const char *final_path, bd_diag *d) {
     struct stat st;
-    const char *why = lstat(tmp_path, &st) != 0 ? strerror(errno)
-                      : !S_ISREG(st.st_mode)    ? "not a regular file"
-                                                : NULL;
-    if (why) return bd_fail(d, BD_ERR_IO, "cannot publish '%s': %s", bd_quote(tmp_path), why);
+    bd_status s = publishable(tmp_path, &st, d);
+    if (s) return s;
     if (!bd_publish_force_exdev && rename(tmp_path, final_path) == 0) return BD_OK;
     int e = bd_publish_force_exdev ? EXDEV : errno;
     if (e != EXDEV)
@@ -1028,9 +1034,6 @@ bd_status bd_publish(const char *tmp_path, const char *final_path, bd_diag *d) {
 bd_status bd_publish_executable(const char *exe_path, const char *final_path, const bd_blob *weights,
                                 bd_diag *d) {
     struct stat st;
-    const char *why = lstat(exe_path, &st) != 0 ? strerror(errno)
-                      : !S_ISREG(st.st_mode)    ? "not a regular file"
-                                                : NULL;
-    if (why) return bd_fail(d, BD_ERR_IO, "cannot publish '%s': %s", bd_quote(exe_path), why);
-    return publish_copy(exe_path, &st, final_path, weights, d);
+    bd_status s = publishable(exe_path, &st, d);
+    return s ? s : publish_copy(exe_path, &st, final_path, weights, d);
 }
