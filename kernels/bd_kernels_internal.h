@@ -54,6 +54,8 @@ typedef struct bd_ukr_epi {
     int stream_a;        /* a is a pre-packed operand (weights), which a model run streams from
                           * memory: the AVX-512 kernel prefetches it BD_STREAM_A_FLOATS ahead
                           * (the AVX2 one, at half the FMA rate, measured no gain) */
+    int64_t lda;         /* 0: a is a packed MR-row panel; else (kernels with a_in_place) a is A
+                          * read in place: row r at a + r * lda, k consecutive */
 } bd_ukr_epi;
 
 /* How far ahead a kernel prefetches a streamed A panel: 3 KiB, 64 steps of k of a 12-row panel,
@@ -196,6 +198,7 @@ typedef struct bd_gemm_kernel {
     bd_ukr_direct_fn ukr_direct; /* NR == 32 kernels only, or NULL */
     bd_conv8_fn conv8;           /* 8 output channels in the lanes (replaces dw), or NULL */
     bd_conv8d_fn conv8d;         /* direct, 8 output channels in the lanes, or NULL */
+    int a_in_place;              /* ukr/ukr_half honour bd_ukr_epi.lda (A unpacked) */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;

@@ -11,7 +11,8 @@
  * the following ones add to it, the last one applies the activation.
  *
  * Pre-packed operands (weights) skip their packing step: their panels hold the whole depth, so a
- * depth block is an offset into them. Tiles whose rows or columns do not fill a register tile
+ * depth block is an offset into them. A kernel with a_in_place reads a row-major A (activations)
+ * where it lies, with its row stride, and it is not packed at all. Tiles whose rows or columns do not fill a register tile
  * (the edges of C, or a sub-range of a pre-packed operand that starts inside a panel) are
  * computed into a small buffer and copied out by a scalar epilogue; tiles that only lack rows
  * use the micro-kernel's own row count.
@@ -25,6 +26,10 @@
 #include <string.h>
 
 #include "bd_kernels_internal.h"
+
+#if BD_KERNELS_X86
+#include <xmmintrin.h>
+#endif
 
 _Noreturn void bd_kernels_fail(const char *file, int line, const char *what) {
     fprintf(stderr, "bdc kernels: internal check failed at %s:%d: %s\n", file, line, what);
@@ -178,7 +183,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_portable = {"bd_f32_gemm_portable_4x16",
                                                     0,
                                                     NULL,
                                                     NULL,
-                                                    NULL};
+                                                    NULL,
+                                                    0};
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 
@@ -203,6 +209,34 @@ const bd_gemm_kernel *bd_pack_hdr_read(const float *packed, int kind, bd_pack_hd
 
 /* ---- packing of raw row-major operands ----------------------------------------------------- */
 
+/* Rows [0, rows) of a row-major panel (src, row stride ld) into dst[k * mr + r]. Element by
+ * element this is a strided store per float, and an activation's A is packed again for every
+ * column block of C (a fifth of a transformer's MatMul time); on x86, four rows at a time go
+ * through a 4x4 transpose in SSE registers, four k a step, so every store writes 4 floats. */
+static void pack_a_rows(const float *src, int64_t ld, int rows, int64_t kc, int mr, float *dst) {
+    int64_t k = 0;
+    int grouped = 0;
+#if BD_KERNELS_X86
+    grouped = rows / 4 * 4;
+    if (grouped)
+        for (; k + 4 <= kc; k += 4)
+            for (int r = 0; r < grouped; r += 4) {
+                const float *s = src + r * ld + k;
+                __m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + ld);
+                __m128 c = _mm_loadu_ps(s + 2 * ld), d = _mm_loadu_ps(s + 3 * ld);
+                _MM_TRANSPOSE4_PS(a, b, c, d);
+                float *o = dst + k * mr + r;
+                _mm_storeu_ps(o, a);
+                _mm_storeu_ps(o + mr, b);
+                _mm_storeu_ps(o + 2 * mr, c);
+                _mm_storeu_ps(o + 3 * mr, d);
+            }
+#endif
+    for (int r = 0; r < rows; r++) /* the k past the last step of 4, and the rows past the groups */
+        for (int64_t kk = r < grouped ? k : 0; kk < kc; kk++)
+            dst[kk * mr + r] = src[r * ld + kk];
+}
+
 void bd_pack_a_raw(const void *ctx, int64_t i0, int64_t mc, int64_t k0, int64_t kc, int mr,
                    float *dst) {
     const bd_raw_matrix *m = ctx;
@@ -210,11 +244,7 @@ void bd_pack_a_raw(const void *ctx, int64_t i0, int64_t mc, int64_t k0, int64_t 
     for (int64_t p = 0; p < mc; p += mr, dst += kc * mr) {
         int rows = (int)imin(mr, mc - p);
         if (!m->trans) {
-            for (int r = 0; r < rows; r++) {
-                const float *src = m->p + (i0 + p + r) * m->ld + k0;
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * mr + r] = src[k];
-            }
+            pack_a_rows(m->p + (i0 + p) * m->ld + k0, m->ld, rows, kc, mr, dst);
         } else {
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = m->p + (k0 + k) * m->ld + i0 + p;
@@ -318,13 +348,14 @@ typedef struct macro_args {
     int load_c, act;
     float lo, hi;
     int stream_a; /* ap is a pre-packed operand */
+    int64_t lda;  /* ap is A read in place (astride = MR rows of it), or 0 */
     float *tmp;
 } macro_args;
 
 static void macro_kernel(const macro_args *g) {
     const int mr = g->kd->mr, nr = g->kd->nr;
-    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr, g->stream_a};
-    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr, g->stream_a};
+    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr, g->stream_a, g->lda};
+    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr, g->stream_a, g->lda};
     for (int64_t jp = 0; jp * nr < g->coff + g->ncols; jp++) {
         int j_lo = jp == 0 ? g->coff : 0;
         int j_hi = (int)imin(nr, g->coff + g->ncols - jp * nr);
@@ -355,6 +386,13 @@ static void macro_kernel(const macro_args *g) {
     }
 }
 
+/* A row-major (not transposed) raw A that a kernel with a_in_place reads without packing. */
+static const bd_raw_matrix *a_read_in_place(const bd_gemm_kernel *kd, const bd_gemm_operand *a) {
+    if (!kd->a_in_place || a->packed || a->pack_a != bd_pack_a_raw) return NULL;
+    const bd_raw_matrix *m = a->ctx;
+    return m->trans ? NULL : m;
+}
+
 void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                  int64_t K, const bd_gemm_operand *a, const bd_gemm_operand *b, float *C, int64_t ldc,
                  const bd_gemm_epilogue *ep, void *scratch) {
@@ -369,12 +407,14 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
     int64_t kcmax = imin(K, KC);
     float *abuf = bbuf + (b->packed ? 0 : kcmax * round_up(imin(NC, n1 - n0), nr) + nr);
     float *tmp = abuf + (a->packed ? 0 : kcmax * round_up(imin(MC, m1 - m0), mr));
+    const bd_raw_matrix *a_raw = a_read_in_place(kd, a);
 
     macro_args g;
     g.kd = kd;
     g.ldc = ldc;
     g.tmp = tmp;
     g.stream_a = a->packed != NULL;
+    g.lda = a_raw ? a_raw->ld : 0;
     for (int64_t jc = n0; jc < n1;) {
         /* a pre-packed B is blocked on its own panel grid */
         int64_t jend = b->packed ? imin(n1, (jc / NC + 1) * NC) : imin(n1, jc + NC);
@@ -398,6 +438,10 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
                     g.ap = a->packed + (ic / mr) * K * mr + pc * mr;
                     g.astride = K * mr;
                     g.roff = (int)(ic % mr);
+                } else if (a_raw) {
+                    g.ap = a_raw->p + ic * a_raw->ld + pc;
+                    g.astride = mr * a_raw->ld;
+                    g.roff = 0;
                 } else {
                     a->pack_a(a->ctx, ic, iend - ic, pc, kc, mr, abuf);
                     g.ap = abuf;

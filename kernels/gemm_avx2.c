@@ -543,7 +543,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 1,
                                                 NULL,
                                                 bd_f32_conv8_avx2,
-                                                bd_f32_conv8d_avx2};
+                                                bd_f32_conv8d_avx2,
+                                                0};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

@@ -123,7 +123,7 @@ BD_INLINE BD_AVX512 void store_runs(float *cr, __m512 v0, __m512 v1, const float
 #define ACC_FMA(r)                                                                                 \
     do {                                                                                           \
         if (R > r) {                                                                               \
-            __m512 ar = _mm512_set1_ps(a[r]);                                                      \
+            __m512 ar = _mm512_set1_ps(SA ? a[r * lda] : a[r]);                                    \
             c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);                                            \
             if (NV > 1) c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);                                \
         }                                                                                          \
@@ -142,10 +142,13 @@ BD_INLINE BD_AVX512 void store_runs(float *cr, __m512 v0, __m512 v1, const float
     } while (0)
 
 /* R rows (1..12) x NV vectors of 16 columns (2: the whole tile, 1: its first half). D (direct):
- * B row k is read in place at b + boff[k] and the tile is stored through `out` (NV == 2). */
-BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64_t kc,
+ * B row k is read in place at b + boff[k] and the tile is stored through `out` (NV == 2). SA:
+ * A is read in place (row r at a + r * ep->lda), as MLAS does, instead of from a packed panel:
+ * an activation's rows would otherwise be packed again for every column block of C. */
+BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const int SA, int64_t kc,
                                    const float *a, const float *b, const int64_t *boff, float *c,
                                    int64_t ldc, const bd_ukr_out *out, const bd_ukr_epi *ep) {
+    const int64_t lda = SA ? ep->lda : 0;
     ACC_ZERO(0);
     ACC_ZERO(1);
     ACC_ZERO(2);
@@ -181,10 +184,10 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64
         ACC_FMA(11);                                                                               \
         if (prefetch) /* (an integer address: it may lie past the panel) */                       \
             _mm_prefetch((const char *)((uintptr_t)a + 4 * BD_STREAM_A_FLOATS), _MM_HINT_T0);     \
-        a += 12;                                                                                   \
+        a += SA ? 1 : 12;                                                                          \
         if (!D) b += 32;                                                                           \
     } while (0)
-    if (ep->stream_a)
+    if (ep->stream_a && !SA)
         for (int64_t k = 0; k < kc; k++) K_STEP(1);
     else
         for (int64_t k = 0; k < kc; k++) K_STEP(0);
@@ -218,42 +221,42 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, int64
 #undef ACC_FMA
 #undef ACC_STORE
 
+/* One copy of the kernel per row count m (1..12), NV vectors of columns, A packed or in place. */
+#define GEMM_ROWS(NV, SA)                                                                          \
+    do {                                                                                           \
+        switch (m) {                                                                               \
+        case 12: ukr_12x32(12, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                \
+        case 11: ukr_12x32(11, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                \
+        case 10: ukr_12x32(10, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                \
+        case 9: ukr_12x32(9, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 8: ukr_12x32(8, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 7: ukr_12x32(7, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 6: ukr_12x32(6, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 5: ukr_12x32(5, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 4: ukr_12x32(4, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 3: ukr_12x32(3, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        case 2: ukr_12x32(2, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                  \
+        default: ukr_12x32(1, NV, 0, SA, kc, a, b, NULL, c, ldc, NULL, ep); break;                 \
+        }                                                                                          \
+    } while (0)
+
 static BD_AVX512 void bd_f32_gemm_avx512_12x32(int64_t kc, const float *a, const float *b, float *c,
                                                int64_t ldc, int m, const bd_ukr_epi *ep) {
-    switch (m) {
-    case 12: ukr_12x32(12, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 11: ukr_12x32(11, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 10: ukr_12x32(10, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 9: ukr_12x32(9, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 8: ukr_12x32(8, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 7: ukr_12x32(7, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 6: ukr_12x32(6, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 5: ukr_12x32(5, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 4: ukr_12x32(4, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 3: ukr_12x32(3, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 2: ukr_12x32(2, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    default: ukr_12x32(1, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    }
+    if (ep->lda)
+        GEMM_ROWS(2, 1);
+    else
+        GEMM_ROWS(2, 0);
 }
 
 /* The first 16 columns only (for column edges with at most 16 columns left). */
 static BD_AVX512 void bd_f32_gemm_avx512_12x16(int64_t kc, const float *a, const float *b, float *c,
                                                int64_t ldc, int m, const bd_ukr_epi *ep) {
-    switch (m) {
-    case 12: ukr_12x32(12, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 11: ukr_12x32(11, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 10: ukr_12x32(10, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 9: ukr_12x32(9, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 8: ukr_12x32(8, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 7: ukr_12x32(7, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 6: ukr_12x32(6, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 5: ukr_12x32(5, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 4: ukr_12x32(4, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 3: ukr_12x32(3, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    case 2: ukr_12x32(2, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    default: ukr_12x32(1, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
-    }
+    if (ep->lda)
+        GEMM_ROWS(1, 1);
+    else
+        GEMM_ROWS(1, 0);
 }
+#undef GEMM_ROWS
 
 /* B read in place, stored through runs (convolutions without im2col, conv2d.c). */
 static BD_AVX512 void bd_f32_conv_direct_avx512_12x32(int64_t kc, const float *a, const float *b,
@@ -261,18 +264,18 @@ static BD_AVX512 void bd_f32_conv_direct_avx512_12x32(int64_t kc, const float *a
                                                       int m, const bd_ukr_out *out,
                                                       const bd_ukr_epi *ep) {
     switch (m) {
-    case 12: ukr_12x32(12, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 11: ukr_12x32(11, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 10: ukr_12x32(10, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 9: ukr_12x32(9, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 8: ukr_12x32(8, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 7: ukr_12x32(7, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 6: ukr_12x32(6, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 5: ukr_12x32(5, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 4: ukr_12x32(4, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 3: ukr_12x32(3, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    case 2: ukr_12x32(2, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
-    default: ukr_12x32(1, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 12: ukr_12x32(12, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 11: ukr_12x32(11, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 10: ukr_12x32(10, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 9: ukr_12x32(9, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 8: ukr_12x32(8, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 7: ukr_12x32(7, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 6: ukr_12x32(6, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 5: ukr_12x32(5, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 4: ukr_12x32(4, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 3: ukr_12x32(3, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    case 2: ukr_12x32(2, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
+    default: ukr_12x32(1, 2, 1, 0, kc, a, b, boff, c, ldc, out, ep); break;
     }
 }
 
@@ -290,7 +293,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   1,
                                                   bd_f32_conv_direct_avx512_12x32,
                                                   bd_f32_conv8_avx2,
-                                                  NULL};
+                                                  NULL,
+                                                  1};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */
