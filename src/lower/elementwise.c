@@ -316,16 +316,9 @@ bd_status bd_lower_quantize(bd_program *p, int node, bd_diag *d) {
         return s;
     bool q = n->op == BD_OP_QUANTIZE_LINEAR;
     int it = q ? y->dtype : x->dtype; /* the integer side */
-    int64_t lo = 0, hi = 0;
-    switch (it) {
-    case BD_DT_UINT8: hi = 255; break;
-    case BD_DT_INT8: lo = -128, hi = 127; break;
-    case BD_DT_UINT16: hi = 65535; break;
-    case BD_DT_INT16: lo = -32768, hi = 32767; break;
-    case BD_DT_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
-    default: break;
-    }
-    if (hi == 0 || (q && it == BD_DT_INT32))
+    bool known = it == BD_DT_UINT8 || it == BD_DT_INT8 || it == BD_DT_UINT16 || it == BD_DT_INT16 ||
+                 it == BD_DT_INT32;
+    if (!known || (q && it == BD_DT_INT32))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "quantized dtype %s is not supported",
                             bd_dtype_name(it));
     int axis = 0;
@@ -361,12 +354,10 @@ bd_status bd_lower_quantize(bd_program *p, int node, bd_diag *d) {
     int zv = zp ? bd_expr_cast(e, ct, bd_expr_load(e, 2, zdt)) : bd_expr_const(e, 0, ct);
     int v;
     if (q) {
+        /* saturate to [lo, hi]: the cast to y's type does it (every printer's float-to-integer
+         * cast saturates, NaN to 0), so no clamp of its own, which took half the vector code */
         v = bd_expr_unary(e, BD_EXPR_ROUND, ct, bd_expr_binary(e, BD_EXPR_DIV, ct, xv, sv));
         v = bd_expr_binary(e, BD_EXPR_ADD, ct, v, zv);
-        v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, ct,
-                           bd_expr_binary(e, BD_EXPR_CLAMP_MIN, ct, v,
-                                          bd_expr_const(e, (double)lo, ct)),
-                           bd_expr_const(e, (double)hi, ct));
     } else {
         v = bd_expr_binary(e, BD_EXPR_MUL, ct, bd_expr_binary(e, BD_EXPR_SUB, ct, xv, zv), sv);
     }
