@@ -64,7 +64,8 @@ enum {
     BD_ACT_RELU = 1, /* max(x, 0) */
     BD_ACT_CLIP = 2, /* min(max(x, act_min), act_max) */
     BD_ACT_SILU = 3, /* x * sigmoid(x) (relative error below 1e-6; NaN stays NaN) */
-    BD_ACT_HARD_SWISH = 4 /* x * min(1, max(0, x * (1/6) + 1/2)) (NaN stays NaN) */
+    BD_ACT_HARD_SWISH = 4, /* x * min(1, max(0, x * (1/6) + 1/2)) (NaN stays NaN) */
+    BD_ACT_GELU = 5        /* x/2 * (1 + erf(x / sqrt 2)) (absolute error of erf below 2e-7) */
 };
 
 /* ---- GEMM --------------------------------------------------------------------------------- */

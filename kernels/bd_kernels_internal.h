@@ -316,6 +316,7 @@ static inline float bd_act_apply(float v, int act, float lo, float hi) {
         float t = v * (1.0f / 6.0f) + 0.5f;
         return v * (t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t));
     }
+    if (act == BD_ACT_GELU) return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
     return v;
 }
 
@@ -331,5 +332,21 @@ static inline float bd_act_apply(float v, int act, float lo, float hi) {
 #define BD_EXP_P5 5.0000001201e-1f
 #define BD_LN2_HI 0.693359375f
 #define BD_LN2_LO (-2.12194440e-4f)
+
+/* The vector GELU's erf (the generated code's too): below 0.5 its Taylor series to x^9, above it
+ * Abramowitz and Stegun 7.1.26, 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^-x^2 with
+ * t = 1 / (1 + p x) (absolute error 1.5e-7), the reciprocal refined by one Newton step. */
+#define BD_SQRT1_2 0.7071067811865476f /* 1 / sqrt 2 */
+#define BD_ERF_T1 1.1283791671f
+#define BD_ERF_T3 (-0.3761263890f)
+#define BD_ERF_T5 0.1128379167f
+#define BD_ERF_T7 (-0.0268661706f)
+#define BD_ERF_T9 0.0052239776f
+#define BD_ERF_P 0.3275911f
+#define BD_ERF_A1 0.254829592f
+#define BD_ERF_A2 (-0.284496736f)
+#define BD_ERF_A3 1.421413741f
+#define BD_ERF_A4 (-1.453152027f)
+#define BD_ERF_A5 1.061405429f
 
 #endif /* BD_KERNELS_INTERNAL_H */

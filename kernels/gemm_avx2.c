@@ -23,10 +23,8 @@
 #define BD_AVX2   __attribute__((target("avx2,fma")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
-BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
-    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
-    __m256 t = _mm256_sub_ps(_mm256_setzero_ps(), x);
-    t = _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_min_ps(_mm256_set1_ps(80.0f), t));
+/* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains. */
+BD_INLINE BD_AVX2 __m256 exp8(__m256 t) {
     __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504089f)),
                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_HI), t);
@@ -40,10 +38,44 @@ BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     e = _mm256_slli_epi32(e, 23); /* the bits of 2^n */
-    __m256 d = _mm256_fmadd_ps(y, _mm256_castsi256_ps(e), _mm256_set1_ps(1.0f)); /* 1 + e^-x */
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+/* 1 / d, the estimate refined by one Newton step. */
+BD_INLINE BD_AVX2 __m256 recip8(__m256 d) {
     __m256 q = _mm256_rcp_ps(d);
-    q = _mm256_mul_ps(q, _mm256_fnmadd_ps(d, q, _mm256_set1_ps(2.0f)));
-    return _mm256_mul_ps(x, q);
+    return _mm256_mul_ps(q, _mm256_fnmadd_ps(d, q, _mm256_set1_ps(2.0f)));
+}
+
+BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
+    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
+    __m256 t = _mm256_sub_ps(_mm256_setzero_ps(), x);
+    t = _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_min_ps(_mm256_set1_ps(80.0f), t));
+    return _mm256_mul_ps(x, recip8(_mm256_add_ps(exp8(t), _mm256_set1_ps(1.0f))));
+}
+
+/* GELU with bd_kernels_internal.h's erf (NaN stays NaN: it takes the second branch's arithmetic). */
+BD_INLINE BD_AVX2 __m256 gelu8(__m256 v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 x = _mm256_mul_ps(v, _mm256_set1_ps(BD_SQRT1_2));
+    const __m256 ax = _mm256_andnot_ps(sign, x), z = _mm256_mul_ps(x, x);
+    __m256 s = _mm256_fmadd_ps(z, _mm256_set1_ps(BD_ERF_T9), _mm256_set1_ps(BD_ERF_T7));
+    s = _mm256_fmadd_ps(z, s, _mm256_set1_ps(BD_ERF_T5));
+    s = _mm256_fmadd_ps(z, s, _mm256_set1_ps(BD_ERF_T3));
+    s = _mm256_fmadd_ps(z, s, _mm256_set1_ps(BD_ERF_T1));
+    const __m256 small = _mm256_mul_ps(ax, s); /* |erf| below 0.5 */
+    /* past 10, erf is 1 in float; clamped there, an infinite x gives no inf * 0 */
+    const __m256 axc = _mm256_min_ps(ax, _mm256_set1_ps(10.0f)), zc = _mm256_mul_ps(axc, axc);
+    const __m256 t = recip8(_mm256_fmadd_ps(axc, _mm256_set1_ps(BD_ERF_P), _mm256_set1_ps(1.0f)));
+    __m256 p = _mm256_fmadd_ps(t, _mm256_set1_ps(BD_ERF_A5), _mm256_set1_ps(BD_ERF_A4));
+    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(BD_ERF_A3));
+    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(BD_ERF_A2));
+    p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(BD_ERF_A1));
+    const __m256 ez = exp8(_mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_sub_ps(_mm256_setzero_ps(), zc)));
+    const __m256 big = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), ez, _mm256_set1_ps(1.0f));
+    __m256 e = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
+    e = _mm256_or_ps(e, _mm256_and_ps(sign, x)); /* the sign of x back on |erf| */
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
 BD_INLINE BD_AVX2 __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
@@ -51,6 +83,7 @@ BD_INLINE BD_AVX2 __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     if (act == BD_ACT_RELU) return _mm256_max_ps(_mm256_setzero_ps(), v);
     if (act == BD_ACT_CLIP) return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
     if (act == BD_ACT_SILU) return silu8(v);
+    if (act == BD_ACT_GELU) return gelu8(v);
     if (act == BD_ACT_HARD_SWISH) {
         __m256 t = _mm256_fmadd_ps(v, _mm256_set1_ps(1.0f / 6.0f), _mm256_set1_ps(0.5f));
         return _mm256_mul_ps(v, _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(_mm256_setzero_ps(), t)));

@@ -25,10 +25,8 @@
 #define BD_AVX512 __attribute__((target("avx512f")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
-BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
-    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
-    __m512 t = _mm512_sub_ps(_mm512_setzero_ps(), x);
-    t = _mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), t));
+/* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains. */
+BD_INLINE BD_AVX512 __m512 exp16(__m512 t) {
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504089f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_HI), t);
@@ -42,10 +40,45 @@ BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
     y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
     e = _mm512_slli_epi32(e, 23); /* the bits of 2^n */
-    __m512 d = _mm512_fmadd_ps(y, _mm512_castsi512_ps(e), _mm512_set1_ps(1.0f)); /* 1 + e^-x */
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+/* 1 / d, the estimate refined by one Newton step. */
+BD_INLINE BD_AVX512 __m512 recip16(__m512 d) {
     __m512 q = _mm512_rcp14_ps(d);
-    q = _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.0f)));
-    return _mm512_mul_ps(x, q);
+    return _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.0f)));
+}
+
+BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
+    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
+    __m512 t = _mm512_sub_ps(_mm512_setzero_ps(), x);
+    t = _mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), t));
+    return _mm512_mul_ps(x, recip16(_mm512_add_ps(exp16(t), _mm512_set1_ps(1.0f))));
+}
+
+/* GELU with bd_kernels_internal.h's erf (NaN stays NaN: it takes the second branch's arithmetic). */
+BD_INLINE BD_AVX512 __m512 gelu16(__m512 v) {
+    const __m512 x = _mm512_mul_ps(v, _mm512_set1_ps(BD_SQRT1_2));
+    const __m512 ax = _mm512_abs_ps(x), z = _mm512_mul_ps(x, x);
+    __m512 s = _mm512_fmadd_ps(z, _mm512_set1_ps(BD_ERF_T9), _mm512_set1_ps(BD_ERF_T7));
+    s = _mm512_fmadd_ps(z, s, _mm512_set1_ps(BD_ERF_T5));
+    s = _mm512_fmadd_ps(z, s, _mm512_set1_ps(BD_ERF_T3));
+    s = _mm512_fmadd_ps(z, s, _mm512_set1_ps(BD_ERF_T1));
+    const __m512 small = _mm512_mul_ps(ax, s); /* |erf| below 0.5 */
+    /* past 10, erf is 1 in float; clamped there, an infinite x gives no inf * 0 */
+    const __m512 axc = _mm512_min_ps(ax, _mm512_set1_ps(10.0f)), zc = _mm512_mul_ps(axc, axc);
+    const __m512 t = recip16(_mm512_fmadd_ps(axc, _mm512_set1_ps(BD_ERF_P), _mm512_set1_ps(1.0f)));
+    __m512 p = _mm512_fmadd_ps(t, _mm512_set1_ps(BD_ERF_A5), _mm512_set1_ps(BD_ERF_A4));
+    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(BD_ERF_A3));
+    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(BD_ERF_A2));
+    p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(BD_ERF_A1));
+    const __m512 ez = exp16(_mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_sub_ps(_mm512_setzero_ps(), zc)));
+    const __m512 big = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), ez, _mm512_set1_ps(1.0f));
+    __m512 e = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.5f), _CMP_LT_OQ), big, small);
+    /* the sign of x back on |erf| */
+    e = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(e),
+                                            _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
 BD_INLINE BD_AVX512 __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
@@ -53,6 +86,7 @@ BD_INLINE BD_AVX512 __m512 act16(__m512 v, int act, __m512 lo, __m512 hi) {
     if (act == BD_ACT_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
     if (act == BD_ACT_CLIP) return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
     if (act == BD_ACT_SILU) return silu16(v);
+    if (act == BD_ACT_GELU) return gelu16(v);
     if (act == BD_ACT_HARD_SWISH) {
         __m512 t = _mm512_fmadd_ps(v, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
         return _mm512_mul_ps(v, _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(_mm512_setzero_ps(), t)));

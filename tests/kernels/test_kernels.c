@@ -74,6 +74,7 @@ static double act_ref(double v, int act, float lo, float hi) {
     if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
     if (act == BD_ACT_SILU) return v / (1.0 + exp(-v));
     if (act == BD_ACT_HARD_SWISH) return v * fmin(1.0, fmax(0.0, v / 6.0 + 0.5));
+    if (act == BD_ACT_GELU) return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
     return v;
 }
 
@@ -326,7 +327,7 @@ static void test_gemm_all(void) {
                 if (g_quick && (mi + ni + ki) % 5) continue;
                 gemm_case c = {sizes[mi],     sizes[ni],     ksizes[ki],
                                (int)irand(2), (int)irand(2), (int)irand(2),
-                               (int)irand(2), (int)irand(2), (int)irand(5)};
+                               (int)irand(2), (int)irand(2), (int)irand(6)};
                 gemm_data d = gemm_data_new(c);
                 test_gemm_plain(&d);
                 cases++;
@@ -343,7 +344,7 @@ static void test_gemm_all(void) {
     /* every transpose/epilogue combination on awkward sizes, K over several depth blocks */
     for (int t = 0; t < 32; t++) {
         gemm_case c = {37,           45,           600,          t & 1, (t >> 1) & 1,
-                       (t >> 2) & 1, (t >> 3) & 1, (t >> 4) & 1, t % 5};
+                       (t >> 2) & 1, (t >> 3) & 1, (t >> 4) & 1, t % 6};
         gemm_data d = gemm_data_new(c);
         test_gemm_plain(&d);
         test_gemm_packed_b(&d);
@@ -971,7 +972,7 @@ static void test_act_special(void) {
                                  2.9f, -0.5f,    0.75f,     0.0f,   -2.0f, 1.0f,  -4.0f, 5.0f};
     enum { NV = sizeof vals / sizeof vals[0], N = 2 * NV + 5 };
     static const int acts[] = {BD_ACT_NONE, BD_ACT_RELU, BD_ACT_CLIP, BD_ACT_SILU,
-                               BD_ACT_HARD_SWISH};
+                               BD_ACT_HARD_SWISH, BD_ACT_GELU};
     const float A[2] = {1.0f, -1.0f};
     float B[N], C[2 * N];
     for (int j = 0; j < N; j++)

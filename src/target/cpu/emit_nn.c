@@ -56,6 +56,7 @@ static kernel_act kernel_act_of(const bd_nest *n) {
     if (!r) return none;
     if (r->op == BD_EXPR_RELU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_RELU, 0, 0};
     if (r->op == BD_EXPR_SILU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_SILU, 0, 0};
+    if (r->op == BD_EXPR_GELU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_GELU, 0, 0};
     if (r->op == BD_EXPR_HARD_SWISH && is_load0(x, r->arg[0]))
         return (kernel_act){BD_ACT_HARD_SWISH, 0, 0};
     /* Clip: CLAMP_MAX(CLAMP_MIN(x, lo), hi), or either bound alone */
