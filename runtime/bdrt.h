@@ -138,6 +138,25 @@ int bdrt_pool_threads(const bdrt_pool *p);
 typedef void (*bdrt_task_fn)(void *ctx, int64_t block, int thread);
 void bdrt_pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx);
 
+/* ---- help inside a block (bdrt_pool.c) ----
+ * A block whose work is a chain of steps too short to be blocks of their own (an LSTM's
+ * recurrence: one small matrix product per step) can share each step with the pool's idle
+ * threads. bdrt_help runs fn(ctx, i, thread) for every i in [0, n) and returns when all have run,
+ * every effect visible to the caller: the caller takes i = 0, 1, ... and threads of its pool that
+ * are idle at that moment (spinning between jobs, or waiting for ready tasks of the block
+ * schedule) take the others; a thread asleep or busy with another block does not join, and
+ * nothing waits for it. So the caller always starts with i = 0 and, on a quiet machine, the same
+ * helper takes the same items step after step, with that part of the weights in its own cache.
+ * Outside a pool, in a 1-thread pool, or while another block's help is under way, every i runs
+ * on the caller. fn must not block, and runs with the pool's floating-point state. A helper
+ * passes its own thread index: its per-thread scratch is free while it is idle.
+ * bdrt_help_threads: the threads of the calling thread's pool (1 outside one). */
+typedef void (*bdrt_help_fn)(void *ctx, int64_t i, int thread);
+void bdrt_help(int64_t n, bdrt_help_fn fn, void *ctx);
+int bdrt_help_threads(void);
+/* For the block schedule's idle threads (bdrt_dag.c): joins a help under way, if any. */
+void bdrt_help_poll(void);
+
 /* ---- denormals (bdrt_pool.c) ----
  * Arithmetic on denormal floats (below 1.2e-38 in magnitude) takes a slow microcode path on x86
  * cores, up to 100 times slower: a Softmax whose tiny probabilities are denormal slowed the

@@ -163,6 +163,7 @@ static void worker(void *arg, int64_t unused, int thread) {
         }
         if (t < 0) {
             if (atomic_load_explicit(&x->done, memory_order_acquire) == g->n_tasks) return;
+            bdrt_help_poll();
             if (++idle > 2000) sched_yield();
             else relax();
             continue;

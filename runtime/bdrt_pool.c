@@ -24,6 +24,11 @@
  * flush-denormals bits the generated run() sets), and a worker takes it on before running
  * blocks, so a run computes alike on every thread.
  *
+ * bdrt_help shares a loop inside one block with the threads idle at that moment: it publishes the
+ * loop in `help`, wakes sleeping workers, and takes items itself; spinning workers and the
+ * caller's own wait (spin) join it, as do the block schedule's idle threads (bdrt_help_poll).
+ * It never waits for a thread to arrive, only for items already taken.
+ *
  * Off Linux the futex becomes a mutex + condition variable with the same protocol. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, syscall */
 
@@ -75,7 +80,19 @@ struct bdrt_pool {
     _Atomic uint32_t closed;                      /* the last generation whose job is closed */
     _Alignas(CACHE_LINE) _Atomic uint32_t active; /* workers inside the job (futex word) */
     _Atomic int caller_sleeping;
+    /* bdrt_help: the help under way (NULL: none), and the threads that may be reading it */
+    _Alignas(CACHE_LINE) struct help *_Atomic help;
+    _Atomic int helping;
 };
+
+/* One bdrt_help call, on its caller's stack. */
+typedef struct help {
+    bdrt_help_fn fn;
+    void *ctx;
+    int64_t n;
+    unsigned fp_control; /* the caller's, taken on by helpers as a job's is */
+    _Atomic int64_t next, done;
+} help;
 
 /* Which pool (and thread index) the current thread is working for, to run nested calls inline. */
 static _Thread_local const bdrt_pool *tl_pool;
@@ -162,14 +179,68 @@ static long now_ns(void) {
     return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* ---- help inside a block ---- */
+
+/* Takes items of h until none is left. */
+static void help_items(help *h, int thread) {
+    for (;;) {
+        int64_t i = atomic_fetch_add_explicit(&h->next, 1, memory_order_relaxed);
+        if (i >= h->n) return;
+        h->fn(h->ctx, i, thread);
+        atomic_fetch_add_explicit(&h->done, 1, memory_order_release);
+    }
+}
+
+/* An idle thread of p joins the help under way, if any; whether there was one. Registering in
+ * `helping` before reading the pointer (both seq_cst) lets bdrt_help, which clears the pointer
+ * and then waits for `helping` to drop, return only once no thread can still touch its help. */
+static bool help_join(bdrt_pool *p, int thread) {
+    if (!atomic_load_explicit(&p->help, memory_order_relaxed)) return false;
+    atomic_fetch_add(&p->helping, 1);
+    help *h = atomic_load(&p->help);
+    if (h) {
+        if (fp_control_get() != h->fp_control) fp_control_set(h->fp_control);
+        help_items(h, thread);
+    }
+    atomic_fetch_sub(&p->helping, 1);
+    return h != NULL;
+}
+
+void bdrt_help(int64_t n, bdrt_help_fn fn, void *ctx) {
+    bdrt_pool *p = (bdrt_pool *)tl_pool;
+    int thread = p ? tl_thread : 0;
+    help h = {fn, ctx, n, 0, 0, 0};
+    help *none = NULL;
+    h.fp_control = fp_control_get();
+    if (!p || p->threads == 1 || n <= 1 || !atomic_compare_exchange_strong(&p->help, &none, &h)) {
+        for (int64_t i = 0; i < n; i++) fn(ctx, i, thread);
+        return;
+    }
+    /* a sleeping worker is woken (its wait re-checks `help`; one that falls asleep just after
+     * misses this call's wake-up, and the caller does its items) */
+    if (atomic_load(&p->sleepers) > 0) wake_all(p, &p->gen);
+    help_items(&h, thread);
+    while (atomic_load_explicit(&h.done, memory_order_acquire) < n) cpu_relax();
+    atomic_store(&p->help, NULL);
+    while (atomic_load(&p->helping)) cpu_relax();
+}
+
+int bdrt_help_threads(void) {
+    return tl_pool ? tl_pool->threads : 1;
+}
+
+void bdrt_help_poll(void) {
+    if (tl_pool) help_join((bdrt_pool *)tl_pool, tl_thread);
+}
+
 /* Spins until (*word == value) == until_equal, or the spin time is up; returns the last value
- * read. */
-static uint32_t spin(const bdrt_pool *p, _Atomic uint32_t *word, uint32_t value,
-                     bool until_equal) {
+ * read. Meanwhile it joins any help under way (and then spins its full time again). */
+static uint32_t spin(bdrt_pool *p, _Atomic uint32_t *word, uint32_t value, bool until_equal) {
     long start = 0;
     for (unsigned i = 0;; i++) {
         uint32_t v = atomic_load_explicit(word, memory_order_acquire);
         if ((v == value) == until_equal) return v;
+        if (help_join(p, tl_thread)) start = 0;
         if (p->yield)
             sched_yield();
         else
@@ -224,9 +295,10 @@ static void *worker_main(void *arg_) {
         uint32_t g = spin(p, &p->gen, seen, false);
         if (g == seen) {
             atomic_fetch_add(&p->sleepers, 1);
-            while ((g = atomic_load(&p->gen)) == seen)
+            while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->help))
                 wait_on(p, &p->gen, seen);
             atomic_fetch_sub(&p->sleepers, 1);
+            if (g == seen) continue; /* woken by bdrt_help: spin, which helps */
         }
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
@@ -292,6 +364,8 @@ bdrt_pool *bdrt_pool_create(int threads) {
     atomic_init(&p->closed, 0);
     atomic_init(&p->active, 0);
     atomic_init(&p->caller_sleeping, 0);
+    atomic_init(&p->help, NULL);
+    atomic_init(&p->helping, 0);
     if (pthread_mutex_init(&p->call_mu, NULL)) {
         bdrt_free(p);
         return NULL;
@@ -347,11 +421,17 @@ int bdrt_pool_threads(const bdrt_pool *p) {
 static void pool_run(bdrt_pool *p, int64_t n_blocks, bdrt_task_fn fn, void *ctx, int recorded) {
     if (n_blocks <= 0) return;
     if (!p || tl_pool == p || p->threads == 1 || n_blocks == 1) {
-        /* Inline: no pool, a nested call from one of this pool's tasks, or nothing to share. */
-        int thread = p && tl_pool == p ? tl_thread : 0;
+        /* Inline: no pool, a nested call from one of this pool's tasks, or nothing to share. A
+         * lone block runs as the pool's thread 0, so that it may call bdrt_help. */
+        const bdrt_pool *saved_pool = tl_pool;
+        int saved_thread = tl_thread;
+        if (p && tl_pool != p) tl_pool = p, tl_thread = 0;
+        int thread = p ? tl_thread : 0;
         for (int64_t b = 0; b < n_blocks; b++)
             if (recorded) bdrt_call_block(fn, ctx, b, thread);
             else fn(ctx, b, thread);
+        tl_pool = saved_pool;
+        tl_thread = saved_thread;
         return;
     }
     pthread_mutex_lock(&p->call_mu);

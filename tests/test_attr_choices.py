@@ -490,24 +490,24 @@ SEQ, BATCH, IN, HID = 5, 3, 4, 6
 
 
 def lstm_case(name, direction=None, activations=None, alphas=None, betas=None, opset=14,
-              layout=0, extras=False, **more):
+              layout=0, extras=False, hid=HID, **more):
     """A layout=1 case is compared with onnxruntime on its layout=0 twin (the same data
     transposed), since onnxruntime's CPU LSTM refuses layout=1."""
     r = rng_for(name)
     nd = 2 if direction == "bidirectional" else 1
     x = f32(r.standard_normal((SEQ, BATCH, IN)))
-    w = f32(r.standard_normal((nd, 4 * HID, IN)) * 0.4)
-    rr = f32(r.standard_normal((nd, 4 * HID, HID)) * 0.4)
-    b = f32(r.standard_normal((nd, 8 * HID)) * 0.3)
+    w = f32(r.standard_normal((nd, 4 * hid, IN)) * 0.4)
+    rr = f32(r.standard_normal((nd, 4 * hid, hid)) * 0.4)
+    b = f32(r.standard_normal((nd, 8 * hid)) * 0.3)
     consts = [("w", w), ("r", rr), ("b", b)]
     node_inputs = ["x", "w", "r", "b"]
     if extras:  # sequence_lens (one full, one shorter, one of 1), initial_h/c, peepholes
         consts += [("lens", np.asarray([SEQ, 3, 1], dtype=np.int32)),
-                   ("h0", f32(r.standard_normal((nd, BATCH, HID)) * 0.5)),
-                   ("c0", f32(r.standard_normal((nd, BATCH, HID)) * 0.5)),
-                   ("p", f32(r.standard_normal((nd, 3 * HID)) * 0.3))]
+                   ("h0", f32(r.standard_normal((nd, BATCH, hid)) * 0.5)),
+                   ("c0", f32(r.standard_normal((nd, BATCH, hid)) * 0.5)),
+                   ("p", f32(r.standard_normal((nd, 3 * hid)) * 0.3))]
         node_inputs += ["lens", "h0", "c0", "p"]
-    attrs = {"hidden_size": HID, "direction": direction, "activations": activations,
+    attrs = {"hidden_size": hid, "direction": direction, "activations": activations,
              "activation_alpha": alphas, "activation_beta": betas}
     attrs.update(more)
 
@@ -570,6 +570,11 @@ def lstm_cases():
                            "bidirectional", ["Sigmoid", "Tanh", "Relu", "HardSigmoid", "Affine",
                                              "Tanh"], [0.25, 0.9], [0.5, -0.1], extras=True))
     # onnxruntime matches the names case-insensitively, and so does bdc.
+    # 4 * hidden of 160 columns: each step's product is shared between threads (bdrt_help),
+    # and the two directions' blocks ask for help at once
+    for d in ("forward", "bidirectional"):
+        cases.append(lstm_case("lstm/direction=%s/hidden=40/lens-h0-c0-peepholes" % d, d,
+                               extras=True, hid=40))
     cases.append(lstm_case("lstm/activations=lowercase", "forward", ["sigmoid", "tanh", "relu"]))
     cases.append(lstm_case("lstm/activations=uppercase", "bidirectional",
                            ["SIGMOID", "TANH", "TANH", "HARDSIGMOID", "ELU", "SOFTSIGN"]))

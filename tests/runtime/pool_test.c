@@ -5,7 +5,10 @@
  * block recording that it ran exactly once, on a valid thread index; sums checked after every
  * run. Also: a nested call from inside a task (runs inline), two outside threads sharing one
  * pool (serialised), blocks of very uneven cost, and the flush-denormals mode of the caller
- * reaching every worker (x86) and being restored. Prints the measured per-call overhead of
+ * reaching every worker (x86) and being restored; bdrt_help from inside blocks (every item once,
+ * on a valid thread, its effects visible to the caller; two blocks asking at once; outside a
+ * pool, on the caller), with the default spin and with every idle worker asleep. Prints the
+ * measured per-call overhead of
  * bdrt_pool_run (2 threads, 1000 tiny blocks). Closing line "N passed, M failed". */
 #define _POSIX_C_SOURCE 200809L
 
@@ -145,6 +148,73 @@ static void test_nested(void) {
     expect(atomic_load(&n.inner_sum) == 100 * 50 * 45, "nested calls run every inner block");
     expect(!atomic_load(&n.wrong_thread), "nested calls keep the caller's thread index");
     bdrt_pool_destroy(n.pool);
+}
+
+/* ---- help inside a block ---- */
+
+typedef struct helped {
+    int threads;
+    int64_t items;
+    int64_t out[64][256]; /* per calling block, per item: written by whoever runs the item */
+    _Atomic int bad;
+    _Atomic int64_t others; /* items run by a thread other than the block's */
+} helped;
+
+typedef struct help_call {
+    helped *h;
+    int64_t block;
+    int thread; /* the calling block's */
+} help_call;
+
+static void help_item(void *ctx, int64_t i, int thread) {
+    help_call *c = ctx;
+    if (thread < 0 || thread >= c->h->threads || c->h->out[c->block][i] != 0) atomic_store(&c->h->bad, 1);
+    c->h->out[c->block][i] = c->block * 1000 + i + 1;
+    if (thread != c->thread) atomic_fetch_add(&c->h->others, 1);
+}
+
+static void helping_block(void *ctx, int64_t b, int thread) {
+    helped *h = ctx;
+    help_call c = {h, b, thread};
+    for (int rep = 0; rep < 3; rep++) { /* steps: each sees the last one's items */
+        for (int64_t i = 0; i < h->items; i++) h->out[b][i] = 0;
+        bdrt_help(h->items, help_item, &c);
+        for (int64_t i = 0; i < h->items; i++)
+            if (h->out[b][i] != b * 1000 + i + 1) atomic_store(&h->bad, 1);
+    }
+}
+
+static void test_help(void) {
+    static helped h;
+    static const int tcounts[] = {1, 2, 3, 8};
+    for (int spin = 0; spin < 2; spin++) {
+        if (spin) setenv("BDRT_SPIN_US", "0", 1); /* idle workers asleep: woken by bdrt_help */
+        for (size_t t = 0; t < sizeof tcounts / sizeof tcounts[0]; t++) {
+            bdrt_pool *p = bdrt_pool_create(tcounts[t]);
+            expect(p != NULL, "create pool for bdrt_help");
+            if (!p) continue;
+            memset(&h, 0, sizeof h);
+            h.threads = tcounts[t];
+            for (int r = 0; r < 300; r++) {
+                h.items = 1 + r % 200;
+                bdrt_pool_run(p, 1 + r % 3, helping_block, &h); /* 1 block: run inline */
+            }
+            char what[96];
+            snprintf(what, sizeof what, "bdrt_help: every item once, seen by its caller (%d threads%s)",
+                     tcounts[t], spin ? ", no spin" : "");
+            expect(!atomic_load(&h.bad), what);
+            printf("info  bdrt_help, %d threads%s: %" PRId64 " items run by helpers\n", tcounts[t],
+                   spin ? ", no spin" : "", atomic_load(&h.others));
+            bdrt_pool_destroy(p);
+        }
+    }
+    unsetenv("BDRT_SPIN_US");
+    memset(&h, 0, sizeof h);
+    h.threads = 1;
+    h.items = 17;
+    helping_block(&h, 0, 0); /* outside any pool: all on the caller */
+    expect(!atomic_load(&h.bad) && atomic_load(&h.others) == 0 && bdrt_help_threads() == 1,
+           "bdrt_help outside a pool runs every item on the caller");
 }
 
 /* ---- two outside threads on one pool ---- */
@@ -298,6 +368,7 @@ int main(int argc, char **argv) {
     }
     unsetenv("BDRT_SPIN_US");
     test_nested();
+    test_help();
     test_outside_threads();
     test_denormals();
     if (!quick) {

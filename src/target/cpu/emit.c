@@ -121,6 +121,32 @@ static void emit_math_prelude(bd_emitter *e) {
     for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
 }
 
+/* A product with a pre-packed B split by columns for bdrt_help (an LSTM's steps, emit_nn.c): part
+ * i of `parts` computes columns [N i / parts, N (i + 1) / parts), cut at multiples of 32 (every
+ * kernel's NR divides it); a helper thread's GEMM scratch is the start of its own scratch. */
+static void emit_help_prelude(bd_emitter *e) {
+    static const char *const lines[] = {
+        "typedef struct bd_cols_job {",
+        "    int64_t M, N, K, lda, ldc, parts;",
+        "    const float *A, *B, *bias;",
+        "    float *C;",
+        "    void *caller_scratch;",
+        "    int caller;",
+        "    unsigned char *scratch;",
+        "    size_t stride;",
+        "} bd_cols_job;",
+        "static __attribute__((unused)) void bd_cols_part(void *ctx, int64_t i, int thread) {",
+        "    const bd_cols_job *j = ctx;",
+        "    const int64_t n0 = j->N * i / j->parts / 32 * 32;",
+        "    const int64_t n1 = i + 1 == j->parts ? j->N : j->N * (i + 1) / j->parts / 32 * 32;",
+        "    void *gs = thread == j->caller ? j->caller_scratch",
+        "                                   : (void *)(((uintptr_t)(j->scratch + (size_t)thread * j->stride) + 63) & ~(uintptr_t)63);",
+        "    bd_f32_gemm_packed_b(j->M, n0, n1, j->K, j->A, j->lda, 0, j->B, j->C, j->ldc, j->bias, NULL, 0, 0, 0.0f, 0.0f, gs);",
+        "}",
+    };
+    for (size_t i = 0; i < BD_COUNT(lines); i++) bd_emit(e, "%s", lines[i]);
+}
+
 /* The scalar helpers every C-family printer shares (target/print.c), with C's bit casts, then the
  * vectorisable float math. */
 static void emit_prelude(bd_emitter *e) {
@@ -129,6 +155,7 @@ static void emit_prelude(bd_emitter *e) {
     bd_emit(e, "static inline __attribute__((unused)) uint64_t bd_d2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }");
     bd_print_scalar_helpers(&e->pr, "static inline __attribute__((unused))", false);
     emit_math_prelude(e);
+    emit_help_prelude(e);
 }
 
 /* A static integer table, 16 numbers a line. */
