@@ -320,6 +320,20 @@ static inline float bd_act_apply(float v, int act, float lo, float hi) {
     return v;
 }
 
+/* The activation over a row, its choice made once: the common ones compile to vector min/max,
+ * where a per-element dispatch (with a libm call on one of its paths) keeps a loop scalar. */
+static inline __attribute__((always_inline)) void bd_act_apply_row(float *v, int64_t n, int act,
+                                                                   float lo, float hi) {
+    if (act == BD_ACT_NONE) return;
+    if (act == BD_ACT_RELU) {
+        for (int64_t i = 0; i < n; i++) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+    } else if (act == BD_ACT_CLIP) {
+        for (int64_t i = 0; i < n; i++) v[i] = v[i] < lo ? lo : (v[i] > hi ? hi : v[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) v[i] = bd_act_apply(v[i], act, lo, hi);
+    }
+}
+
 /* The vector SiLU below computes exp(t) as 2^n * p(r), t = n ln2 + r, |r| <= ln2/2, with Cephes'
  * expf polynomial, after clamping t = -x to [-87, 80] (NaN kept: min/max return their second
  * operand on NaN): e^-87 is still a normal float, and past 80 the result is 0 to within 1e-33.

@@ -378,8 +378,7 @@ void bd_f32_dwconv_portable(const bd_dw_job *j) {
             for (int64_t ow = 0; ow < j->OW; ow++)
                 out[ow] += wt * p[ow];
         }
-        for (int64_t ow = 0; ow < j->OW; ow++)
-            out[ow] = bd_act_apply(out[ow], j->act, j->act_min, j->act_max);
+        bd_act_apply_row(out, j->OW, j->act, j->act_min, j->act_max);
     }
 }
 

@@ -283,10 +283,20 @@ static inline __attribute__((always_inline)) void output_lanes(
             for (int l = 0; l < LANES; l++)
                 r[i][j][l] = t[j][l] + bias;
     }
-    for (int l = 0; l < LANES; l++)
+    for (int i = 0; i < m; i++) /* r's rows are 4 apart whatever m is */
+        bd_act_apply_row(r[i][0], m * LANES, act, lo, hi);
+    for (int l = 0; l < LANES; l++) {
+        float *yl = y + yoff[l];
+        if (rows_ok[l] == m && cols_ok[l] == m) { /* a whole tile: m known, unrolled */
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < m; j++)
+                    yl[i * OW + j] = r[i][j][l];
+            continue;
+        }
         for (int i = 0; i < rows_ok[l]; i++)
             for (int j = 0; j < cols_ok[l]; j++)
-                y[yoff[l] + i * OW + j] = bd_act_apply(r[i][j][l], act, lo, hi);
+                yl[i * OW + j] = r[i][j][l];
+    }
 }
 
 /* The transforms of one tile for a = 4 or 6, compiled once per instruction set. */
