@@ -140,13 +140,14 @@ static inline int64_t bd_conv8_scratch_floats(const bd_conv2d_shape *s) {
            (s->KH * s->KW + (s->OW + 7) / 8 * 8 + rows_in * bd_conv8_cols(s) + 8 + 3 * s->stride_w);
 }
 
-/* Convolutions with a multiple of 8 output channels per group, directly (no im2col), with 8
- * output channels in the lanes: the chunk's input rows interleaved 8 channels at a time (block
- * cb, row r, column j, lane c = channel 8*cb + c; a last partial block zero-filled), weights
- * packed per block of 8 output channels as [input block][tap][c][8 lanes] (BD_PACK_CONV8, zero
- * past the group's channels), and per step two output blocks x six pixels (12 accumulators)
+/* Convolutions with a multiple of 8 output channels per group, directly (no im2col), with L
+ * output channels in the lanes (the kernel's conv8d_lanes: 8 on AVX2, 16 on AVX-512): the
+ * chunk's input rows interleaved 8 channels at a time (block cb, row r, column j, lane c =
+ * channel 8*cb + c; a last partial block zero-filled), weights packed per block of L output
+ * channels as [input block][tap][c][L lanes] (BD_PACK_CONV8, zero past the group's channels),
+ * and per step two output blocks x a few pixels (AVX2: 6, 12 accumulators; AVX-512: 8, 16)
  * summed over every input channel and tap: one weight load per block and one broadcast per
- * pixel for 12 FMAs. */
+ * pixel for each pair of FMAs. */
 typedef struct bd_conv8d_job {
     const bd_conv2d_shape *s;
     const float *x;     /* the group's first input plane (batch item n) */
@@ -171,17 +172,17 @@ static inline int64_t bd_conv8d_chunk_rows(const bd_conv2d_shape *s) {
     int64_t r = (32768 / (per_row > 0 ? per_row : 1) - halo) / s->stride_h + 1;
     return r < 1 ? 1 : r > 16 ? 16 : r;
 }
-/* Output pixels per 8-channel block in a chunk: its rows' pixels, rounded up to the kernel's
- * groups of 6, and 8 more (rows are read back in blocks of 8 pixels). */
+/* Output pixels per output block in a chunk: its rows' pixels, rounded up to the kernels'
+ * groups (6 or 8 pixels: a multiple of 24), and 8 more (rows are read back in blocks of 8). */
 static inline int64_t bd_conv8d_out_pixels(const bd_conv2d_shape *s) {
-    return (bd_conv8d_chunk_rows(s) * s->OW + 5) / 6 * 6 + 8;
+    return (bd_conv8d_chunk_rows(s) * s->OW + 23) / 24 * 24 + 8;
 }
 /* The chunk's interleaved rows, 8 spare pixels after them (written in blocks of 8), and two
- * output blocks' pixels. */
+ * output blocks' pixels of up to 16 lanes. */
 static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
     const int64_t rows_in =
         (bd_conv8d_chunk_rows(s) - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
-    return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 16 * bd_conv8d_out_pixels(s);
+    return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 32 * bd_conv8d_out_pixels(s);
 }
 
 /* One instruction set's kernels and cache blocking. */
@@ -197,8 +198,9 @@ typedef struct bd_gemm_kernel {
     int partial_cols;   /* ukr/ukr_half store bd_ukr_epi.cols < NR columns themselves (masked) */
     bd_ukr_direct_fn ukr_direct; /* NR == 32 kernels only, or NULL */
     bd_conv8_fn conv8;           /* 8 output channels in the lanes (replaces dw), or NULL */
-    bd_conv8d_fn conv8d;         /* direct, 8 output channels in the lanes, or NULL */
+    bd_conv8d_fn conv8d;         /* direct, conv8d_lanes output channels in the lanes, or NULL */
     int a_in_place;              /* ukr/ukr_half honour bd_ukr_epi.lda (A unpacked) */
+    int conv8d_lanes;            /* 8 or 16: conv8d's output block (BD_PACK_CONV8's lanes) */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -216,6 +218,7 @@ void bd_f32_dwconv_portable(const bd_dw_job *job);
 #if BD_KERNELS_X86
 void bd_f32_conv8_avx2(const bd_conv8_job *job);
 void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
+void bd_f32_conv16d_avx512(const bd_conv8d_job *job);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */

@@ -63,15 +63,24 @@ static int is_pointwise(const bd_conv2d_shape *s) {
            s->pad_left == 0 && s->OW == s->W && s->OH <= s->H;
 }
 
-/* Convolutions for the kernel's direct 8-lane path: a multiple of 8 output channels per group
- * (weights packed as BD_PACK_CONV8) and windows up to 7x7, except 1x1 expansions (more than
- * twice the outputs of inputs), whose few input channels leave the transposes of their many
- * outputs a large share. Measured in models: those expansions (MobileNetV2's) and ViT's 16x16
- * patch embedding stay faster as GEMMs. */
+/* Convolutions for the kernel's direct path (8 or 16 output channels in the lanes): a multiple
+ * of 8 output channels per group (weights packed as BD_PACK_CONV8) and windows up to 7x7, except
+ * 1x1 expansions (more than twice the outputs of inputs), whose few input channels leave the
+ * transposes of their many outputs a large share. Measured in models: those expansions
+ * (MobileNetV2's) and ViT's 16x16 patch embedding stay faster as GEMMs; on AVX-512, where the
+ * GEMM reads a pointwise convolution's input in place at the full width, every pointwise
+ * convolution does (MobileNetV2 8% and ShuffleNetV2 6% slower with them direct), while every
+ * other shape measured ran 1.0x to 2x faster direct (bdckernels_bench). */
 static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
-           !is_group8(kd, s) && !(is_pointwise(s) && Mg > 2 * Cg);
+           !is_group8(kd, s) && !(is_pointwise(s) && (Mg > 2 * Cg || kd->conv8d_lanes == 16));
+}
+
+/* A group's output channels in the packed weights of the direct kernel: whole blocks of its
+ * lanes. */
+static int64_t conv8d_mg(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    return round_up(s->M / s->group, kd->conv8d_lanes);
 }
 
 /* ---- implicit im2col ----------------------------------------------------------------------- */
@@ -602,7 +611,8 @@ size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     BD_KCHECK(bd_conv2d_shape_valid(s));
     const bd_gemm_kernel *kd = bd_gemm_kernel_current();
     if (is_conv8d(kd, s))
-        return (size_t)(BD_PACK_HDR_FLOATS + s->M * bd_conv8d_cin(s) * s->KH * s->KW) *
+        return (size_t)(BD_PACK_HDR_FLOATS + s->group * conv8d_mg(kd, s) * bd_conv8d_cin(s) *
+                                                 s->KH * s->KW) *
                sizeof(float);
     if (is_depthwise(s) || is_group8(kd, s))
         return (size_t)(BD_PACK_HDR_FLOATS + s->M * (s->C / s->group) * s->KH * s->KW) *
@@ -630,17 +640,17 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
     bd_pack_hdr h = {0, kind, (int32_t)kd->isa, kd->mr, s->M, Kd, s->group};
     bd_pack_hdr_write(packed, &h);
     float *dst = packed + BD_PACK_HDR_FLOATS;
-    if (kind == BD_PACK_CONV8) { /* per group, block of 8 outputs: [input block][tap][c][lane] */
+    if (kind == BD_PACK_CONV8) { /* per group, block of L outputs: [input block][tap][c][lane] */
         const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
-                      ncb = Cp / 8;
-        memset(dst, 0, (size_t)(s->M * Cp * taps) * sizeof(float));
+                      ncb = Cp / 8, L = kd->conv8d_lanes, Mp = conv8d_mg(kd, s);
+        memset(dst, 0, (size_t)(s->group * Mp * Cp * taps) * sizeof(float));
         for (int64_t g = 0; g < s->group; g++) {
-            float *dg = dst + g * Mg * Cp * taps;
+            float *dg = dst + g * Mp * Cp * taps;
             const float *wg = w + g * Mg * Cg * taps;
             for (int64_t m = 0; m < Mg; m++)
                 for (int64_t c = 0; c < Cg; c++)
                     for (int64_t t = 0; t < taps; t++)
-                        dg[((m / 8 * ncb + c / 8) * taps + t) * 64 + c % 8 * 8 + m % 8] =
+                        dg[((m / L * ncb + c / 8) * taps + t) * 8 * L + c % 8 * L + m % L] =
                             wg[(m * Cg + c) * taps + t];
         }
         return;
@@ -720,7 +730,7 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
                                x + (n * s->C + g * Cg) * s->H * s->W,
                                y + (n * s->M + g * Mg) * s->OH * s->OW,
                                wpacked + BD_PACK_HDR_FLOATS +
-                                   g * Mg * bd_conv8d_cin(s) * s->KH * s->KW,
+                                   g * conv8d_mg(kd, s) * bd_conv8d_cin(s) * s->KH * s->KW,
                                bias ? bias + g * Mg : NULL,
                                imax(oc0 - g * Mg, 0),
                                imin(oc1 - g * Mg, Mg),

@@ -20,6 +20,9 @@
 #include <immintrin.h>
 #include <string.h>
 
+#define BD_ROWS_TARGET __attribute__((target("avx2,fma")))
+#include "conv8_rows.h"
+
 #define BD_AVX2   __attribute__((target("avx2,fma")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
@@ -225,92 +228,20 @@ static BD_AVX2 void bd_f32_gemm_avx2_6x8(int64_t kc, const float *a, const float
 
 /* ---- 8 output channels in the lanes (depthwise, narrow groups) ------------------------------- */
 
-/* r[k] (lane c) becomes r[c] (lane k): rows to columns of an 8 x 8 block. */
-BD_INLINE BD_AVX2 void transpose8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+/* The activation over n 8-lane pixels, its choice made once: inside the pixel loop, the
+ * dispatch with every activation's code inlined four times slowed the depthwise layers. */
+BD_INLINE BD_AVX2 void act_row8(float *o, int64_t n, int act, __m256 lo, __m256 hi) {
+    if (act == BD_ACT_NONE) return;
+#define BD_ACT_LOOP(ACT)                                                                           \
+    for (int64_t i = 0; i < n; i++)                                                                \
+        _mm256_store_ps(o + i * 8, act8(_mm256_load_ps(o + i * 8), ACT, lo, hi));
+    switch (act) {
+    case BD_ACT_RELU: BD_ACT_LOOP(BD_ACT_RELU) break;
+    case BD_ACT_CLIP: BD_ACT_LOOP(BD_ACT_CLIP) break;
+    case BD_ACT_HARD_SWISH: BD_ACT_LOOP(BD_ACT_HARD_SWISH) break;
+    default: BD_ACT_LOOP(act) break;
     }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-
-/* Lanes [0, n) set, for masked loads and stores of a partial block. */
-BD_INLINE BD_AVX2 __m256i first_lanes(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* Input row ih of the nin (1..8) planes from x, interleaved into d (cols columns of 8 lanes). */
-BD_INLINE BD_AVX2 void conv8_prep_row(const bd_conv2d_shape *s, const float *x, int64_t nin,
-                                      int64_t ih, int64_t cols, float *d) {
-    const int64_t W = s->W, HW = s->H * s->W, left = s->pad_left;
-    if (ih < 0 || ih >= s->H) {
-        memset(d, 0, (size_t)(cols * 8) * sizeof(float));
-        return;
-    }
-    const int64_t jlo = left < cols ? left : cols;
-    const int64_t jhi = left + W < cols ? left + W : cols;
-    memset(d, 0, (size_t)(jlo * 8) * sizeof(float));
-    if (jhi < cols) memset(d + jhi * 8, 0, (size_t)((cols - jhi) * 8) * sizeof(float));
-    const float *src = x + ih * W - left;
-    for (int64_t c0 = jlo; c0 < jhi; c0 += 8) {
-        const int64_t n = jhi - c0 < 8 ? jhi - c0 : 8;
-        const __m256i m = first_lanes(n);
-        const float *p = src + c0;
-        __m256 r[8];
-        if (nin == 8 && n == 8) {
-            for (int c = 0; c < 8; c++)
-                r[c] = _mm256_loadu_ps(p + c * HW);
-        } else {
-            for (int c = 0; c < 8; c++)
-                r[c] = c < nin ? _mm256_maskload_ps(p + c * HW, m) : _mm256_setzero_ps();
-        }
-        transpose8(r);
-        /* Whole blocks even past jhi (the masked loads made those columns zeros, and the
-         * scratch has a block to spare after the last row); spelt out, as compilers turn a loop
-         * into a memcpy through the stack. */
-        float *e = d + c0 * 8;
-        _mm256_store_ps(e, r[0]);
-        _mm256_store_ps(e + 8, r[1]);
-        _mm256_store_ps(e + 16, r[2]);
-        _mm256_store_ps(e + 24, r[3]);
-        _mm256_store_ps(e + 32, r[4]);
-        _mm256_store_ps(e + 40, r[5]);
-        _mm256_store_ps(e + 48, r[6]);
-        _mm256_store_ps(e + 56, r[7]);
-    }
-}
-
-/* Lanes [lane_lo, lane_hi) of one output row of 8-lane pixels (orow, rounded up to 8 pixels)
- * transposed back to their planes (yrow: lane 0's row, planes plane floats apart). */
-BD_INLINE BD_AVX2 void conv8_store_row(const float *orow, int64_t OW, float *yrow, int64_t plane,
-                                       int64_t lane_lo, int64_t lane_hi) {
-    for (int64_t ow = 0; ow < OW; ow += 8) {
-        const int64_t n = OW - ow < 8 ? OW - ow : 8;
-        const float *e = orow + ow * 8;
-        __m256 r[8] = {_mm256_load_ps(e),      _mm256_load_ps(e + 8),  _mm256_load_ps(e + 16),
-                       _mm256_load_ps(e + 24), _mm256_load_ps(e + 32), _mm256_load_ps(e + 40),
-                       _mm256_load_ps(e + 48), _mm256_load_ps(e + 56)};
-        transpose8(r);
-        float *q = yrow + ow;
-        if (lane_lo == 0 && lane_hi == 8 && n == 8) {
-            for (int c = 0; c < 8; c++)
-                _mm256_storeu_ps(q + c * plane, r[c]);
-        } else {
-            const __m256i m = first_lanes(n);
-            for (int64_t c = lane_lo; c < lane_hi; c++)
-                _mm256_maskstore_ps(q + c * plane, m, r[c]);
-        }
-    }
+#undef BD_ACT_LOOP
 }
 
 /* One output row from the interleaved rows at p (row stride rs floats), pixels four at a time
@@ -350,11 +281,12 @@ BD_INLINE BD_AVX2 void conv8_row(const int CG_, const int KH_, const int KW_, co
                     s3 = _mm256_fmadd_ps(wt, _mm256_broadcast_ss(q + 3 * ps + c), s3);
                 }
             }
-        _mm256_store_ps(orow + ow * 8, act8(s0, j->act, lo, hi));
-        _mm256_store_ps(orow + ow * 8 + 8, act8(s1, j->act, lo, hi));
-        _mm256_store_ps(orow + ow * 8 + 16, act8(s2, j->act, lo, hi));
-        _mm256_store_ps(orow + ow * 8 + 24, act8(s3, j->act, lo, hi));
+        _mm256_store_ps(orow + ow * 8, s0);
+        _mm256_store_ps(orow + ow * 8 + 8, s1);
+        _mm256_store_ps(orow + ow * 8 + 16, s2);
+        _mm256_store_ps(orow + ow * 8 + 24, s3);
     }
+    act_row8(orow, OW, j->act, lo, hi);
 }
 
 BD_INLINE BD_AVX2 void conv8_run(const int CG_, const int KH_, const int KW_, const int SW_,
@@ -384,7 +316,7 @@ BD_INLINE BD_AVX2 void conv8_run(const int CG_, const int KH_, const int KW_, co
             conv8_prep_row(s, j->x, j->nin, ih0 + r, cols, rows + r * rs);
         for (int64_t o = 0; o < nr; o++) {
             conv8_row(CG_, KH_, KW_, SW_, j, rows + o * s->stride_h * rs, rs, wk, bias, orow);
-            conv8_store_row(orow, OW, j->y + (r0 + o) * OW, OHW, lane_lo, lane_hi);
+            conv8_store_row(orow, 8, OW, j->y + (r0 + o) * OW, OHW, lane_lo, lane_hi);
         }
     }
 }
@@ -545,8 +477,8 @@ BD_INLINE BD_AVX2 void conv8d_run(const int KH_, const int KW_, const bd_conv8d_
             const int64_t hi1 = j->m_hi - m0 - 8 < 8 ? j->m_hi - m0 - 8 : 8;
             for (int64_t o = 0; o < nr; o++) {
                 float *yrow = j->y + m0 * OHW + (r0 + o) * OW;
-                conv8_store_row(o0 + o * OW * 8, OW, yrow, OHW, lo0, hi0);
-                if (two) conv8_store_row(o1 + o * OW * 8, OW, yrow + 8 * OHW, OHW, 0, hi1);
+                conv8_store_row(o0 + o * OW * 8, 8, OW, yrow, OHW, lo0, hi0);
+                if (two) conv8_store_row(o1 + o * OW * 8, 8, OW, yrow + 8 * OHW, OHW, 0, hi1);
             }
         }
     }
@@ -577,7 +509,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 NULL,
                                                 bd_f32_conv8_avx2,
                                                 bd_f32_conv8d_avx2,
-                                                0};
+                                                0,
+                                                8};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

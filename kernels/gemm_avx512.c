@@ -1,4 +1,5 @@
-/* gemm_avx512.c — the AVX-512F GEMM micro-kernel, 12 x 32.
+/* gemm_avx512.c — the AVX-512F GEMM micro-kernel, 12 x 32, and the direct convolution with 16
+ * output channels in the lanes.
  *
  * Same scheme as the AVX2 6x16 kernel at twice the width: a 12 x 32 tile of C lives in 24 zmm
  * accumulators; each step of k loads one 32-float row of the packed B panel (2 zmm) and
@@ -7,7 +8,8 @@
  * copy of the loop specialised for that row count. Depthwise and narrow grouped convolutions
  * run on the AVX2 kernel's 8 channels in the lanes (bd_f32_conv8_avx2): on a Zen 5 core it was
  * 1.0x to 2.4x as fast per layer as 16-column depthwise rows in zmm, which lose lanes to short
- * rows and column strides.
+ * rows and column strides. Other direct convolutions (bd_f32_conv16d_avx512) are the AVX2
+ * kernel's bd_f32_conv8d_avx2 with 16 output channels in a zmm, on the same interleaved rows.
  *
  * A pre-packed A (the weights: bd_ukr_epi.stream_a) is prefetched BD_STREAM_A_FLOATS ahead. A
  * model's weights are evicted between runs, and this kernel's demand of 4 bytes a cycle from one
@@ -21,6 +23,9 @@
 #if BD_KERNELS_X86
 
 #include <immintrin.h>
+
+#define BD_ROWS_TARGET __attribute__((target("avx512f")))
+#include "conv8_rows.h"
 
 #define BD_AVX512 __attribute__((target("avx512f")))
 #define BD_INLINE static inline __attribute__((always_inline))
@@ -313,6 +318,156 @@ static BD_AVX512 void bd_f32_conv_direct_avx512_12x32(int64_t kc, const float *a
     }
 }
 
+/* ---- direct convolution, 16 output channels in the lanes -------------------------------------- */
+
+/* Eight pixels of one 16-channel block, activated, to e (16 floats per pixel). */
+BD_INLINE BD_AVX512 void act_store8(float *e, __m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 v4,
+                                    __m512 v5, __m512 v6, __m512 v7, int act, __m512 lo,
+                                    __m512 hi) {
+    _mm512_store_ps(e, act16(v0, act, lo, hi));
+    _mm512_store_ps(e + 16, act16(v1, act, lo, hi));
+    _mm512_store_ps(e + 32, act16(v2, act, lo, hi));
+    _mm512_store_ps(e + 48, act16(v3, act, lo, hi));
+    _mm512_store_ps(e + 64, act16(v4, act, lo, hi));
+    _mm512_store_ps(e + 80, act16(v5, act, lo, hi));
+    _mm512_store_ps(e + 96, act16(v6, act, lo, hi));
+    _mm512_store_ps(e + 112, act16(v7, act, lo, hi));
+}
+
+/* bd_f32_conv8d_avx2's scheme at twice the width: the same input rows with 8 channels
+ * interleaved (conv8_rows.h), weights packed for blocks of 16 output channels, and per step two
+ * blocks x eight pixels (16 accumulators): two weight loads and eight broadcasts for 16 FMAs.
+ * Pixel i of a group reads from px[i]; a last group's pixels past npix recompute pixel 0 into the
+ * spare end of o0 / o1 (16 floats a pixel). */
+BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int KW_,
+                                        const bd_conv8d_job *j, const float *rows, int64_t npix,
+                                        int64_t rs, int64_t bs, int64_t ncb, int clast,
+                                        const float *w, int64_t wob, __m512 bias0, __m512 bias1,
+                                        float *o0, float *o1) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW, OW = s->OW;
+    const int64_t cs = KH_ > 0 ? 8 : s->dil_w * 8, hs = s->dil_h * rs;
+    const int64_t ps = s->stride_w * 8, prow = s->stride_h * rs;
+    const __m512 lo = _mm512_set1_ps(j->act_min), hi = _mm512_set1_ps(j->act_max);
+    int64_t row = 0, col = 0; /* of pixel g, stepped without divisions */
+    for (int64_t g = 0; g < npix; g += 8) {
+        const float *px[8];
+        for (int i = 0, r = (int)row, c = (int)col; i < 8; i++) {
+            px[i] = g + i < npix ? rows + r * prow + c * ps : rows;
+            if (++c == OW) c = 0, r++;
+        }
+        for (col += 8; col >= OW; col -= OW)
+            row++;
+        /* named accumulators: as an array, some were kept on the stack */
+        __m512 a0 = bias0, a1 = bias0, a2 = bias0, a3 = bias0, a4 = bias0, a5 = bias0, a6 = bias0,
+               a7 = bias0;
+        __m512 b0 = bias1, b1 = bias1, b2 = bias1, b3 = bias1, b4 = bias1, b5 = bias1, b6 = bias1,
+               b7 = bias1;
+        const float *wp = w;
+        /* one input channel c of the tap at off: two weight loads, eight broadcasts, 16 FMAs */
+#define BD_STEP(i, A, B)                                                                           \
+    x = _mm512_set1_ps(px[i][off + c]);                                                            \
+    A = _mm512_fmadd_ps(wa, x, A);                                                                 \
+    if (NOB == 2) B = _mm512_fmadd_ps(wb, x, B);
+#define BD_CHANNEL                                                                                 \
+    {                                                                                              \
+        const __m512 wa = _mm512_loadu_ps(wp);                                                     \
+        const __m512 wb = NOB == 2 ? _mm512_loadu_ps(wp + wob) : wa;                               \
+        __m512 x;                                                                                  \
+        BD_STEP(0, a0, b0)                                                                         \
+        BD_STEP(1, a1, b1)                                                                         \
+        BD_STEP(2, a2, b2)                                                                         \
+        BD_STEP(3, a3, b3)                                                                         \
+        BD_STEP(4, a4, b4)                                                                         \
+        BD_STEP(5, a5, b5)                                                                         \
+        BD_STEP(6, a6, b6)                                                                         \
+        BD_STEP(7, a7, b7)                                                                         \
+    }
+        const int64_t nfull = clast == 8 ? ncb : ncb - 1;
+        for (int64_t cb = 0; cb < nfull; cb++)
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const int64_t off = cb * bs + kh * hs + kw * cs;
+                    for (int c = 0; c < 8; c++, wp += 16)
+                        BD_CHANNEL
+                }
+        if (nfull < ncb) /* a last partial block: its channels, then past its padding */
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++, wp += (8 - clast) * 16) {
+                    const int64_t off = nfull * bs + kh * hs + kw * cs;
+                    for (int c = 0; c < clast; c++, wp += 16)
+                        BD_CHANNEL
+                }
+#undef BD_CHANNEL
+#undef BD_STEP
+        act_store8(o0 + g * 16, a0, a1, a2, a3, a4, a5, a6, a7, j->act, lo, hi);
+        if (NOB == 2) act_store8(o1 + g * 16, b0, b1, b2, b3, b4, b5, b6, b7, j->act, lo, hi);
+    }
+}
+
+BD_INLINE BD_AVX512 __m512 conv16d_bias(const bd_conv8d_job *j, int64_t m0) {
+    float b[16];
+    for (int c = 0; c < 16; c++)
+        b[c] = j->bias && m0 + c >= j->m_lo && m0 + c < j->m_hi ? j->bias[m0 + c] : 0.0f;
+    return _mm512_loadu_ps(b);
+}
+
+/* Lanes [lo, hi) of one output row of 16-lane pixels, as two 8-lane halves. */
+BD_INLINE BD_AVX512 void conv16d_store_row(const float *o, int64_t OW, float *yrow, int64_t plane,
+                                           int64_t lo, int64_t hi) {
+    if (lo < 8) conv8_store_row(o, 16, OW, yrow, plane, lo, hi < 8 ? hi : 8);
+    if (hi > 8) conv8_store_row(o + 8, 16, OW, yrow + 8 * plane, plane, lo > 8 ? lo - 8 : 0, hi - 8);
+}
+
+BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv8d_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t Cg = s->C / s->group, ncb = (Cg + 7) / 8, taps = s->KH * s->KW;
+    const int clast = (int)(Cg - (ncb - 1) * 8);
+    const int64_t OW = s->OW, OHW = s->OH * s->OW, HW = s->H * s->W;
+    const int64_t cols = bd_conv8_cols(s), rs = cols * 8, R = bd_conv8d_chunk_rows(s);
+    const int64_t rows_max = (R - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+    const int64_t bs = rows_max * rs, wob = ncb * taps * 128, opix = bd_conv8d_out_pixels(s);
+    float *o0 = j->scratch, *o1 = o0 + opix * 16, *rows = o1 + opix * 16;
+    for (int64_t r0 = j->oh0; r0 < j->oh1; r0 += R) {
+        const int64_t nr = j->oh1 - r0 < R ? j->oh1 - r0 : R;
+        const int64_t rows_in = (nr - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+        const int64_t ih0 = r0 * s->stride_h - s->pad_top;
+        for (int64_t cb = 0; cb < ncb; cb++)
+            for (int64_t r = 0; r < rows_in; r++)
+                conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
+                               rows + cb * bs + r * rs);
+        for (int64_t m0 = j->m_lo / 16 * 16; m0 < j->m_hi; m0 += 32) {
+            const int two = m0 + 16 < j->m_hi;
+            const __m512 bias0 = conv16d_bias(j, m0), bias1 = two ? conv16d_bias(j, m0 + 16) : bias0;
+            const float *w = j->w + m0 / 16 * wob;
+            if (two)
+                conv16d_pixels(2, KH_, KW_, j, rows, nr * OW, rs, bs, ncb, clast, w, wob, bias0,
+                               bias1, o0, o1);
+            else
+                conv16d_pixels(1, KH_, KW_, j, rows, nr * OW, rs, bs, ncb, clast, w, wob, bias0,
+                               bias0, o0, o1);
+            const int64_t lo0 = j->m_lo > m0 ? j->m_lo - m0 : 0;
+            const int64_t hi0 = j->m_hi - m0 < 16 ? j->m_hi - m0 : 16;
+            const int64_t hi1 = j->m_hi - m0 - 16 < 16 ? j->m_hi - m0 - 16 : 16;
+            for (int64_t o = 0; o < nr; o++) {
+                float *yrow = j->y + m0 * OHW + (r0 + o) * OW;
+                conv16d_store_row(o0 + o * OW * 16, OW, yrow, OHW, lo0, hi0);
+                if (two) conv16d_store_row(o1 + o * OW * 16, OW, yrow + 16 * OHW, OHW, 0, hi1);
+            }
+        }
+    }
+}
+
+BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    if (s->KH == 3 && s->KW == 3 && s->dil_w == 1)
+        conv16d_run(3, 3, j);
+    else if (s->KH == 1 && s->KW == 1)
+        conv16d_run(1, 1, j);
+    else
+        conv16d_run(0, 0, j);
+}
+
 const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   BD_KERNELS_ISA_AVX512,
                                                   12,
@@ -327,8 +482,9 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   1,
                                                   bd_f32_conv_direct_avx512_12x32,
                                                   bd_f32_conv8_avx2,
-                                                  NULL,
-                                                  1};
+                                                  bd_f32_conv16d_avx512,
+                                                  1,
+                                                  16};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */

@@ -580,6 +580,14 @@ static void test_conv_all(void) {
          BD_ACT_SILU},
         {"direct8 1x1 projection 7x7", 1, 96, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
          BD_ACT_CLIP},
+        /* 16 output channels in the lanes on AVX-512: half blocks, groups of 9+ inputs, strides */
+        {"direct16 3x3 groups2 Cg16 Mg24 stride2", 1, 32, 12, 11, 48, 3, 3, 2, 2, 2, 1, 1, 1, 1,
+         1, 1, BD_ACT_RELU},
+        {"direct16 1x1 stride2 downsample", 1, 24, 14, 14, 40, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 0},
+        {"direct16 7x7 stride2 C3 M40", 1, 3, 30, 29, 40, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3,
+         BD_ACT_HARD_SWISH},
+        {"direct16 3x3 C19 M56 silu", 1, 19, 9, 23, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+         BD_ACT_SILU},
     };
     int before = g_failed, count = 0;
     g_rel_err_max = 0;

@@ -1,0 +1,109 @@
+/* conv8_rows.h — the row transposes of the kernels with 8 channels in the vector lanes
+ * (bd_kernels_internal.h's bd_conv8_job and bd_conv8d_job): input rows interleaved 8 planes at a
+ * time, and output rows of 8-lane pixels transposed back to their planes. Included by the AVX2
+ * kernels and by the AVX-512 ones, so that both read and write the same layouts.
+ */
+#ifndef BD_CONV8_ROWS_H
+#define BD_CONV8_ROWS_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "bd_kernels_internal.h"
+
+/* The includer's instruction set (AVX2 or AVX-512), so that these inline into its kernels. */
+#ifndef BD_ROWS_TARGET
+#error "define BD_ROWS_TARGET before including conv8_rows.h"
+#endif
+#define BD_ROWS_INLINE static inline __attribute__((always_inline))
+
+/* r[k] (lane c) becomes r[c] (lane k): rows to columns of an 8 x 8 block. */
+BD_ROWS_INLINE BD_ROWS_TARGET void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* Lanes [0, n) set, for masked loads and stores of a partial block. */
+BD_ROWS_INLINE BD_ROWS_TARGET __m256i first_lanes(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Input row ih of the nin (1..8) planes from x, interleaved into d (cols columns of 8 lanes). */
+BD_ROWS_INLINE BD_ROWS_TARGET void conv8_prep_row(const bd_conv2d_shape *s, const float *x, int64_t nin,
+                                      int64_t ih, int64_t cols, float *d) {
+    const int64_t W = s->W, HW = s->H * s->W, left = s->pad_left;
+    if (ih < 0 || ih >= s->H) {
+        memset(d, 0, (size_t)(cols * 8) * sizeof(float));
+        return;
+    }
+    const int64_t jlo = left < cols ? left : cols;
+    const int64_t jhi = left + W < cols ? left + W : cols;
+    memset(d, 0, (size_t)(jlo * 8) * sizeof(float));
+    if (jhi < cols) memset(d + jhi * 8, 0, (size_t)((cols - jhi) * 8) * sizeof(float));
+    const float *src = x + ih * W - left;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += 8) {
+        const int64_t n = jhi - c0 < 8 ? jhi - c0 : 8;
+        const __m256i m = first_lanes(n);
+        const float *p = src + c0;
+        __m256 r[8];
+        if (nin == 8 && n == 8) {
+            for (int c = 0; c < 8; c++)
+                r[c] = _mm256_loadu_ps(p + c * HW);
+        } else {
+            for (int c = 0; c < 8; c++)
+                r[c] = c < nin ? _mm256_maskload_ps(p + c * HW, m) : _mm256_setzero_ps();
+        }
+        transpose8(r);
+        /* Whole blocks even past jhi (the masked loads made those columns zeros, and the
+         * scratch has a block to spare after the last row); spelt out, as compilers turn a loop
+         * into a memcpy through the stack. */
+        float *e = d + c0 * 8;
+        _mm256_store_ps(e, r[0]);
+        _mm256_store_ps(e + 8, r[1]);
+        _mm256_store_ps(e + 16, r[2]);
+        _mm256_store_ps(e + 24, r[3]);
+        _mm256_store_ps(e + 32, r[4]);
+        _mm256_store_ps(e + 40, r[5]);
+        _mm256_store_ps(e + 48, r[6]);
+        _mm256_store_ps(e + 56, r[7]);
+    }
+}
+
+/* Lanes [lane_lo, lane_hi) of one output row of 8-lane pixels (orow, pixels ps floats apart, a
+ * multiple of 8; rounded up to 8 pixels) transposed back to their planes (yrow: lane 0's row,
+ * planes plane floats apart). */
+BD_ROWS_INLINE BD_ROWS_TARGET void conv8_store_row(const float *orow, int64_t ps, int64_t OW, float *yrow,
+                                       int64_t plane, int64_t lane_lo, int64_t lane_hi) {
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+        const int64_t n = OW - ow < 8 ? OW - ow : 8;
+        const float *e = orow + ow * ps;
+        __m256 r[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = _mm256_load_ps(e + i * ps);
+        transpose8(r);
+        float *q = yrow + ow;
+        if (lane_lo == 0 && lane_hi == 8 && n == 8) {
+            for (int c = 0; c < 8; c++)
+                _mm256_storeu_ps(q + c * plane, r[c]);
+        } else {
+            const __m256i m = first_lanes(n);
+            for (int64_t c = lane_lo; c < lane_hi; c++)
+                _mm256_maskstore_ps(q + c * plane, m, r[c]);
+        }
+    }
+}
+
+#endif /* BD_CONV8_ROWS_H */
