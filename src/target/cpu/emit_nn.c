@@ -581,10 +581,66 @@ static void emit_pool_2d(bd_emitter *e, const bd_nest *n, const bd_pool_params *
     bd_emit_close(e, NULL);
 }
 
+/* 2-D max pooling with unit strides, without Indices (GoogLeNet's and Inception's 3x3 branch
+ * pools): the block's window of each plane is copied into scratch with its padding as the lowest
+ * value, and the max over the taps is taken for every position of that copy at once (a run of
+ * rows x padded width, constant tap offsets, no bounds tests), then the output rows are taken out
+ * of it. On planes of 7 to 28 columns, rows at a time left the vector loops mostly in their
+ * scalar tails and every border pixel to a bounds-testing loop. Scratch (tile_pool): the copy and
+ * the maxima. */
+static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
+    const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
+    const char *T = bd_c_type(x->dtype), *lowest = pool_lowest(x->dtype);
+    int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
+    int64_t KH = pp->kernel[0], KW = pp->kernel[1], dh = pp->dilations[0], dw = pp->dilations[1];
+    int64_t ph = pp->pads[0], pw = pp->pads[1], eh = (KH - 1) * dh, ew = (KW - 1) * dw;
+    int64_t copy_max = (n->tile[2] + eh) * (n->tile[3] + ew);
+    bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
+    bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
+    bd_emit(e, "%s *cp = (%s *)(void *)scratch, *mx = cp + %lld;", T, T, ll(copy_max));
+    /* the copy: input rows [r0, r0 + hb), columns [b0, b0 + wb); inside it [ra, rz) x [ja, jz) */
+    bd_emit(e, "const int64_t nh = hi[2] - lo[2], nw = hi[3] - lo[3];");
+    bd_emit(e, "const int64_t hb = nh + %lld, wb = nw + %lld, r0 = lo[2] - %lld, b0 = lo[3] - %lld;", ll(eh), ll(ew),
+            ll(ph), ll(pw));
+    bd_emit(e, "const int64_t ra = -r0 < 0 ? 0 : -r0 > hb ? hb : -r0;");
+    bd_emit(e, "const int64_t rz = %lld - r0 < ra ? ra : %lld - r0 > hb ? hb : %lld - r0;", ll(H), ll(H), ll(H));
+    bd_emit(e, "const int64_t ja = -b0 < 0 ? 0 : -b0 > wb ? wb : -b0;");
+    bd_emit(e, "const int64_t jz = %lld - b0 < ja ? ja : %lld - b0 > wb ? wb : %lld - b0;", ll(W), ll(W), ll(W));
+    bd_emit(e, "const int64_t run = (nh - 1) * wb + nw; /* positions of the copy that start a window */");
+    bd_emit(e, "for (int64_t i = 0; i < hb * wb; i++) cp[i] = %s;", lowest);
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
+    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
+    bd_emit(e, "const %s *xc = X + plane * %lld + (r0 * %lld + b0);", T, ll(H * W), ll(W));
+    bd_emit_open(e, "for (int64_t r = ra; r < rz; r++)");
+    bd_emit(e, "for (int64_t j = ja; j < jz; j++) cp[r * wb + j] = xc[r * %lld + j];", ll(W));
+    bd_emit_close(e, NULL);
+    bd_emit_open(e, "for (int64_t i = 0; i < run; i++)");
+    bd_emit(e, "const %s *p = cp + i;", T);
+    bd_emit(e, "%s v = p[0];", T);
+    for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = kh == 0 ? 1 : 0; kw < KW; kw++) {
+            const char *off = bd_emit_str(e, "%lld * wb + %lld", ll(kh * dh), ll(kw * dw));
+            bd_emit(e, "v = p[%s] > v ? p[%s] : v;", off, off);
+        }
+    bd_emit(e, "mx[i] = v;");
+    bd_emit_close(e, NULL);
+    bd_emit(e, "%s *yc = Y + plane * %lld + lo[2] * %lld + lo[3];", T, ll(OH * OW), ll(OW));
+    bd_emit_open(e, "for (int64_t r = 0; r < nh; r++)");
+    bd_emit(e, "for (int64_t j = 0; j < nw; j++) yc[r * %lld + j] = mx[r * wb + j];", ll(OW));
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+}
+
 bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_pool_params *pp = BD_NEST_PARAMS(n, pool);
+    if (pp->indices < 0 && pp->nsp == 2 && pp->is_max && pp->strides[0] == 1 && pp->strides[1] == 1) {
+        emit_maxpool_s1(e, n, pp);
+        return BD_OK;
+    }
     if (pp->indices < 0 && pp->nsp == 2 && pp->kernel[0] * pp->kernel[1] <= 64) {
         emit_pool_2d(e, n, pp);
         return BD_OK;
