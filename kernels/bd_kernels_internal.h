@@ -131,13 +131,14 @@ typedef struct bd_conv8_job {
     float *scratch; /* bd_conv8_scratch_floats(s) floats, 32-byte aligned */
 } bd_conv8_job;
 typedef void (*bd_conv8_fn)(const bd_conv8_job *job);
-/* Its scratch: the taps' 8-lane weights (depthwise), one output row (8 lanes per pixel, rounded
- * up to 8 pixels), the chunk's input rows and spare pixels after them (rows are written in whole
- * blocks of 8 pixels, and read for up to 3 pixels past the last output column). */
+/* Its scratch, for up to 16 lanes: the taps' weights (depthwise), one output row (a pixel per
+ * lane group, rounded up to 8 pixels), the chunk's input rows and spare pixels after them (rows
+ * are written in whole blocks of 8 pixels, and read for up to 7 pixels past the last output
+ * column). */
 static inline int64_t bd_conv8_scratch_floats(const bd_conv2d_shape *s) {
     int64_t rows_in = (BD_CONV8_CHUNK - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
-    return 8 *
-           (s->KH * s->KW + (s->OW + 7) / 8 * 8 + rows_in * bd_conv8_cols(s) + 8 + 3 * s->stride_w);
+    return 16 *
+           (s->KH * s->KW + (s->OW + 7) / 8 * 8 + rows_in * bd_conv8_cols(s) + 8 + 7 * s->stride_w);
 }
 
 /* Convolutions with a multiple of 8 output channels per group, directly (no im2col), with L
@@ -201,6 +202,7 @@ typedef struct bd_gemm_kernel {
     bd_conv8d_fn conv8d;         /* direct, conv8d_lanes output channels in the lanes, or NULL */
     int a_in_place;              /* ukr/ukr_half honour bd_ukr_epi.lda (A unpacked) */
     int conv8d_lanes;            /* 8 or 16: conv8d's output block (BD_PACK_CONV8's lanes) */
+    int conv8_dw_lanes;          /* 8 or 16: the channels conv8 takes at once when depthwise */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -217,6 +219,7 @@ const bd_gemm_kernel *bd_gemm_kernel_for(bd_kernels_isa isa);
 void bd_f32_dwconv_portable(const bd_dw_job *job);
 #if BD_KERNELS_X86
 void bd_f32_conv8_avx2(const bd_conv8_job *job);
+void bd_f32_conv8_avx512(const bd_conv8_job *job);
 void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
 void bd_f32_conv16d_avx512(const bd_conv8d_job *job);
 #endif

@@ -408,8 +408,9 @@ static void conv8_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const
                        void *scratch) {
     const int64_t Mg = s->M / s->group, Cg = s->C / s->group, taps = s->KH * s->KW;
     const int depthwise = is_depthwise(s);
-    for (int64_t b0 = oc0 / 8 * 8; b0 < oc1; b0 += 8) {
-        const int64_t g = b0 / Mg, lane_lo = imax(oc0 - b0, 0), lane_hi = imin(oc1 - b0, 8);
+    const int64_t L = depthwise ? kd->conv8_dw_lanes : 8;
+    for (int64_t b0 = oc0 / L * L; b0 < oc1; b0 += L) {
+        const int64_t g = b0 / Mg, lane_lo = imax(oc0 - b0, 0), lane_hi = imin(oc1 - b0, L);
         bd_conv8_job j8 = {s,
                            x + (n * s->C + g * Cg) * s->H * s->W,
                            depthwise ? lane_hi : Cg,

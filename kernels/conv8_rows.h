@@ -41,18 +41,29 @@ BD_ROWS_INLINE BD_ROWS_TARGET __m256i first_lanes(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Input row ih of the nin (1..8) planes from x, interleaved into d (cols columns of 8 lanes). */
+/* n pixels of 8 lanes (ps floats apart) set to zero. */
+BD_ROWS_INLINE BD_ROWS_TARGET void conv8_zero_pixels(float *d, int64_t n, int64_t ps) {
+    if (ps == 8) {
+        memset(d, 0, (size_t)(n * 8) * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        _mm256_store_ps(d + i * ps, _mm256_setzero_ps());
+}
+
+/* Input row ih of the nin (0..8) planes from x, interleaved into d (cols columns of 8 lanes, ps
+ * floats apart: 8, or 16 for the low or high half of 16 lanes). */
 BD_ROWS_INLINE BD_ROWS_TARGET void conv8_prep_row(const bd_conv2d_shape *s, const float *x, int64_t nin,
-                                      int64_t ih, int64_t cols, float *d) {
+                                      int64_t ih, int64_t cols, float *d, int64_t ps) {
     const int64_t W = s->W, HW = s->H * s->W, left = s->pad_left;
     if (ih < 0 || ih >= s->H) {
-        memset(d, 0, (size_t)(cols * 8) * sizeof(float));
+        conv8_zero_pixels(d, cols, ps);
         return;
     }
     const int64_t jlo = left < cols ? left : cols;
     const int64_t jhi = left + W < cols ? left + W : cols;
-    memset(d, 0, (size_t)(jlo * 8) * sizeof(float));
-    if (jhi < cols) memset(d + jhi * 8, 0, (size_t)((cols - jhi) * 8) * sizeof(float));
+    conv8_zero_pixels(d, jlo, ps);
+    if (jhi < cols) conv8_zero_pixels(d + jhi * ps, cols - jhi, ps);
     const float *src = x + ih * W - left;
     for (int64_t c0 = jlo; c0 < jhi; c0 += 8) {
         const int64_t n = jhi - c0 < 8 ? jhi - c0 : 8;
@@ -70,15 +81,15 @@ BD_ROWS_INLINE BD_ROWS_TARGET void conv8_prep_row(const bd_conv2d_shape *s, cons
         /* Whole blocks even past jhi (the masked loads made those columns zeros, and the
          * scratch has a block to spare after the last row); spelt out, as compilers turn a loop
          * into a memcpy through the stack. */
-        float *e = d + c0 * 8;
+        float *e = d + c0 * ps;
         _mm256_store_ps(e, r[0]);
-        _mm256_store_ps(e + 8, r[1]);
-        _mm256_store_ps(e + 16, r[2]);
-        _mm256_store_ps(e + 24, r[3]);
-        _mm256_store_ps(e + 32, r[4]);
-        _mm256_store_ps(e + 40, r[5]);
-        _mm256_store_ps(e + 48, r[6]);
-        _mm256_store_ps(e + 56, r[7]);
+        _mm256_store_ps(e + ps, r[1]);
+        _mm256_store_ps(e + 2 * ps, r[2]);
+        _mm256_store_ps(e + 3 * ps, r[3]);
+        _mm256_store_ps(e + 4 * ps, r[4]);
+        _mm256_store_ps(e + 5 * ps, r[5]);
+        _mm256_store_ps(e + 6 * ps, r[6]);
+        _mm256_store_ps(e + 7 * ps, r[7]);
     }
 }
 

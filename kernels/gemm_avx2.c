@@ -313,7 +313,7 @@ BD_INLINE BD_AVX2 void conv8_run(const int CG_, const int KH_, const int KW_, co
         const int64_t rows_in = (nr - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
         const int64_t ih0 = r0 * s->stride_h - s->pad_top;
         for (int64_t r = 0; r < rows_in; r++)
-            conv8_prep_row(s, j->x, j->nin, ih0 + r, cols, rows + r * rs);
+            conv8_prep_row(s, j->x, j->nin, ih0 + r, cols, rows + r * rs, 8);
         for (int64_t o = 0; o < nr; o++) {
             conv8_row(CG_, KH_, KW_, SW_, j, rows + o * s->stride_h * rs, rs, wk, bias, orow);
             conv8_store_row(orow, 8, OW, j->y + (r0 + o) * OW, OHW, lane_lo, lane_hi);
@@ -461,7 +461,7 @@ BD_INLINE BD_AVX2 void conv8d_run(const int KH_, const int KW_, const bd_conv8d_
         for (int64_t cb = 0; cb < ncb; cb++)
             for (int64_t r = 0; r < rows_in; r++)
                 conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
-                               rows + cb * bs + r * rs);
+                               rows + cb * bs + r * rs, 8);
         for (int64_t m0 = j->m_lo / 8 * 8; m0 < j->m_hi; m0 += 16) {
             const int two = m0 + 8 < j->m_hi;
             const __m256 bias0 = conv8d_bias(j, m0), bias1 = two ? conv8d_bias(j, m0 + 8) : bias0;
@@ -510,6 +510,7 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 bd_f32_conv8_avx2,
                                                 bd_f32_conv8d_avx2,
                                                 0,
+                                                8,
                                                 8};
 
 #else

@@ -5,11 +5,12 @@
  * accumulators; each step of k loads one 32-float row of the packed B panel (2 zmm) and
  * broadcasts 12 A values, for 24 FMAs. 24 independent chains cover the latency of two FMA
  * pipes; 14 loads per 24 FMAs stay under the load ports' rate. Tiles with fewer rows use a
- * copy of the loop specialised for that row count. Depthwise and narrow grouped convolutions
- * run on the AVX2 kernel's 8 channels in the lanes (bd_f32_conv8_avx2): on a Zen 5 core it was
- * 1.0x to 2.4x as fast per layer as 16-column depthwise rows in zmm, which lose lanes to short
- * rows and column strides. Other direct convolutions (bd_f32_conv16d_avx512) are the AVX2
- * kernel's bd_f32_conv8d_avx2 with 16 output channels in a zmm, on the same interleaved rows.
+ * copy of the loop specialised for that row count. Narrow grouped convolutions run on the AVX2
+ * kernel's 8 channels in the lanes (bd_f32_conv8_avx2: on a Zen 5 core it was 1.0x to 2.4x as
+ * fast per layer as 16-column depthwise rows in zmm, which lose lanes to short rows and column
+ * strides); depthwise ones (bd_f32_conv8_avx512) and other direct convolutions
+ * (bd_f32_conv16d_avx512) are the AVX2 kernels' schemes with 16 channels in a zmm, on the same
+ * interleaved rows.
  *
  * A pre-packed A (the weights: bd_ukr_epi.stream_a) is prefetched BD_STREAM_A_FLOATS ahead. A
  * model's weights are evicted between runs, and this kernel's demand of 4 bytes a cycle from one
@@ -435,7 +436,7 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
         for (int64_t cb = 0; cb < ncb; cb++)
             for (int64_t r = 0; r < rows_in; r++)
                 conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
-                               rows + cb * bs + r * rs);
+                               rows + cb * bs + r * rs, 8);
         for (int64_t m0 = j->m_lo / 16 * 16; m0 < j->m_hi; m0 += 32) {
             const int two = m0 + 16 < j->m_hi;
             const __m512 bias0 = conv16d_bias(j, m0), bias1 = two ? conv16d_bias(j, m0 + 16) : bias0;
@@ -468,6 +469,125 @@ BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
         conv16d_run(0, 0, j);
 }
 
+/* ---- depthwise convolution, 16 channels in the lanes ----------------------------------------- */
+
+/* bd_f32_conv8_avx2's depthwise scheme with 16 channels in a zmm: each input row interleaved 16
+ * planes at a time (two 8-lane halves, conv8_rows.h), and per output row eight pixels at a time
+ * (eight FMA chains: a depthwise FMA has its own load, so eight cover the latency at two loads a
+ * cycle). Grouped convolutions stay on the 8-lane kernel. */
+BD_INLINE BD_AVX512 void dw16_prep_row(const bd_conv2d_shape *s, const float *x, int64_t nin,
+                                       int64_t ih, int64_t cols, float *d) {
+    if (ih < 0 || ih >= s->H) {
+        memset(d, 0, (size_t)(cols * 16) * sizeof(float));
+        return;
+    }
+    conv8_prep_row(s, x, nin < 8 ? nin : 8, ih, cols, d, 16);
+    conv8_prep_row(s, nin > 8 ? x + 8 * s->H * s->W : x, nin > 8 ? nin - 8 : 0, ih, cols, d + 8,
+                   16);
+}
+
+/* The activation over n 16-lane pixels, its choice made once. */
+BD_INLINE BD_AVX512 void act_row16(float *o, int64_t n, int act, __m512 lo, __m512 hi) {
+    if (act == BD_ACT_NONE) return;
+#define BD_ACT_LOOP(ACT)                                                                           \
+    for (int64_t i = 0; i < n; i++)                                                                \
+        _mm512_store_ps(o + i * 16, act16(_mm512_load_ps(o + i * 16), ACT, lo, hi));
+    switch (act) {
+    case BD_ACT_RELU: BD_ACT_LOOP(BD_ACT_RELU) break;
+    case BD_ACT_CLIP: BD_ACT_LOOP(BD_ACT_CLIP) break;
+    case BD_ACT_HARD_SWISH: BD_ACT_LOOP(BD_ACT_HARD_SWISH) break;
+    default: BD_ACT_LOOP(act) break;
+    }
+#undef BD_ACT_LOOP
+}
+
+/* One output row from the interleaved rows at p (row stride rs floats), into orow (16 floats a
+ * pixel, rounded up to 8 pixels: a last partial group computes those too, reading spare columns
+ * of the scratch). KH_ > 0: taps KH_ x KW_, column stride SW_, column dilation 1. */
+BD_INLINE BD_AVX512 void dw16_row(const int KH_, const int KW_, const int SW_, const bd_conv8_job *j,
+                                  const float *p, int64_t rs, const float *w16, __m512 bias,
+                                  float *orow) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW, OW = s->OW;
+    const int64_t cs = KH_ > 0 ? 16 : s->dil_w * 16, ps = KH_ > 0 ? SW_ * 16 : s->stride_w * 16;
+    const int64_t hs = s->dil_h * rs;
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+        const float *q0 = p + ow * ps;
+        __m512 s0 = bias, s1 = bias, s2 = bias, s3 = bias, s4 = bias, s5 = bias, s6 = bias,
+               s7 = bias;
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                const float *q = q0 + kh * hs + kw * cs;
+                const __m512 wt = _mm512_load_ps(w16 + (kh * KW + kw) * 16);
+                s0 = _mm512_fmadd_ps(wt, _mm512_load_ps(q), s0);
+                s1 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + ps), s1);
+                s2 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + 2 * ps), s2);
+                s3 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + 3 * ps), s3);
+                s4 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + 4 * ps), s4);
+                s5 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + 5 * ps), s5);
+                s6 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + 6 * ps), s6);
+                s7 = _mm512_fmadd_ps(wt, _mm512_load_ps(q + 7 * ps), s7);
+            }
+        float *e = orow + ow * 16;
+        _mm512_store_ps(e, s0);
+        _mm512_store_ps(e + 16, s1);
+        _mm512_store_ps(e + 32, s2);
+        _mm512_store_ps(e + 48, s3);
+        _mm512_store_ps(e + 64, s4);
+        _mm512_store_ps(e + 80, s5);
+        _mm512_store_ps(e + 96, s6);
+        _mm512_store_ps(e + 112, s7);
+    }
+    act_row16(orow, OW, j->act, _mm512_set1_ps(j->act_min), _mm512_set1_ps(j->act_max));
+}
+
+BD_INLINE BD_AVX512 void dw16_run(const int KH_, const int KW_, const int SW_, const bd_conv8_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t taps = s->KH * s->KW, OW = s->OW, OHW = s->OH * s->OW;
+    const int64_t cols = bd_conv8_cols(s), rs = cols * 16, ow8 = (OW + 7) / 8 * 8;
+    const int64_t lane_lo = j->lane_lo, lane_hi = j->lane_hi;
+    float *w16 = j->scratch, *orow = w16 + taps * 16, *rows = orow + ow8 * 16;
+    for (int64_t t = 0; t < taps; t++) /* the lanes' taps side by side */
+        for (int c = 0; c < 16; c++)
+            w16[t * 16 + c] = c < lane_hi ? j->w[c * taps + t] : 0.0f;
+    float b[16];
+    for (int c = 0; c < 16; c++)
+        b[c] = c >= lane_lo && c < lane_hi && j->bias ? j->bias[c] : 0.0f;
+    const __m512 bias = _mm512_loadu_ps(b);
+    memset(orow + OW * 16, 0, (size_t)((ow8 - OW) * 16) * sizeof(float)); /* read, never stored */
+    for (int64_t r0 = j->oh0; r0 < j->oh1; r0 += BD_CONV8_CHUNK) {
+        const int64_t nr = j->oh1 - r0 < BD_CONV8_CHUNK ? j->oh1 - r0 : BD_CONV8_CHUNK;
+        const int64_t rows_in = (nr - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
+        const int64_t ih0 = r0 * s->stride_h - s->pad_top;
+        for (int64_t r = 0; r < rows_in; r++)
+            dw16_prep_row(s, j->x, j->nin, ih0 + r, cols, rows + r * rs);
+        for (int64_t o = 0; o < nr; o++) {
+            dw16_row(KH_, KW_, SW_, j, rows + o * s->stride_h * rs, rs, w16, bias, orow);
+            conv16d_store_row(orow, OW, j->y + (r0 + o) * OW, OHW, lane_lo, lane_hi);
+        }
+    }
+}
+
+/* Depthwise convolutions with 16 channels in the lanes; the rest on the AVX2 8-lane kernel. */
+BD_AVX512 void bd_f32_conv8_avx512(const bd_conv8_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    if (!(s->group == s->C && s->group == s->M)) {
+        bd_f32_conv8_avx2(j);
+        return;
+    }
+    const int k = s->dil_w != 1 ? 0 : s->KH == 3 && s->KW == 3 ? 3 : s->KH == 5 && s->KW == 5 ? 5 : 0;
+    if (k == 3 && s->stride_w == 1)
+        dw16_run(3, 3, 1, j);
+    else if (k == 3 && s->stride_w == 2)
+        dw16_run(3, 3, 2, j);
+    else if (k == 5 && s->stride_w == 1)
+        dw16_run(5, 5, 1, j);
+    else if (k == 5 && s->stride_w == 2)
+        dw16_run(5, 5, 2, j);
+    else
+        dw16_run(0, 0, 0, j);
+}
+
 const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   BD_KERNELS_ISA_AVX512,
                                                   12,
@@ -481,9 +601,10 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   NULL,
                                                   1,
                                                   bd_f32_conv_direct_avx512_12x32,
-                                                  bd_f32_conv8_avx2,
+                                                  bd_f32_conv8_avx512,
                                                   bd_f32_conv16d_avx512,
                                                   1,
+                                                  16,
                                                   16};
 
 #else

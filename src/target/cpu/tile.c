@@ -75,13 +75,14 @@ static int64_t direct_conv_scratch_bound(int64_t Cg, int64_t rows, int64_t OW, i
     return (16 + round_up(2 * Cg * KH * KW, 16) + Cg * rows_in * wp + 64) * 4 + 64;
 }
 
-/* An upper bound of the scratch of the kernels' 8-lane convolution (depthwise, and groups of at
- * most 8 inputs and a multiple of 8 outputs): a chunk of up to 32 output rows' input rows with 8
- * channels interleaved, one output row, the taps' weights. */
+/* An upper bound of the scratch of the kernels' lane convolutions (depthwise with 8 or 16
+ * channels in the lanes, and groups of at most 8 inputs and a multiple of 8 outputs): a chunk of
+ * up to 32 output rows' input rows with the channels interleaved, one output row, the taps'
+ * weights, spare pixels. */
 static int64_t conv8_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                                    int64_t dh, int64_t dw) {
     int64_t rows_in = 31 * sh + (KH - 1) * dh + 1, cols = (OW - 1) * sw + (KW - 1) * dw + 1;
-    return (64 + 8 * (KH * KW + round_up(OW, 8) + rows_in * cols + 8 + 3 * sw)) * 4 + 64;
+    return (64 + 16 * (KH * KW + round_up(OW, 8) + rows_in * cols + 8 + 7 * sw)) * 4 + 64;
 }
 
 /* The scratch of the kernels' direct convolution with 8 or 16 output channels in the lanes (a
@@ -288,7 +289,8 @@ static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double dire
 /* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
  * (rows stay whole: a row cut re-reads the window's halo), about 256K multiply-adds each, at least
  * two when there is work for two threads; rows are cut only when there are too few channels.
- * Channel ranges are multiples of 8 where there are 8: the AVX2 kernel puts 8 in its lanes. */
+ * Channel ranges are multiples of 16 (of 8 below 16 channels): the kernels put 16 (AVX-512) or 8
+ * (AVX2) in their lanes. */
 static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
     int64_t tile[BD_MAX_RANK];
     for (int i = 0; i < nest->n_iter; i++)
@@ -299,7 +301,7 @@ static void dwconv_tiling(const bd_graph *g, bd_nest *nest, int64_t ksize) {
     int64_t per_item = ceil_div(want, nest->extent[0]);
     int64_t M = nest->extent[1];
     tile[1] = ceil_div(M, imin64(per_item, M));
-    if (M >= 8) tile[1] = round_up(tile[1], 8);
+    tile[1] = round_up(tile[1], M >= 16 ? 16 : M >= 8 ? 8 : 1); /* the kernels' lanes */
     int64_t channel_blocks = ceil_div(M, tile[1]);
     if (per_item > channel_blocks && nest->n_iter > 3)
         tile[2] = ceil_div(nest->extent[2], ceil_div(per_item, channel_blocks));
