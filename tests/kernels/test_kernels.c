@@ -588,6 +588,11 @@ static void test_conv_all(void) {
          BD_ACT_HARD_SWISH},
         {"direct16 3x3 C19 M56 silu", 1, 19, 9, 23, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
          BD_ACT_SILU},
+        {"depthwise16 3x3 37 channels stride2", 2, 37, 15, 19, 37, 3, 3, 37, 2, 2, 1, 1, 1, 1, 1, 1,
+         BD_ACT_HARD_SWISH},
+        {"depthwise16 5x5 dilation2 24 channels", 1, 24, 13, 29, 24, 5, 5, 24, 1, 1, 2, 2, 4, 4, 4,
+         4, BD_ACT_CLIP},
+        {"depthwise16 7x7 33 channels", 1, 33, 11, 12, 33, 7, 7, 33, 1, 1, 1, 1, 3, 3, 3, 3, 0},
     };
     int before = g_failed, count = 0;
     g_rel_err_max = 0;
