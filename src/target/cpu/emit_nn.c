@@ -732,12 +732,17 @@ bd_status bd_emit_body_GLOBAL_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phas
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
     bd_emit(e, "const %s *xc = X + (n * %lld + c) * %lld;", T, ll(C), ll(S));
-    /* four partial sums: vectorisable and more accurate than one running sum */
-    bd_emit(e, "%s s0 = 0, s1 = 0, s2 = 0, s3 = 0;", T);
-    bd_emit(e, "for (int64_t i = 0; i < %lld; i += 4) { s0 += xc[i]; s1 += xc[i + 1]; s2 += xc[i + 2]; s3 += xc[i + 3]; }",
-            ll(S / 4 * 4));
-    if (S % 4) bd_emit(e, "for (int64_t i = %lld; i < %lld; i++) s0 += xc[i];", ll(S / 4 * 4), ll(S));
-    bd_emit(e, "Y[n * %lld + c] = ((s0 + s1) + (s2 + s3)) / (%s)%lld;", ll(C), T, ll(S));
+    /* P partial sums, added pairwise at the end: more accurate than one running sum, and for
+     * large planes four vectors of independent additions (four scalar sums left EfficientNet's
+     * squeeze-excitation pools at twice onnxruntime's time) */
+    int64_t P = S >= 256 ? 64 : S >= 64 ? 16 : 4;
+    bd_emit(e, "%s s[%lld] = {0};", T, ll(P));
+    bd_emit(e, "for (int64_t i = 0; i < %lld; i += %lld)", ll(S / P * P), ll(P));
+    bd_emit(e, "    for (int64_t l = 0; l < %lld; l++) s[l] += xc[i + l];", ll(P));
+    if (S % P) bd_emit(e, "for (int64_t i = %lld; i < %lld; i++) s[i - %lld] += xc[i];", ll(S / P * P), ll(S), ll(S / P * P));
+    bd_emit(e, "for (int64_t w = %lld; w > 0; w /= 2)", ll(P / 2));
+    bd_emit(e, "    for (int64_t l = 0; l < w; l++) s[l] += s[l + w];");
+    bd_emit(e, "Y[n * %lld + c] = s[0] / (%s)%lld;", ll(C), T, ll(S));
     bd_emit_close(e, NULL);
     bd_emit_close(e, NULL);
     return BD_OK;
