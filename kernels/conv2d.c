@@ -68,13 +68,16 @@ static int is_pointwise(const bd_conv2d_shape *s) {
  * 1x1 expansions (more than twice the outputs of inputs), whose few input channels leave the
  * transposes of their many outputs a large share. Measured in models: those expansions
  * (MobileNetV2's) and ViT's 16x16 patch embedding stay faster as GEMMs; on AVX-512, where the
- * GEMM reads a pointwise convolution's input in place at the full width, every pointwise
- * convolution does (MobileNetV2 8% and ShuffleNetV2 6% slower with them direct), while every
- * other shape measured ran 1.0x to 2x faster direct (bdckernels_bench). */
+ * GEMM reads a pointwise convolution's input in place at the full width, so do pointwise
+ * convolutions of more than 196 pixels (MobileNetV2's 56x56 projections 25% slower direct, its
+ * 28x28 ones level, its 14x14 and 7x7 ones 7-13% faster, where the GEMM's 32-column tiles
+ * fit the pixels worst), while every other shape measured ran 1.0x to 2x faster direct
+ * (bdckernels_bench). */
 static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
-           !is_group8(kd, s) && !(is_pointwise(s) && (Mg > 2 * Cg || kd->conv8d_lanes == 16));
+           !is_group8(kd, s) &&
+           !(is_pointwise(s) && (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && s->OH * s->OW > 196)));
 }
 
 /* A group's output channels in the packed weights of the direct kernel: whole blocks of its
