@@ -71,13 +71,15 @@ static int is_pointwise(const bd_conv2d_shape *s) {
  * GEMM reads a pointwise convolution's input in place at the full width, so do pointwise
  * convolutions of more than 196 pixels (MobileNetV2's 56x56 projections 25% slower direct, its
  * 28x28 ones level, its 14x14 and 7x7 ones 7-13% faster, where the GEMM's 32-column tiles
- * fit the pixels worst), while every other shape measured ran 1.0x to 2x faster direct
+ * fit the pixels worst) and those of more than 512 outputs (SqueezeNet's 1000-class 13x13 one
+ * 10% slower direct), while every other shape measured ran 1.0x to 2x faster direct
  * (bdckernels_bench). */
 static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
            !is_group8(kd, s) &&
-           !(is_pointwise(s) && (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && s->OH * s->OW > 196)));
+           !(is_pointwise(s) &&
+             (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
 }
 
 /* A group's output channels in the packed weights of the direct kernel: whole blocks of its
