@@ -14,7 +14,7 @@ keep_aspect_ratio_policy; the auto_pad of Conv, ConvTranspose, MaxPool and Avera
 direction and activations (with the activation_alpha/activation_beta those functions consume),
 and GRU's and RNN's (with GRU's linear_before_reset); BitShift direction; DepthToSpace mode (and
 SpaceToDepth beside it); GridSample mode and padding_mode; the reduction of ScatterElements,
-ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss,
+ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; Upsample mode (opsets 7 and 9),
 and for every value of it that bdc accepts at some opset it supports, this builds tiny models
 with onnx.helper (one node, weights as initializers, inputs drawn from a numpy generator seeded
 by the case name, so a case is the same on every run whatever runs beside it), then:
@@ -675,10 +675,28 @@ def rnn_cases():
     return cases
 
 
+def upsample_cases():
+    """Upsample's mode at opset 7 (scales an attribute) and 9 (scales an input): Resize as opset
+    10 defines it, integer and fractional scales."""
+    cases = []
+    for opset in (7, 9):
+        for mode in ("nearest", "linear"):
+            for sname, scales in (("x2x3", [1.0, 1.0, 2.0, 3.0]), ("x1.5x2.5", [1.0, 1.0, 1.5, 2.5])):
+                name = "upsample/opset=%d/mode=%s/%s" % (opset, mode, sname)
+                x = f32(rng_for(name).standard_normal((1, 2, 5, 4)))
+                if opset < 9:
+                    cases.append(Case(name, "Upsample", {"mode": mode, "scales": scales}, opset,
+                                      [("x", x)]))
+                else:
+                    cases.append(Case(name, "Upsample", {"mode": mode}, opset, [("x", x)],
+                                      [("scales", f32(scales))]))
+    return cases
+
+
 def all_cases():
     return (gelu_cases() + pad_cases() + resize_cases() + window_cases() + lstm_cases() +
             bitshift_cases() + depth_space_cases() + grid_sample_cases() + scatter_cases() +
-            loss_cases() + rnn_cases())
+            loss_cases() + rnn_cases() + upsample_cases())
 
 
 # ---------------------------------------------------------------------------------------------

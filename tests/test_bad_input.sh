@@ -199,10 +199,25 @@ save("runtime_target", [helper.make_node("Reshape", ["x", "shape"], ["r"], name=
                         helper.make_node("Relu", ["r"], ["y"], name="relu")],
      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
       helper.make_tensor_value_info("shape", TensorProto.INT64, [2])])
+def upsample(name, opset, inputs, **attrs):
+    g = helper.make_graph([helper.make_node("Upsample", inputs, ["y"], name="up", **attrs)], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    onnx.save(m, name + ".onnx")
+upsample("upsample10", 10, ["x", "s"])           # deprecated from opset 10
+upsample("upsample7_no_scales", 7, ["x"])       # opset 7 takes its scales as an attribute
+upsample("upsample7_two_inputs", 7, ["x", "s"], scales=[1.0, 1.0, 2.0, 2.0])
 np.save("target_f32.npy", np.array([3, 4], np.float32))
 np.save("target_3.npy", np.array([3, 2, 2], np.int64))
 open("garbage.bin", "wb").write(bytes([0xff]) * 64)
 EOF
+compile_fails upsample-deprecated 3 "node 'up' \(Upsample\): Upsample is deprecated from opset 10" upsample10.onnx
+compile_fails upsample-no-scales 2 "node 'up' \(Upsample\): needs attribute 'scales' \(floats\) at opset 7" \
+    upsample7_no_scales.onnx
+compile_fails upsample-two-inputs 2 "node 'up' \(Upsample\): takes 1 input \(X\) at opset 7" upsample7_two_inputs.onnx
 compile_fails bind-unbound-symbol 3 \
     "input 'x' dim 0 is symbolic \('batch'\): pin it with --dim batch=N or --shape x=Nx3x8x8" symbolic.onnx
 compile_fails bind-missing-dim 3 "input 'x' dim 2 has no extent in the model: pin it with --shape x=1x3xNx8" \

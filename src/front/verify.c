@@ -15,6 +15,33 @@ static int opset_of(const bd_model *m, const char *domain) {
     return 0;
 }
 
+/* Upsample before opset 9 takes its scales as an attribute: they become a constant input 1, so
+ * that it reads as opset 9's (X, scales) and as Resize at opset 10 from there on. */
+static bd_status upsample_scales_input(bd_model *m, bd_graph *g, bd_node *n, bd_diag *d) {
+    if (n->n_inputs != 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "takes 1 input (X) at opset %d, its scales an "
+                            "attribute; got %d inputs", n->opset, n->n_inputs);
+    const bd_attr *a = bd_node_attr(n, "scales");
+    if (!a || a->type != BD_ATTR_FLOATS || a->n < 1)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "needs attribute 'scales' (floats) at opset %d",
+                            n->opset);
+    int64_t count = a->n;
+    bd_tensor *t = bd_tensor_new(&m->arena, BD_DT_FLOAT, 1, &count);
+    int *in = bd_arena_array(&m->arena, 2, sizeof *in);
+    if (!t || !in) return bd_fail(d, BD_ERR_IO, "out of memory");
+    memcpy(t->data, a->floats, (size_t)a->n * sizeof(float));
+    int v = bd_graph_add_value(g, "");
+    bd_value *val = bd_graph_value(g, v);
+    val->decl_rank = -1; /* declares nothing */
+    bd_status s = bd_value_set_constant(d, n, val, t);
+    if (s) return s;
+    in[0] = n->inputs[0];
+    in[1] = v;
+    n->inputs = in;
+    n->n_inputs = 2;
+    return BD_OK;
+}
+
 static bd_status verify_graph(bd_model *m, bd_graph *g, bd_diag *d) {
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
@@ -23,6 +50,10 @@ static bd_status verify_graph(bd_model *m, bd_graph *g, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "no opset is imported for domain '%s'",
                                 bd_quote(n->domain));
         n->op = bd_op_lookup(n->domain, n->op_type);
+        if (n->op == BD_OP_UPSAMPLE && n->opset < 9) {
+            bd_status s = upsample_scales_input(m, g, n, d);
+            if (s) return s;
+        }
         if (n->op != BD_OP_UNKNOWN) {
             const bd_op_info *info = bd_op_info_of(n->op);
             if (n->n_inputs < info->in_min || n->n_inputs > info->in_max) {

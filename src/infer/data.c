@@ -1845,6 +1845,23 @@ static bd_status resize_from_scales(bd_diag *d, const bd_node *n, const bd_value
     return BD_OK;
 }
 
+/* ---- Upsample ---- */
+
+/* Upsample (opsets 7 to 9) is Resize as opset 10 defines it: asymmetric coordinates, nearest or
+ * linear, output extents floor(extent * scale); Resize's inference and lowering take it with its
+ * opset (below 11). At opset 7 and 8 the scales are an attribute, which the verifier (verify.c)
+ * turned into a constant input 1. From opset 10 the op is deprecated in favour of Resize. */
+bd_status bd_infer_upsample(bd_graph *g, bd_node *n, bd_diag *d) {
+    if (n->opset >= 10)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "Upsample is deprecated from opset 10 (%d "
+                            "here), where Resize replaces it; bdc compiles it at opsets 7 to 9",
+                            n->opset);
+    if (n->n_inputs != 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "takes 2 inputs (X, scales) at opset %d, got %d",
+                            n->opset, n->n_inputs);
+    return bd_infer_resize(g, n, d);
+}
+
 bd_status bd_infer_resize(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_value *x = bd_node_in(g, n, 0), *y = bd_node_out(g, n, 0);
     bd_status s;
