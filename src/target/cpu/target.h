@@ -9,4 +9,8 @@ extern const bd_target bd_target_cpu;
 /* tile.c: the tile pass. */
 bd_status bd_cpu_tile(bd_program *p, bd_diag *d);
 
+/* emit_data.c: the input row a plain linear Resize of the last two dims reads, as elements of
+ * its per-thread scratch (0 when it takes another path). */
+int64_t bd_cpu_resize_row_elems(const bd_graph *g, const bd_nest *n);
+
 #endif
