@@ -86,17 +86,6 @@ static int sole_conv_input(bd_graph *g, const bd_node *n, int k, const int *uses
     return x->producer;
 }
 
-/* A new constant value holding t (it may move the graph's values). */
-static int add_constant(bd_graph *g, const bd_node *n, bd_tensor *t) {
-    int v = bd_graph_add_value(g, "");
-    bd_value *val = bd_graph_value(g, v);
-    val->decl_rank = -1; /* declares nothing */
-    bd_diag d = {0};
-    bd_status s = bd_value_set_constant(&d, n, val, t);
-    BD_ASSERT(!s); /* a fresh value declares nothing to contradict */
-    return v;
-}
-
 /* Conv ci absorbs y = x * s + t and produces y (value yi) itself. */
 static void fold(bd_graph *g, int ci, int yi, const double *s, const double *t) {
     bd_arena *a = &g->model->arena;
@@ -126,8 +115,8 @@ static void fold(bd_graph *g, int ci, int yi, const double *s, const double *t) 
         c->inputs = in;
         c->n_inputs = 3;
     }
-    c->inputs[1] = add_constant(g, c, w2);
-    c->inputs[2] = add_constant(g, c, b2);
+    c->inputs[1] = bd_graph_add_constant(g, c, w2);
+    c->inputs[2] = bd_graph_add_constant(g, c, b2);
     bd_graph_value(g, xi)->producer = -1;
     c->outputs[0] = yi;
     bd_graph_value(g, yi)->producer = ci;

@@ -339,6 +339,16 @@ bd_status bd_value_set_constant(bd_diag *d, const bd_node *n, bd_value *v, bd_te
     return BD_OK;
 }
 
+int bd_graph_add_constant(bd_graph *g, const bd_node *n, bd_tensor *t) {
+    int v = bd_graph_add_value(g, "");
+    bd_value *val = bd_graph_value(g, v);
+    val->decl_rank = -1; /* declares nothing */
+    bd_diag d = {0};
+    bd_status s = bd_value_set_constant(&d, n, val, t);
+    BD_ASSERT(!s); /* a fresh value declares nothing to contradict */
+    return v;
+}
+
 bool bd_norm_axis(int64_t axis, int rank, int *out) {
     if (axis < -rank || axis >= rank) return false;
     *out = (int)(axis < 0 ? axis + rank : axis);

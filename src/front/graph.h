@@ -231,6 +231,9 @@ bool bd_bytes_equal_nocase(const bd_bytes *b, const char *s);
 
 /* Attaches a folded constant to v and sets its type from it. */
 bd_status bd_value_set_constant(bd_diag *d, const bd_node *n, bd_value *v, bd_tensor *t);
+/* A new unnamed value holding the constant t, made by a pass for node n; its index (adding a
+ * value may move the graph's values). */
+int bd_graph_add_constant(bd_graph *g, const bd_node *n, bd_tensor *t);
 
 /* Text form of the graph after inference (--dump=graph): one node a line with its values. */
 void bd_graph_dump(bd_graph *g, FILE *f);

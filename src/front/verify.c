@@ -30,13 +30,8 @@ static bd_status upsample_scales_input(bd_model *m, bd_graph *g, bd_node *n, bd_
     int *in = bd_arena_array(&m->arena, 2, sizeof *in);
     if (!t || !in) return bd_fail(d, BD_ERR_IO, "out of memory");
     memcpy(t->data, a->floats, (size_t)a->n * sizeof(float));
-    int v = bd_graph_add_value(g, "");
-    bd_value *val = bd_graph_value(g, v);
-    val->decl_rank = -1; /* declares nothing */
-    bd_status s = bd_value_set_constant(d, n, val, t);
-    if (s) return s;
     in[0] = n->inputs[0];
-    in[1] = v;
+    in[1] = bd_graph_add_constant(g, n, t);
     n->inputs = in;
     n->n_inputs = 2;
     return BD_OK;
