@@ -477,10 +477,6 @@ BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
  * cycle). Grouped convolutions stay on the 8-lane kernel. */
 BD_INLINE BD_AVX512 void dw16_prep_row(const bd_conv2d_shape *s, const float *x, int64_t nin,
                                        int64_t ih, int64_t cols, float *d) {
-    if (ih < 0 || ih >= s->H) {
-        memset(d, 0, (size_t)(cols * 16) * sizeof(float));
-        return;
-    }
     conv8_prep_row(s, x, nin < 8 ? nin : 8, ih, cols, d, 16);
     conv8_prep_row(s, nin > 8 ? x + 8 * s->H * s->W : x, nin > 8 ? nin - 8 : 0, ih, cols, d + 8,
                    16);

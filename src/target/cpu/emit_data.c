@@ -466,7 +466,7 @@ static bd_status emit_resize_sample(bd_emitter *e, const bd_nest *n, bd_diag *d)
         free(i0), free(i1), free(w), free(ex), free(wd);
     }
     const char *xo = "0", *yo = "0", *ex = NULL;
-    const bool rows = linear && bd_cpu_resize_row_elems(e->graph, n) > 0;
+    const bool rows = bd_cpu_resize_row_elems(e->graph, n) > 0;
     for (int k = 0; k < r; k++) {
         if (k == r - 1 && rows) {
             /* Row ia of the output: the lerp of its two input rows into rb, then along it. */

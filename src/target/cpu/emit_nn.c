@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "bd_kernels.h"
-#include "target/cpu/emit.h"
+#include "target/cpu/target.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -588,13 +588,21 @@ static void emit_pool_2d(bd_emitter *e, const bd_nest *n, const bd_pool_params *
  * of it. On planes of 7 to 28 columns, rows at a time left the vector loops mostly in their
  * scalar tails and every border pixel to a bounds-testing loop. Scratch (tile_pool): the copy and
  * the maxima. */
+int64_t bd_cpu_maxpool_copy_elems(const bd_nest *n) {
+    const bd_pool_params *pp = &n->params.pool;
+    if (pp->indices >= 0 || pp->nsp != 2 || !pp->is_max || pp->strides[0] != 1 || pp->strides[1] != 1)
+        return 0;
+    return (n->tile[2] + (pp->kernel[0] - 1) * pp->dilations[0]) *
+           (n->tile[3] + (pp->kernel[1] - 1) * pp->dilations[1]);
+}
+
 static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
     const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
     const char *T = bd_c_type(x->dtype), *lowest = pool_lowest(x->dtype);
     int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
     int64_t KH = pp->kernel[0], KW = pp->kernel[1], dh = pp->dilations[0], dw = pp->dilations[1];
     int64_t ph = pp->pads[0], pw = pp->pads[1], eh = (KH - 1) * dh, ew = (KW - 1) * dw;
-    int64_t copy_max = (n->tile[2] + eh) * (n->tile[3] + ew);
+    int64_t copy_max = bd_cpu_maxpool_copy_elems(n);
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
     bd_emit(e, "%s *cp = (%s *)(void *)scratch, *mx = cp + %lld;", T, T, ll(copy_max));
@@ -637,7 +645,7 @@ bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_pool_params *pp = BD_NEST_PARAMS(n, pool);
-    if (pp->indices < 0 && pp->nsp == 2 && pp->is_max && pp->strides[0] == 1 && pp->strides[1] == 1) {
+    if (bd_cpu_maxpool_copy_elems(n) > 0) {
         emit_maxpool_s1(e, n, pp);
         return BD_OK;
     }

@@ -612,12 +612,8 @@ static void tile_pool(const bd_graph *g, bd_nest *nest) {
     bd_nest_tile_default(g, nest, imax64(64, (1 << 16) / ksize));
     /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
     nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
-    if (pp->indices < 0 && pp->nsp == 2 && pp->is_max && pp->strides[0] == 1 &&
-        pp->strides[1] == 1) { /* emit_maxpool_s1's padded copy and maxima */
-        int64_t copy = (nest->tile[2] + (pp->kernel[0] - 1) * pp->dilations[0]) *
-                       (nest->tile[3] + (pp->kernel[1] - 1) * pp->dilations[1]);
-        nest->scratch_bytes = 2 * copy * 8 + 64;
-    }
+    int64_t copy = bd_cpu_maxpool_copy_elems(nest); /* emit_maxpool_s1's copy and maxima */
+    if (copy > 0) nest->scratch_bytes = 2 * copy * 8 + 64;
 }
 
 /* MatMulInteger's product for the int8 kernel: 8-bit A, B constant and shared by every batch,
