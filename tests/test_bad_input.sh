@@ -210,6 +210,24 @@ def upsample(name, opset, inputs, **attrs):
 upsample("upsample10", 10, ["x", "s"])           # deprecated from opset 10
 upsample("upsample7_no_scales", 7, ["x"])       # opset 7 takes its scales as an attribute
 upsample("upsample7_two_inputs", 7, ["x", "s"], scales=[1.0, 1.0, 2.0, 2.0])
+def control(name, node):
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                                         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, name + ".onnx")
+def body(inputs, outputs):
+    return helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "body",
+                             [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in inputs],
+                             [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
+control("if_runtime_cond", helper.make_node("If", ["c"], ["y"], name="if", then_branch=body([], ["r"]),
+                                            else_branch=body([], ["r"])))
+control("if_no_else", helper.make_node("If", ["c"], ["y"], name="if", then_branch=body([], ["r"])))
+control("loop_arity", helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop",
+                                       body=body(["i", "cond"], ["r"])))
+control("scan_no_scan_inputs", helper.make_node("Scan", ["x"], ["y"], name="scan", num_scan_inputs=0,
+                                                body=body(["s"], ["r"])))
 np.save("target_f32.npy", np.array([3, 4], np.float32))
 np.save("target_3.npy", np.array([3, 2, 2], np.int64))
 open("garbage.bin", "wb").write(bytes([0xff]) * 64)
@@ -226,6 +244,14 @@ compile_fails bind-runtime-shape-tensor 3 "the model uses" runtime_target.onnx
 # (compile_fails leaves stderr.txt of the last case behind)
 grep -q "node 'reshape' (Reshape): .*graph input 'shape'.*--const shape=FILE" stderr.txt &&
     ok "bind-runtime-shape-tensor-suggests-const" || bad "bind-runtime-shape-tensor-suggests-const: $(cat stderr.txt)"
+compile_fails if-runtime-cond 3 "the model uses" if_runtime_cond.onnx
+grep -q "node 'if' (If): input 0 (cond) is not a compile-time constant: .*graph input 'c'.*--const c=FILE" stderr.txt &&
+    ok "if-runtime-cond-suggests-const" || bad "if-runtime-cond-suggests-const: $(cat stderr.txt)"
+compile_fails if-no-else 2 "node 'if' \(If\): needs graph attribute 'else_branch'" if_no_else.onnx
+compile_fails loop-body-arity 2 "node 'loop' \(Loop\): with 3 inputs and 1 outputs, its body should take 3 inputs" \
+    loop_arity.onnx
+compile_fails scan-no-scan-inputs 2 "node 'scan' \(Scan\): num_scan_inputs 0, 1 inputs, 1 outputs" \
+    scan_no_scan_inputs.onnx
 compile_fails bind-shape-wrong-rank 1 "--shape 'x=2x3x8': input 'x' has rank 4 in the model \(\[batch,3,8,8\]\), not 3" \
     symbolic.onnx --shape x=2x3x8
 compile_fails bind-shape-wrong-dim 1 "--shape 'x=2x4x8x8': input 'x' dim 1 is 3 in the model .*, not 4" \

@@ -73,8 +73,12 @@ SHAPE_SLOTS = {
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "Compress": (1,),
     "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,), "DFT": (1, 2),
-    "AffineGrid": (1,),
+    "AffineGrid": (1,), "If": (0,), "Loop": (0, 1),
 }
+
+# Ops whose subgraph attributes bdc inlines (an If by its folded condition, a Loop or Scan by
+# unrolling): such a case is in scope when every node of its bodies is.
+CONTROL_OPS = ("If", "Loop", "Scan")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,7 +220,12 @@ def scope_check(model, ops, opset_range):
         for vi in vis:  # sequences, optionals and maps are not bdc values
             if vi.type.WhichOneof("value") != "tensor_type":
                 return "graph %s '%s' is not a tensor" % (kind, vi.name)
-    for n in g.node:
+    return nodes_out_of_scope(g.node, ops, opset)
+
+
+def nodes_out_of_scope(nodes, ops, opset):
+    """'' when every node (and every node of an If/Loop/Scan body) is in scope, else why not."""
+    for n in nodes:
         if n.domain not in ("", "ai.onnx"):
             return "node %s in domain %s" % (n.op_type, n.domain)
         if n.op_type not in ops:
@@ -224,9 +233,15 @@ def scope_check(model, ops, opset_range):
         if opset < ops[n.op_type]:
             return "opset %d < since %d of %s" % (opset, ops[n.op_type], n.op_type)
         for a in n.attribute:
-            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) \
-                    or a.HasField("g") or len(a.graphs):
+            bodies = ([a.g] if a.HasField("g") else []) + list(a.graphs)
+            if not bodies:
+                continue
+            if n.op_type not in CONTROL_OPS:
                 return "subgraph in %s" % n.op_type
+            for body in bodies:
+                why = nodes_out_of_scope(body.node, ops, opset)
+                if why:
+                    return "in a %s body: %s" % (n.op_type, why)
     return ""
 
 
@@ -253,7 +268,19 @@ def shape_determining_inputs(g, slots):
         n = producer.get(name)
         if n is not None and n.op_type not in ("Shape", "Size"):
             todo.extend(i for i in n.input if i)
+            todo.extend(body_reads(n))  # an If's outputs come from what its branches read
     return seen
+
+
+def body_reads(node):
+    """Every name the nodes of node's subgraphs (and theirs) read."""
+    names = []
+    for a in node.attribute:
+        for body in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            for n in body.node:
+                names.extend(i for i in n.input if i)
+                names.extend(body_reads(n))
+    return names
 
 
 def frozen_model(case, model, slots, cache):

@@ -19,15 +19,6 @@
 
 #include "front/passes.h"
 
-static bool has_subgraphs(const bd_graph *g) {
-    for (size_t i = 0; i < g->nodes.len; i++) {
-        const bd_node *n = &BD_VEC_AT(&g->nodes, bd_node, i);
-        for (int a = 0; a < n->n_attrs; a++)
-            if (n->attrs[a].type == BD_ATTR_GRAPH || n->attrs[a].type == BD_ATTR_GRAPHS) return true;
-    }
-    return false;
-}
-
 static bool const_f32(const bd_value *v) {
     return v && v->constant && v->constant->dtype == BD_DT_FLOAT && v->constant->data;
 }
@@ -123,7 +114,7 @@ static void fold(bd_graph *g, int ci, int yi, const double *s, const double *t) 
 }
 
 void bd_fold_into_conv(bd_graph *g) {
-    if (has_subgraphs(g)) return; /* bodies refer to values by name: keep every producer */
+    if (bd_graph_has_subgraphs(g)) return; /* bodies refer to values by name: keep every producer */
     int *uses = calloc(g->values.len ? g->values.len : 1, sizeof *uses);
     BD_ASSERT(uses);
     for (size_t i = 0; i < g->nodes.len; i++) {

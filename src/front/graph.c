@@ -52,6 +52,15 @@ int bd_graph_add_value(bd_graph *g, const char *name) {
 
 int bd_graph_find_value(const bd_graph *g, const char *name) { return bd_map_get(&g->names, name); }
 
+bool bd_graph_has_subgraphs(const bd_graph *g) {
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const bd_node *n = &BD_VEC_AT(&g->nodes, bd_node, i);
+        for (int a = 0; a < n->n_attrs && !n->dead; a++)
+            if (n->attrs[a].type == BD_ATTR_GRAPH || n->attrs[a].type == BD_ATTR_GRAPHS) return true;
+    }
+    return false;
+}
+
 void bd_graph_count_uses(bd_graph *g) {
     for (size_t i = 0; i < g->values.len; i++) BD_VEC_AT(&g->values, bd_value, i).n_uses = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {

@@ -176,6 +176,9 @@ bd_graph *bd_graph_new(bd_model *m, bd_graph *parent, const char *name);
 int bd_graph_add_value(bd_graph *g, const char *name); /* new value; caller checks duplicates */
 int bd_graph_find_value(const bd_graph *g, const char *name);
 void bd_graph_count_uses(bd_graph *g);
+/* A live node of g holds a subgraph (an If/Loop/Scan left in place), whose nodes read values of
+ * g by name: passes that rename or remove values leave such a graph alone. */
+bool bd_graph_has_subgraphs(const bd_graph *g);
 void bd_model_free(bd_model *m);
 
 static inline bd_value *bd_graph_value(bd_graph *g, int v) {

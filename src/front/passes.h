@@ -39,7 +39,12 @@ const char *bd_input_unbound(const bd_value *v, char *buf, size_t len);
 /* onnx_load.c: a tensor from a .npy (v1-3) or ONNX TensorProto .pb file, in m's arena. */
 bd_status bd_tensor_read_file(bd_model *m, const char *path, bd_tensor **out, bd_diag *d);
 bd_status bd_verify(bd_model *m, bd_diag *d);        /* verify.c: names, order, arity, types */
-bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + folding, topological */
+bd_status bd_infer_graph(bd_graph *g, bd_diag *d);   /* infer.c: shapes + folding, topological;
+                                                     * If/Loop/Scan are inlined as it reaches
+                                                     * them (inline_control.c) */
+/* inline_control.c: why the If, Loop or Scan n was left in place (its condition or trip count
+ * is known only at run time, ...), into buf; NULL if it can be inlined. */
+const char *bd_control_refusal(bd_graph *g, const bd_node *n, char *buf, size_t len);
 void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass,
                                                      * then bd_fold_into_conv */
 void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-channel constants */

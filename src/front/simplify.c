@@ -9,15 +9,6 @@
 
 #include "front/passes.h"
 
-static bool graph_has_subgraphs(const bd_graph *g) {
-    for (size_t i = 0; i < g->nodes.len; i++) {
-        const bd_node *n = &BD_VEC_AT(&g->nodes, bd_node, i);
-        for (int a = 0; a < n->n_attrs; a++)
-            if (n->attrs[a].type == BD_ATTR_GRAPH || n->attrs[a].type == BD_ATTR_GRAPHS) return true;
-    }
-    return false;
-}
-
 /* Dropout is the identity unless training_mode is given and not a constant false. */
 static bool dropout_is_identity(bd_graph *g, const bd_node *n) {
     const bd_value *mask = bd_node_out(g, n, 1);
@@ -29,7 +20,7 @@ static bool dropout_is_identity(bd_graph *g, const bd_node *n) {
 }
 
 void bd_remove_identities(bd_graph *g) {
-    if (graph_has_subgraphs(g)) return; /* bodies refer to values by name: keep names stable */
+    if (bd_graph_has_subgraphs(g)) return; /* bodies refer to values by name: keep names stable */
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
         if (n->dead) continue;

@@ -3,7 +3,9 @@
  * Each node's op-table `infer` function sets its outputs' dtypes and shapes; when every input is
  * a compile-time constant and the op has a `fold` function, the outputs' data is computed too, so
  * the Shape -> Gather -> Concat -> Reshape chains that exporters emit collapse into constants
- * before the next node is inferred. Nodes bdc does not know (or at an unsupported opset) leave
+ * before the next node is inferred. An If, Loop or Scan whose control is known by then is
+ * replaced by copies of its body, inserted after it, which the sweep then reaches (see
+ * inline_control.c). Nodes bdc does not know (or at an unsupported opset) leave
  * their outputs unknown; they are reported by the support check, not here. */
 #include "front/passes.h"
 
@@ -37,6 +39,7 @@ bd_status bd_infer_graph(bd_graph *g, bd_diag *d) {
         const bd_op_info *info = bd_op_info_of(n->op);
         bd_status s = info->infer(g, n, d);
         if (s) return s;
+        n = bd_graph_node(g, (int)i); /* an If/Loop/Scan inserts its body after it: the array moved */
         if (info->fold != bd_fold_none && folded_bytes < BD_FOLD_MAX_TOTAL_BYTES &&
             inputs_constant(g, n) && outputs_known(g, n)) {
             s = info->fold(g, n, d);

@@ -2,6 +2,7 @@
  * live node, by calling each op's lowering function from the op table, then verifies the result.
  * Lowering is target-neutral and unfused: every live node gets its own nests, and fusion
  * (fuse/fuse.c) merges them afterwards. */
+#include <stdio.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -42,6 +43,15 @@ bd_status bd_lower(bd_graph *g, bd_program *p, bd_diag *d) {
         if (s) return s;
     }
     return bd_program_verify(p, d);
+}
+
+/* If, Loop and Scan are inlined during inference; one still here was refused by the support
+ * check, which tells why. */
+bd_status bd_lower_control(bd_program *p, int node, bd_diag *d) {
+    char why[512];
+    const bd_node *n = bd_graph_node(p->graph, node);
+    if (!bd_control_refusal(p->graph, n, why, sizeof why)) snprintf(why, sizeof why, "was not inlined");
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s", why);
 }
 
 bd_status bd_need_static(bd_diag *d, const bd_node *n, const bd_value *v, const char *what) {

@@ -101,6 +101,12 @@ static const char *node_problem(bd_graph *g, const bd_node *n, char *buf, size_t
                  info->since, n->opset);
         return buf;
     }
+    /* still here after inference: its control is known only at run time */
+    if (n->op == BD_OP_IF || n->op == BD_OP_LOOP || n->op == BD_OP_SCAN) {
+        if (!bd_control_refusal(g, n, buf, len))
+            snprintf(buf, len, "was not inlined"); /* cannot happen: inference inlines it */
+        return buf;
+    }
     for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
         const bd_value *v = k < n->n_inputs ? bd_node_in(g, n, k) : bd_node_out(g, n, k - n->n_inputs);
         if (v && (value_problem(v, buf, len) || half_problem(g, n, v, buf, len))) return buf;
