@@ -1108,7 +1108,8 @@ bd_status bd_infer_roi_align(bd_graph *g, bd_node *n, bd_diag *d) {
     const bd_value *x = bd_node_in(g, n, 0), *rois = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
     bd_status s;
     if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, rois, 1, "rois")) ||
-        (s = bd_need_present(d, n, bi, 2, "batch_indices")) || (s = bd_need_float(d, n, x, 0, "X")) ||
+        (s = bd_need_present(d, n, bi, 2, "batch_indices")) ||
+        (s = bd_need_float(d, n, x, 0, "X")) ||
         (s = bd_need_same_dtype(d, n, rois, 1, "rois", x)) ||
         (s = bd_need_dtype(d, n, bi, 2, "batch_indices", BD_DT_INT64)) ||
         (s = bd_need_rank(d, n, x, 0, "X", 4)) || (s = bd_need_rank(d, n, rois, 1, "rois", 2)) ||

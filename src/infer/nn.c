@@ -398,7 +398,8 @@ bd_status bd_infer_max_unpool(bd_graph *g, bd_node *n, bd_diag *d) {
     bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *os = bd_node_in(g, n, 2);
     bd_status s;
     if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, idx, 1, "I")) ||
-        (s = bd_need_float(d, n, x, 0, "X")) || (s = bd_need_dtype(d, n, idx, 1, "I", BD_DT_INT64)) ||
+        (s = bd_need_float(d, n, x, 0, "X")) ||
+        (s = bd_need_dtype(d, n, idx, 1, "I", BD_DT_INT64)) ||
         (s = bd_need_dtype(d, n, os, 2, "output_shape", BD_DT_INT64)) ||
         (s = need_spatial(d, n, x, 0, "X")))
         return s;
@@ -438,7 +439,8 @@ bd_status bd_infer_max_unpool(bd_graph *g, bd_node *n, bd_diag *d) {
                 return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (output_shape) holds %d values, "
                                     "expected %d", nv, nsp + 2);
             for (int i = 0; i < nv; i++)
-                if (want[i] < 0 || (dims[i] >= 0 && (i < 2 ? want[i] != dims[i] : want[i] < dims[i])))
+                if (want[i] < 0 ||
+                    (dims[i] >= 0 && (i < 2 ? want[i] != dims[i] : want[i] < dims[i])))
                     return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (output_shape) value %d is "
                                         "%lld, the unpooled tensor's extent is %lld", i,
                                         (long long)want[i], (long long)dims[i]);

@@ -1044,7 +1044,8 @@ int bd_lower_channel_rows(bd_program *p, int node, int xv) {
     bd_operand *xo = &nest->operands[0];
     xo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
     xo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
-    for (int i = 0; i < nd; i++) xo->dims[2 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 1 + i, 1, 0, 0};
+    for (int i = 0; i < nd; i++)
+        xo->dims[2 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 1 + i, 1, 0, 0};
     copy_finish(nest, xt, r);
     bd_copy_params *cp = copy_params(nest);
     cp->in_stride[0] = xs[0];

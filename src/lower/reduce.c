@@ -1038,8 +1038,8 @@ bd_status bd_lower_max_unpool(bd_program *p, int node, bd_diag *d) {
     bd_value *y = bd_node_out(g, n, 0);
     bd_status s;
     if (os && !os->constant) return bd_fail_not_const(d, g, n, 2, "input 2 (output_shape)");
-    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, iv, "input 1 (I)")) ||
-        (s = bd_need_static(d, n, y, "output")))
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, iv, "input 1 (I)")) || (s = bd_need_static(d, n, y, "output")))
         return s;
     if (x->dtype != BD_DT_FLOAT && x->dtype != BD_DT_DOUBLE)
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
@@ -1101,12 +1101,12 @@ static double in_dtype(int dt, double v) { return dt == BD_DT_FLOAT ? (double)(f
 static int roi_bin(bd_expr *e, const roi_align *ra, int lo, int hi, int64_t bins, int *bin,
                    int *grid) {
     int dt = ra->dt, sc = bd_expr_const(e, ra->scale, dt), off = bd_expr_const(e, ra->offset, dt);
-    int start = bd_expr_binary(e, BD_EXPR_SUB, dt,
-                               bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, lo, dt), sc), off);
-    int end = bd_expr_binary(e, BD_EXPR_SUB, dt,
-                             bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, hi, dt), sc), off);
-    int len = bd_expr_binary(e, BD_EXPR_SUB, dt, end, start);
-    if (ra->at_least_one) len = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, len, bd_expr_const(e, 1, dt));
+    int a = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, lo, dt), sc);
+    int b = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, hi, dt), sc);
+    int start = bd_expr_binary(e, BD_EXPR_SUB, dt, a, off);
+    int len = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_SUB, dt, b, off), start);
+    if (ra->at_least_one)
+        len = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, len, bd_expr_const(e, 1, dt));
     *bin = bd_expr_binary(e, BD_EXPR_DIV, dt, len, bd_expr_const(e, (double)bins, dt));
     *grid = ra->ratio > 0 ? bd_expr_const(e, (double)ra->ratio, dt)
                           : bd_expr_unary(e, BD_EXPR_CEIL, dt, *bin);
@@ -1150,7 +1150,8 @@ static bd_nest *roi_nest(bd_program *p, int node, int out, const int *cols, int 
 /* An operand of nest read along iteration dims iters[0..rank). */
 static void roi_operand(bd_nest *nest, int v, int rank, const int *iters) {
     bd_operand *o = bd_nest_operand(nest, v, false, rank);
-    for (int k = 0; k < rank; k++) o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, iters[k], 1, 0, 0};
+    for (int k = 0; k < rank; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, iters[k], 1, 0, 0};
 }
 
 /* Along one dim of X (extent D; rois columns lo, hi; P bins of G samples), per roi, bin and
@@ -1195,11 +1196,11 @@ static bool roi_taps(bd_program *p, int node, const roi_align *ra, const int col
             continue;
         }
         /* floor(c) and floor(c) + 1 of c clamped into [0, D - 1], both clamped */
+        int last = bd_expr_const(e, (double)D - 1, dt);
         v = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v, bd_expr_const(e, 0, dt));
-        v = bd_expr_unary(e, BD_EXPR_FLOOR, dt,
-                          bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, v, bd_expr_const(e, (double)D - 1, dt)));
+        v = bd_expr_unary(e, BD_EXPR_FLOOR, dt, bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, v, last));
         if (k) v = bd_expr_binary(e, BD_EXPR_ADD, dt, v, bd_expr_const(e, 1, dt));
-        v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, v, bd_expr_const(e, (double)D - 1, dt));
+        v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, v, last);
         bd_expr_compact(e, bd_expr_cast(e, BD_DT_INT64, v));
     }
     for (int k = 0; k < 2; k++) {
@@ -1214,9 +1215,8 @@ static bool roi_taps(bd_program *p, int node, const roi_align *ra, const int col
                                                bd_expr_const(e, -1, dt)),
                                 bd_expr_binary(e, BD_EXPR_LESS_EQUAL, BD_DT_BOOL, v,
                                                bd_expr_const(e, (double)D, dt)));
-        int cl = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt,
-                                bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v, bd_expr_const(e, 0, dt)),
-                                bd_expr_const(e, (double)D - 1, dt));
+        int cl = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v, bd_expr_const(e, 0, dt));
+        cl = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, cl, bd_expr_const(e, (double)D - 1, dt));
         int l = bd_expr_binary(e, BD_EXPR_SUB, dt, cl, bd_expr_unary(e, BD_EXPR_FLOOR, dt, cl));
         if (!k) l = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_const(e, 1, dt), l);
         bd_expr_compact(e, bd_expr_select(e, dt, in, l, bd_expr_const(e, 0, dt)));
@@ -1240,8 +1240,10 @@ bd_status bd_lower_roi_align(bd_program *p, int node, bd_diag *d) {
     bd_value *x = bd_node_in(g, n, 0), *rois = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
     bd_value *y = bd_node_out(g, n, 0);
     bd_status s;
-    if ((s = bd_need_static(d, n, x, "input 0 (X)")) || (s = bd_need_static(d, n, rois, "input 1 (rois)")) ||
-        (s = bd_need_static(d, n, bi, "input 2 (batch_indices)")) || (s = bd_need_static(d, n, y, "output")))
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, rois, "input 1 (rois)")) ||
+        (s = bd_need_static(d, n, bi, "input 2 (batch_indices)")) ||
+        (s = bd_need_static(d, n, y, "output")))
         return s;
     roi_align ra = {.dt = x->dtype, .scale = bd_attr_float(n, "spatial_scale", 1.0f),
                     .ratio = bd_attr_int(n, "sampling_ratio", 0)};
@@ -1283,7 +1285,8 @@ bd_status bd_lower_roi_align(bd_program *p, int node, bd_diag *d) {
         slice_nest(p, node, rv, col[k], 1, k);
     }
     int iy[2], ix[2], wy[2], wx[2], py = -1, px = -1;
-    if (!roi_taps(p, node, &ra, (int[]){col[1], col[3]}, R, oh, gh, H, iy, wy, is_max ? &py : NULL) ||
+    if (!roi_taps(p, node, &ra, (int[]){col[1], col[3]}, R, oh, gh, H, iy, wy,
+                  is_max ? &py : NULL) ||
         !roi_taps(p, node, &ra, (int[]){col[0], col[2]}, R, ow, gw, W, ix, wx, is_max ? &px : NULL))
         return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the sample tables");
 
@@ -1302,8 +1305,8 @@ bd_status bd_lower_roi_align(bd_program *p, int node, bd_diag *d) {
         b = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, I,
                            bd_expr_binary(e, BD_EXPR_CLAMP_MIN, I, b, bd_expr_const(e, 0, I)),
                            bd_expr_const(e, (double)N - 1, I));
-        int row = bd_expr_binary(e, BD_EXPR_ADD, I,
-                                 bd_expr_binary(e, BD_EXPR_MUL, I, b, bd_expr_const(e, (double)(H * W), I)),
+        b = bd_expr_binary(e, BD_EXPR_MUL, I, b, bd_expr_const(e, (double)(H * W), I));
+        int row = bd_expr_binary(e, BD_EXPR_ADD, I, b,
                                  bd_expr_binary(e, BD_EXPR_MUL, I, bd_expr_load(e, 1, I),
                                                 bd_expr_const(e, (double)W, I)));
         bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, I, row, bd_expr_load(e, 2, I)));
@@ -1362,13 +1365,14 @@ bd_status bd_lower_roi_align(bd_program *p, int node, bd_diag *d) {
                                   bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, nx, zero));
         v = bd_expr_select(e, dt, some, v, zero);
     } else {
-        int cnt = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, bd_expr_binary(e, BD_EXPR_MUL, dt, ny, nx),
-                                 bd_expr_const(e, 1, dt));
+        int cnt = bd_expr_binary(e, BD_EXPR_MUL, dt, ny, nx);
+        cnt = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, cnt, bd_expr_const(e, 1, dt));
         v = bd_expr_binary(e, BD_EXPR_DIV, dt, v, cnt);
     }
     bd_expr_compact(e, v);
     if (e->overflow)
-        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the sample count is too large an expression");
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the sample count is too large an "
+                            "expression");
     return BD_OK;
 }
 
