@@ -13,8 +13,10 @@ approximate; Pad mode; Resize mode, coordinate_transformation_mode, nearest_mode
 keep_aspect_ratio_policy; the auto_pad of Conv, ConvTranspose, MaxPool and AveragePool; LSTM
 direction and activations (with the activation_alpha/activation_beta those functions consume),
 and GRU's and RNN's (with GRU's linear_before_reset); BitShift direction; DepthToSpace mode (and
-SpaceToDepth beside it); GridSample mode and padding_mode; the reduction of ScatterElements,
-ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; Upsample mode (opsets 7 and 9),
+SpaceToDepth beside it); GridSample mode and padding_mode; RoiAlign mode and
+coordinate_transformation_mode (with both kinds of sampling_ratio); the reduction of
+ScatterElements, ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; MaxUnpool's
+windows and output_shape (no string attribute, but the same kind of branches); Upsample mode (opsets 7 and 9),
 and for every value of it that bdc accepts at some opset it supports, this builds tiny models
 with onnx.helper (one node, weights as initializers, inputs drawn from a numpy generator seeded
 by the case name, so a case is the same on every run whatever runs beside it), then:
@@ -51,8 +53,9 @@ activation_alpha/beta omitted against the spec's defaults spelled out (onnxrunti
 
 Where onnxruntime and the ONNX reference implementation disagree and bdc follows the reference
 (REFERENCE_NOT_ORT below, each with its reason: Resize's length_resized for an extent x scale
-that is not an integer, a 1-wide pytorch_half_pixel output, and GridSample's cubic sampling with
-border padding), the reference's outputs are
+that is not an integer, a 1-wide pytorch_half_pixel output, GridSample's cubic sampling with
+border padding, and MaxUnpool with an output_shape larger than the unpooled tensor), the
+reference's outputs are
 the expected ones, and the case also checks that onnxruntime still disagrees.
 
 bdc exit 3 (unsupported) fails a case unless EXPECTED_REFUSALS below lists it with its reason;
@@ -115,6 +118,10 @@ REFERENCE_NOT_ORT = [
     ("gridsample/opset20/mode=cubic/padding_mode=border/*", "the reference (and the node "
      "suite's data) clamps an outside source coordinate into the input before taking the 4 x 4 "
      "taps, onnxruntime only clamps each tap"),
+    ("maxunpool/*/output_shape=larger", "the reference (and the node suite's "
+     "maxunpool_export_with_output_shape data) unpools into the shape the window gives and pads "
+     "it at the tail to output_shape, onnxruntime reads the indices as flat positions in "
+     "output_shape"),
 ]
 
 NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
@@ -630,6 +637,70 @@ def scatter_cases():
     return cases
 
 
+def roialign_cases():
+    """RoiAlign mode x coordinate_transformation_mode (opset 16; opset 10 has none) x
+    sampling_ratio 0 (adaptive: rois must be constants) and 2 (rois also fed at run time), on
+    two images with rois partly outside them, one inverted, and batch indices in any order."""
+    cases = []
+    rois = f32([[0, 0, 5, 4], [-3, -2, 4, 3], [8, 6, 14, 12], [2.5, 1, 13, 11.5], [5, 5, 4, 4.5],
+                [1, 2, 1.5, 2.2]])
+    batch = i64([0, 1, 1, 0, 1, 0])
+    for opset, ctms in ((10, (None,)), (16, ("half_pixel", "output_half_pixel"))):
+        for mode in ("avg", "max"):
+            for ctm in ctms:
+                for ratio, runtime_rois in ((0, False), (2, False), (2, True)):
+                    name = "roialign/opset%d/mode=%s%s/sampling_ratio=%d%s" % (
+                        opset, mode, "/coordinate_transformation_mode=%s" % ctm if ctm else "",
+                        ratio, "/rois-at-run-time" if runtime_rois else "")
+                    x = f32(rng_for(name).standard_normal((2, 3, 6, 7)))
+                    data = [("rois", rois), ("batch_indices", batch)]
+                    attrs = {"mode": mode, "coordinate_transformation_mode": ctm,
+                             "output_height": 3, "output_width": 2, "sampling_ratio": ratio,
+                             "spatial_scale": 0.5}
+                    cases.append(Case(name, "RoiAlign", attrs, opset,
+                                      [("x", x)] + (data if runtime_rois else []),
+                                      [] if runtime_rois else data))
+    return cases
+
+
+def maxpool_indices(x, attrs):
+    """onnxruntime's MaxPool of x: the values and indices that a MaxUnpool undoes."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    graph = helper.make_graph([node], "pool", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, list(x.shape))], [
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+        helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    m.ir_version = 7
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})
+
+
+def maxunpool_cases():
+    """MaxUnpool of onnxruntime's MaxPool values and indices, 1-D to 3-D: strides other than the
+    kernel, pads, overlapping windows (one index twice), and output_shape absent, equal to the
+    unpooled shape and larger (the reference pads the unpooled tensor at the tail;
+    REFERENCE_NOT_ORT)."""
+    cases = []
+    for dims, shape, attrs in (
+            ("1d", (1, 2, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+            ("2d", (2, 3, 5, 7), {"kernel_shape": [2, 3], "strides": [3, 2]}),
+            ("2d-overlapping", (1, 2, 5, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+            ("3d", (1, 2, 4, 6, 4), {"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]})):
+        for os_kind in ("absent", "same", "larger"):
+            if os_kind == "larger" and dims != "2d":
+                continue
+            for opset in (9, 11):
+                if os_kind != "absent" and opset == 9:
+                    continue
+                name = "maxunpool/opset%d/%s/output_shape=%s" % (opset, dims, os_kind)
+                y, idx = maxpool_indices(f32(rng_for(name).standard_normal(shape)), attrs)
+                extra = {"same": list(shape), "larger": list(shape[:2]) + [d + 2 for d in shape[2:]]}
+                consts = [("output_shape", i64(extra[os_kind]))] if os_kind in extra else []
+                cases.append(Case(name, "MaxUnpool", attrs, opset, [("x", y), ("i", idx)], consts))
+    return cases
+
+
 def loss_cases():
     """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss reduction, with and without
     weights and ignore_index (a target that is ignore_index is in the data)."""
@@ -696,7 +767,7 @@ def upsample_cases():
 def all_cases():
     return (gelu_cases() + pad_cases() + resize_cases() + window_cases() + lstm_cases() +
             bitshift_cases() + depth_space_cases() + grid_sample_cases() + scatter_cases() +
-            loss_cases() + rnn_cases() + upsample_cases())
+            roialign_cases() + maxunpool_cases() + loss_cases() + rnn_cases() + upsample_cases())
 
 
 # ---------------------------------------------------------------------------------------------

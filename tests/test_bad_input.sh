@@ -12,8 +12,9 @@
 #      (bdc exits by the signal), with an earlier output at -o left untouched;
 #   4. bad -o paths (missing folder, a folder);
 #   5. input bindings: an input dim left symbolic or missing (exit 3, naming the input and the
-#      symbol, suggesting --dim and --shape), a run-time Reshape target (exit 3, suggesting
-#      --const), and --shape/--dim/--const values the model contradicts, that name no input or
+#      symbol, suggesting --dim and --shape), a run-time Reshape target, MaxUnpool output_shape
+#      or RoiAlign rois that decide the samples per bin (exit 3, naming it, suggesting --const),
+#      a RoiAlign mode that does not exist (exit 2), and --shape/--dim/--const values the model contradicts, that name no input or
 #      symbol, or that are malformed (exit 1, naming the input or symbol); a batch range's
 #      executable fed a batch outside the range (exit 6, naming the input);
 #   6. the generated executable of the bundled sample model fed wrong byte size, dtype, shape, a
@@ -210,24 +211,35 @@ def upsample(name, opset, inputs, **attrs):
 upsample("upsample10", 10, ["x", "s"])           # deprecated from opset 10
 upsample("upsample7_no_scales", 7, ["x"])       # opset 7 takes its scales as an attribute
 upsample("upsample7_two_inputs", 7, ["x", "s"], scales=[1.0, 1.0, 2.0, 2.0])
-def control(name, node):
-    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
-                                         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+def one_node(name, opset, node, inputs):
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, t, d) for n, t, d in inputs],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
     onnx.save(m, name + ".onnx")
+one_node("unpool_runtime_shape", 11,
+         helper.make_node("MaxUnpool", ["x", "i", "output_shape"], ["y"], name="unpool", kernel_shape=[2, 2]),
+         [("x", TensorProto.FLOAT, [1, 1, 2, 2]), ("i", TensorProto.INT64, [1, 1, 2, 2]),
+          ("output_shape", TensorProto.INT64, [4])])
+rois_in = [("x", TensorProto.FLOAT, [1, 1, 4, 4]), ("rois", TensorProto.FLOAT, [2, 4]),
+           ("b", TensorProto.INT64, [2])]
+one_node("roialign_mode", 16, helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], name="roi",
+                                               mode="mean", sampling_ratio=2), rois_in)
+one_node("roialign_adaptive", 16, helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], name="roi"),
+         rois_in)
 def body(inputs, outputs):
     return helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "body",
                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in inputs],
                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
-control("if_runtime_cond", helper.make_node("If", ["c"], ["y"], name="if", then_branch=body([], ["r"]),
-                                            else_branch=body([], ["r"])))
-control("if_no_else", helper.make_node("If", ["c"], ["y"], name="if", then_branch=body([], ["r"])))
-control("loop_arity", helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop",
-                                       body=body(["i", "cond"], ["r"])))
-control("scan_no_scan_inputs", helper.make_node("Scan", ["x"], ["y"], name="scan", num_scan_inputs=0,
-                                                body=body(["s"], ["r"])))
+control_in = [("x", TensorProto.FLOAT, [3]), ("c", TensorProto.BOOL, [])]
+one_node("if_runtime_cond", 13, helper.make_node("If", ["c"], ["y"], name="if", then_branch=body([], ["r"]),
+                                                 else_branch=body([], ["r"])), control_in)
+one_node("if_no_else", 13, helper.make_node("If", ["c"], ["y"], name="if", then_branch=body([], ["r"])),
+         control_in)
+one_node("loop_arity", 13, helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop",
+                                            body=body(["i", "cond"], ["r"])), control_in)
+one_node("scan_no_scan_inputs", 13, helper.make_node("Scan", ["x"], ["y"], name="scan", num_scan_inputs=0,
+                                                     body=body(["s"], ["r"])), control_in)
 np.save("target_f32.npy", np.array([3, 4], np.float32))
 np.save("target_3.npy", np.array([3, 2, 2], np.int64))
 open("garbage.bin", "wb").write(bytes([0xff]) * 64)
@@ -236,6 +248,15 @@ compile_fails upsample-deprecated 3 "node 'up' \(Upsample\): Upsample is depreca
 compile_fails upsample-no-scales 2 "node 'up' \(Upsample\): needs attribute 'scales' \(floats\) at opset 7" \
     upsample7_no_scales.onnx
 compile_fails upsample-two-inputs 2 "node 'up' \(Upsample\): takes 1 input \(X\) at opset 7" upsample7_two_inputs.onnx
+compile_fails roialign-unknown-mode 2 "node 'roi' \(RoiAlign\): attribute 'mode' 'mean' is not avg or max" \
+    roialign_mode.onnx
+# (a refusal's last line is the count; compile_fails leaves stderr.txt of the case behind)
+compile_fails maxunpool-runtime-output-shape 3 "the model uses" unpool_runtime_shape.onnx
+grep -q "node 'unpool' (MaxUnpool): output shape depends on the value of graph input 'output_shape'.*--const output_shape=FILE" stderr.txt &&
+    ok "maxunpool-runtime-output-shape-names-it" || bad "maxunpool-runtime-output-shape-names-it: $(cat stderr.txt)"
+compile_fails roialign-adaptive-runtime-rois 3 "the model uses" roialign_adaptive.onnx
+grep -q "node 'roi' (RoiAlign): input 1 (rois), whose values decide the samples per bin when sampling_ratio is 0, is not a compile-time constant: it comes from graph input 'rois'.*--const rois=FILE" stderr.txt &&
+    ok "roialign-adaptive-runtime-rois-names-it" || bad "roialign-adaptive-runtime-rois-names-it: $(cat stderr.txt)"
 compile_fails bind-unbound-symbol 3 \
     "input 'x' dim 0 is symbolic \('batch'\): pin it with --dim batch=N or --shape x=Nx3x8x8" symbolic.onnx
 compile_fails bind-missing-dim 3 "input 'x' dim 2 has no extent in the model: pin it with --shape x=1x3xNx8" \

@@ -1102,6 +1102,44 @@ bd_status bd_infer_grid_sample(bd_graph *g, bd_node *n, bd_diag *d) {
     return bd_value_set(d, n, out, x->dtype, x->rank, dims);
 }
 
+/* RoiAlign: X [N, C, H, W], rois [R, 4] of X's type and batch_indices [R] give [R, C,
+ * output_height, output_width]. coordinate_transformation_mode exists from opset 16. */
+bd_status bd_infer_roi_align(bd_graph *g, bd_node *n, bd_diag *d) {
+    const bd_value *x = bd_node_in(g, n, 0), *rois = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, rois, 1, "rois")) ||
+        (s = bd_need_present(d, n, bi, 2, "batch_indices")) ||
+        (s = bd_need_float(d, n, x, 0, "X")) ||
+        (s = bd_need_same_dtype(d, n, rois, 1, "rois", x)) ||
+        (s = bd_need_dtype(d, n, bi, 2, "batch_indices", BD_DT_INT64)) ||
+        (s = bd_need_rank(d, n, x, 0, "X", 4)) || (s = bd_need_rank(d, n, rois, 1, "rois", 2)) ||
+        (s = bd_need_rank(d, n, bi, 2, "batch_indices", 1)))
+        return s;
+    const char *mode = bd_attr_string(g, n, "mode", "avg");
+    if (strcmp(mode, "avg") && strcmp(mode, "max"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'mode' '%s' is not avg or max",
+                            bd_quote(mode));
+    const char *ctm = bd_attr_string(g, n, "coordinate_transformation_mode", "half_pixel");
+    if (n->opset < 16 && bd_node_attr(n, "coordinate_transformation_mode"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'coordinate_transformation_mode' "
+                            "exists from opset 16, the model uses opset %d", n->opset);
+    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'coordinate_transformation_mode' "
+                            "'%s' is not half_pixel or output_half_pixel", bd_quote(ctm));
+    int64_t oh = bd_attr_int(n, "output_height", 1), ow = bd_attr_int(n, "output_width", 1);
+    if (oh < 1 || ow < 1 || bd_attr_int(n, "sampling_ratio", 0) < 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attributes 'output_height' and 'output_width' "
+                            "must be >= 1 and 'sampling_ratio' >= 0");
+    int64_t r = bd_dim_of(rois, 0), k = bd_dim_of(bi, 0);
+    if (bd_dim_of(rois, 1) >= 0 && bd_dim_of(rois, 1) != 4)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (rois) must be [num_rois, 4]");
+    if (r >= 0 && k >= 0 && r != k)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (rois) has %lld rows, input 2 "
+                            "(batch_indices) %lld values", (long long)r, (long long)k);
+    int64_t dims[4] = {r >= 0 ? r : k, bd_dim_of(x, 1), oh, ow};
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, 4, dims);
+}
+
 /* GatherND: indices [q..., k] with batch_dims b leading dims shared with the data; the output is
  * [q..., data dims b + k...]. */
 bd_status bd_infer_gather_nd(bd_graph *g, bd_node *n, bd_diag *d) {

@@ -1,5 +1,5 @@
 /* nn.c — shape and dtype inference for the neural-network ops: Conv, ConvTranspose, the pooling
- * ops, Gemm, MatMul and LSTM.
+ * ops and MaxUnpool, Gemm, MatMul and LSTM.
  *
  * These ops carry most of a model's geometry, so their rules follow the ONNX spec (and
  * onnxruntime where the spec leaves a gap) for every opset from 7 to 22: attributes that only
@@ -388,6 +388,66 @@ bd_status bd_infer_pool(bd_graph *g, bd_node *n, bd_diag *d) {
             return s;
     if ((s = bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, nsp + 2, dims))) return s;
     return bd_value_set(d, n, indices, BD_DT_INT64, nsp + 2, dims);
+}
+
+/* MaxUnpool: X and its MaxPool indices I; the output's spatial extents are those of a
+ * ConvTranspose with that window, (in - 1) * stride + kernel - pads, unless input 2 (output_shape)
+ * gives the whole shape, which must then be a constant to be known and at least that large (the
+ * unpooled tensor sits at its origin). */
+bd_status bd_infer_max_unpool(bd_graph *g, bd_node *n, bd_diag *d) {
+    bd_value *x = bd_node_in(g, n, 0), *idx = bd_node_in(g, n, 1), *os = bd_node_in(g, n, 2);
+    bd_status s;
+    if ((s = bd_need_present(d, n, x, 0, "X")) || (s = bd_need_present(d, n, idx, 1, "I")) ||
+        (s = bd_need_float(d, n, x, 0, "X")) ||
+        (s = bd_need_dtype(d, n, idx, 1, "I", BD_DT_INT64)) ||
+        (s = bd_need_dtype(d, n, os, 2, "output_shape", BD_DT_INT64)) ||
+        (s = need_spatial(d, n, x, 0, "X")))
+        return s;
+    if (x->rank >= 0 && idx->rank >= 0 && x->rank != idx->rank)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (I) has rank %d, X has %d", idx->rank,
+                            x->rank);
+    for (int i = 0; x->rank >= 0 && i < x->rank && i < idx->rank; i++)
+        if (x->dims[i] >= 0 && idx->dims[i] >= 0 && x->dims[i] != idx->dims[i])
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 1 (I) dim %d is %lld, X's is %lld", i,
+                                (long long)idx->dims[i], (long long)x->dims[i]);
+    const bd_attr *ks = bd_node_attr(n, "kernel_shape");
+    if (!ks || ks->type != BD_ATTR_INTS || ks->n < 1 || ks->n > BD_MAX_RANK - 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' is required: one int "
+                            "per spatial axis");
+    if (x->rank >= 0 && x->rank != ks->n + 2)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "attribute 'kernel_shape' has %d values but "
+                            "input 0 (X) has %d spatial axes", ks->n, x->rank - 2);
+    int nsp = ks->n;
+    window win;
+    if ((s = read_window(g, n, d, nsp, false, &win))) return s;
+    memcpy(win.kernel, ks->ints, (size_t)nsp * sizeof *win.kernel);
+    if ((s = bd_need_at_least(d, n, "kernel_shape", win.kernel, nsp, 1))) return s;
+    int64_t dims[BD_MAX_RANK] = {bd_dim_of(x, 0), bd_dim_of(x, 1)};
+    for (int i = 0; i < nsp; i++)
+        if ((s = transpose_extent(d, n, &win, i, bd_dim_of(x, 2 + i), 0, -1, &dims[2 + i])))
+            return s;
+    if (os) {
+        int64_t want[BD_MAX_RANK];
+        int nv = 0;
+        if (os->rank >= 0 && (os->rank != 1 || (os->dims[0] >= 0 && os->dims[0] != nsp + 2)))
+            return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (output_shape) must hold %d values",
+                                nsp + 2);
+        if (!bd_value_const_ints(os, want, BD_MAX_RANK, &nv)) {
+            for (int i = 2; i < nsp + 2; i++) dims[i] = -1;
+        } else {
+            if (nv != nsp + 2)
+                return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (output_shape) holds %d values, "
+                                    "expected %d", nv, nsp + 2);
+            for (int i = 0; i < nv; i++)
+                if (want[i] < 0 ||
+                    (dims[i] >= 0 && (i < 2 ? want[i] != dims[i] : want[i] < dims[i])))
+                    return bd_node_fail(d, BD_ERR_INVALID, n, "input 2 (output_shape) value %d is "
+                                        "%lld, the unpooled tensor's extent is %lld", i,
+                                        (long long)want[i], (long long)dims[i]);
+            memcpy(dims, want, (size_t)nv * sizeof *want);
+        }
+    }
+    return bd_value_set(d, n, bd_node_out(g, n, 0), x->dtype, nsp + 2, dims);
 }
 
 bd_status bd_infer_global_pool(bd_graph *g, bd_node *n, bd_diag *d) {

@@ -93,8 +93,7 @@ static bd_status lower_reshape_copy(bd_program *p, int node, int xv, int yv) {
     return BD_OK;
 }
 
-/* A nest writing one value everywhere (Dropout's mask in inference). */
-static void lower_fill(bd_program *p, int node, int yv, double value) {
+void bd_lower_fill(bd_program *p, int node, int yv, double value) {
     bd_value *y = bd_graph_value(p->graph, yv);
     if (numel_of(y) == 0) return;
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_COPY, y);
@@ -146,7 +145,7 @@ bd_status bd_lower_reshape(bd_program *p, int node, bd_diag *d) {
         if ((s = bd_need_static(d, n, mask, "output 1 (mask)"))) return s;
         /* From opset 12 the mask says which elements were kept: all of them. Before, onnxruntime
          * (whose numbers bdc matches) fills it with zeros ("nothing dropped"). */
-        lower_fill(p, node, n->outputs[1], n->opset >= 12 ? 1.0 : 0.0);
+        bd_lower_fill(p, node, n->outputs[1], n->opset >= 12 ? 1.0 : 0.0);
     }
     return BD_OK;
 }
@@ -1030,6 +1029,33 @@ bd_status bd_lower_affine_grid(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- GridSample */
 
+int bd_lower_channel_rows(bd_program *p, int node, int xv) {
+    bd_graph *g = p->graph;
+    const bd_value *x = bd_graph_value(g, xv);
+    int r = x->rank, nd = r - 2, dt = x->dtype;
+    int64_t td[BD_MAX_RANK], xs[BD_MAX_RANK], rc[2] = {x->dims[0], x->dims[1]};
+    bd_dims_strides(r, x->dims, xs);
+    td[0] = x->dims[0];
+    for (int i = 0; i < nd; i++) td[1 + i] = x->dims[2 + i], rc[0] *= x->dims[2 + i];
+    td[nd + 1] = x->dims[1];
+    /* (adding values moves x: only indices from here) */
+    int xt = bd_lower_temp(g, dt, r, td), xf = bd_lower_temp(g, dt, 2, rc);
+    bd_nest *nest = copy_nest(p, node, xv, xt);
+    bd_operand *xo = &nest->operands[0];
+    xo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+    xo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
+    for (int i = 0; i < nd; i++)
+        xo->dims[2 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 1 + i, 1, 0, 0};
+    copy_finish(nest, xt, r);
+    bd_copy_params *cp = copy_params(nest);
+    cp->in_stride[0] = xs[0];
+    for (int i = 0; i < nd; i++) cp->in_stride[1 + i] = xs[2 + i];
+    cp->in_stride[nd + 1] = xs[1];
+    bd_dims_strides(r, td, cp->out_stride);
+    lower_reshape_copy(p, node, xt, xf);
+    return xf;
+}
+
 enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
 enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
 
@@ -1106,39 +1132,21 @@ bd_status bd_lower_grid_sample(bd_program *p, int node, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%d spatial dims in mode '%s' are not "
                             "supported", nd, bd_quote(ms));
     if (numel_of(y) == 0) return BD_OK;
-    int64_t xd[BD_MAX_RANK], pos[BD_MAX_RANK], part[BD_MAX_RANK], td[BD_MAX_RANK];
-    int64_t S = 1, sst[BD_MAX_RANK], gs[BD_MAX_RANK], xs[BD_MAX_RANK];
+    int64_t xd[BD_MAX_RANK], pos[BD_MAX_RANK], part[BD_MAX_RANK];
+    int64_t S = 1, sst[BD_MAX_RANK], gs[BD_MAX_RANK];
     for (int i = 0; i < r; i++) xd[i] = x->dims[i];
     for (int i = 2; i < r; i++) S *= xd[i];
     bd_dims_strides(nd, xd + 2, sst);
-    bd_dims_strides(r, xd, xs);
     bd_dims_strides(r, gr->dims, gs);
     int64_t N = xd[0], C = xd[1];
     for (int i = 0; i <= nd; i++) pos[i] = gr->dims[i]; /* [N, O...] */
     for (int i = 0; i <= nd; i++) part[i] = pos[i];
     part[nd + 1] = 1;
-    td[0] = N;
-    for (int i = 0; i < nd; i++) td[1 + i] = xd[2 + i];
-    td[nd + 1] = C;
     int xv = n->inputs[0], gv = n->inputs[1], yv = n->outputs[0];
     /* (adding values moves x, gr and y: only indices from here) */
-
-    /* X as [N x spatial, C] rows */
-    int xt = bd_lower_temp(g, dt, r, td);
-    int64_t rc[2] = {N * S, C};
-    int xf = bd_lower_temp(g, dt, 2, rc);
-    bd_nest *nest = copy_nest(p, node, xv, xt);
-    bd_operand *xo = &nest->operands[0];
-    xo->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
-    xo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, nd + 1, 1, 0, 0};
-    for (int i = 0; i < nd; i++) xo->dims[2 + i] = (bd_access_dim){BD_ACCESS_AFFINE, 1 + i, 1, 0, 0};
-    copy_finish(nest, xt, r);
-    bd_copy_params *cp = copy_params(nest);
-    cp->in_stride[0] = xs[0];
-    for (int i = 0; i < nd; i++) cp->in_stride[1 + i] = xs[2 + i];
-    cp->in_stride[nd + 1] = xs[1];
-    bd_dims_strides(r, td, cp->out_stride);
-    if ((s = lower_reshape_copy(p, node, xt, xf))) return s;
+    int xf = bd_lower_channel_rows(p, node, xv);
+    bd_nest *nest;
+    bd_copy_params *cp;
 
     /* per spatial dim: the source coordinate, then each tap's index and weight */
     int idx[BD_MAX_RANK][4], wt[BD_MAX_RANK][4];

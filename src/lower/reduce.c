@@ -18,9 +18,9 @@
  *
  * The ops built from reductions live here too, each a chain of nests through unnamed values:
  * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
- * output x update positions, TopK by counting, Einsum, DFT as products with constant tables,
- * LpNormalization, GroupNormalization, DynamicQuantizeLinear, and TfIdfVectorizer's n-gram
- * counts. */
+ * output x update positions (MaxUnpool is one), RoiAlign's sums or maxima over the samples of
+ * each bin, TopK by counting, Einsum, DFT as products with constant tables, LpNormalization,
+ * GroupNormalization, DynamicQuantizeLinear, and TfIdfVectorizer's n-gram counts. */
 #include <math.h>
 #include <string.h>
 
@@ -779,14 +779,13 @@ bd_status bd_lower_loss(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- scatters */
 
-/* A constant PAD nest growing value in to dims `to` (at the tail of each dim) with `value`. */
-static int pad_value(bd_program *p, int node, int in, const int64_t *to, double value) {
+/* A constant PAD nest growing value in to value v (at the tail of each dim) with `value`. */
+static void pad_nest(bd_program *p, int node, int in, int v, double value) {
     bd_graph *g = p->graph;
     const bd_value *x = bd_graph_value(g, in);
-    int r = x->rank, dt = x->dtype;
+    int r = x->rank;
     int64_t kept[BD_MAX_RANK];
     for (int k = 0; k < r; k++) kept[k] = x->dims[k];
-    int v = bd_lower_temp(g, dt, r, to);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_PAD, bd_graph_value(g, v));
     bd_access_identity(bd_nest_operand(nest, in, false, r), 0);
     bd_access_identity(bd_nest_operand(nest, v, true, r), 0);
@@ -796,6 +795,13 @@ static int pad_value(bd_program *p, int node, int in, const int64_t *to, double 
     pp->value = value;
     pp->value_operand = -1;
     for (int k = 0; k < r; k++) pp->kept[k] = kept[k];
+}
+
+/* The same into a new value of dims `to`; returns it. */
+static int pad_value(bd_program *p, int node, int in, const int64_t *to, double value) {
+    const bd_value *x = bd_graph_value(p->graph, in);
+    int v = bd_lower_temp(p->graph, x->dtype, x->rank, to);
+    pad_nest(p, node, in, v, value);
     return v;
 }
 
@@ -807,6 +813,7 @@ enum { SCATTER_NONE, SCATTER_ADD, SCATTER_MUL, SCATTER_MAX, SCATTER_MIN };
  * updates are read through upd_map. */
 typedef struct scatter_plan {
     int r, nw, dt, it;
+    bool dup_max; /* reduction none: updates landing on one element give their largest, not sum */
     int64_t wide[BD_MAX_RANK];
     int data, upd, n_idx, idx[BD_MAX_RANK], target[BD_MAX_RANK], iota[BD_MAX_RANK];
     int upd_rank, idx_rank;
@@ -846,7 +853,8 @@ static bool scatter_wide_nest(bd_program *p, int node, const scatter_plan *sp, i
     }
     if (!hit) {
         bool is_float = dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE;
-        int other = red == SCATTER_MUL ? bd_expr_const(e, 1, dt)
+        int other = sp->dup_max         ? bd_expr_const(e, -INFINITY, dt)
+                    : red == SCATTER_MUL ? bd_expr_const(e, 1, dt)
                     : red == SCATTER_MAX || red == SCATTER_MIN ? bd_expr_load(e, 0, dt)
                                                                 : bd_expr_const(e, 0, dt);
         match = bd_expr_select(e, dt, match, bd_expr_load(e, 1, dt), other);
@@ -886,7 +894,7 @@ static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int re
     if (!scatter_wide_nest(p, node, sp, terms, false, red))
         return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "too many index components to compare");
     int folded = bd_lower_temp(g, dt, r, dims), hits = -1;
-    if (red == SCATTER_MAX || red == SCATTER_MIN) {
+    if (red == SCATTER_MAX || red == SCATTER_MIN || sp->dup_max) {
         reduce_nest(p, node, terms, folded, BD_REDUCE_MAX, reduced);
     } else if (red == SCATTER_MUL) {
         if ((s = prod_nests(p, node, terms, folded, reduced, d))) return s;
@@ -1013,6 +1021,359 @@ bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
         }
     }
     return scatter_nests(p, node, &sp, red, yv, d);
+}
+
+/* MaxUnpool as a scatter of X's values (flattened) into a zero-filled flat tensor of the
+ * unpooled shape at the flat indices I, then reshaped: the scatter's pull over output x input
+ * positions, refused above the table limit like theirs. Where pooling windows overlap, MaxPool
+ * gives one index twice with the same value: the duplicates take their largest rather than their
+ * sum. An index outside the unpooled tensor names nothing (a negative one counts from the back,
+ * as in ScatterND). A larger output_shape pads the unpooled tensor at the tail of each dim, as the
+ * reference and the node suite have it (onnxruntime instead reads the indices as flat positions
+ * in output_shape). */
+bd_status bd_lower_max_unpool(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *iv = bd_node_in(g, n, 1), *os = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if (os && !os->constant) return bd_fail_not_const(d, g, n, 2, "input 2 (output_shape)");
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, iv, "input 1 (I)")) || (s = bd_need_static(d, n, y, "output")))
+        return s;
+    if (x->dtype != BD_DT_FLOAT && x->dtype != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            bd_dtype_name(x->dtype));
+    if (is_empty(y)) return BD_OK;
+    int64_t M = 1, K = 1, unpooled[BD_MAX_RANK];
+    int r = x->rank, nsp = r - 2;
+    const bd_attr *ks = bd_node_attr(n, "kernel_shape"), *st = bd_node_attr(n, "strides");
+    const bd_attr *pd = bd_node_attr(n, "pads");
+    bool padded = false;
+    for (int k = 0; k < r; k++) {
+        unpooled[k] = k < 2 ? x->dims[k]
+                            : (x->dims[k] - 1) * (st ? st->ints[k - 2] : 1) + ks->ints[k - 2] -
+                                  (pd ? pd->ints[k - 2] + pd->ints[nsp + k - 2] : 0);
+        M *= unpooled[k], K *= x->dims[k];
+        padded = padded || unpooled[k] != y->dims[k];
+    }
+    int dt = x->dtype, xv = n->inputs[0], idxv = n->inputs[1], yv = n->outputs[0];
+    /* (adding values moves x, iv and y: only indices from here) */
+    int zeros = bd_lower_temp(g, dt, 1, &M), flat = bd_lower_temp(g, dt, 1, &M);
+    int out = padded ? bd_lower_temp(g, dt, r, unpooled) : yv;
+    bd_lower_fill(p, node, zeros, 0);
+    if (K == 0) {
+        reshape_nest(p, node, zeros, out);
+        if (padded) pad_nest(p, node, out, yv, 0);
+        return BD_OK;
+    }
+    scatter_plan sp;
+    memset(&sp, 0, sizeof sp);
+    sp.r = 1, sp.nw = 2, sp.dt = dt, sp.it = BD_DT_INT64, sp.dup_max = true;
+    sp.wide[0] = M, sp.wide[1] = K;
+    sp.data = zeros, sp.n_idx = 1, sp.target[0] = 0, sp.idx_rank = 1, sp.upd_rank = 1;
+    sp.idx[0] = bd_lower_temp(g, BD_DT_INT64, 1, &K);
+    sp.upd = bd_lower_temp(g, dt, 1, &K);
+    reshape_nest(p, node, idxv, sp.idx[0]);
+    reshape_nest(p, node, xv, sp.upd);
+    sp.idx_map[0] = sp.upd_map[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+    if ((s = scatter_nests(p, node, &sp, SCATTER_NONE, flat, d))) return s;
+    reshape_nest(p, node, flat, out);
+    if (padded) pad_nest(p, node, out, yv, 0);
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- RoiAlign */
+
+/* A RoiAlign's attributes, resolved. */
+typedef struct roi_align {
+    int dt;
+    double scale, offset; /* an roi coordinate is its value * scale - offset (0.5: half_pixel) */
+    bool at_least_one;    /* output_half_pixel: an roi is at least 1 long */
+    int64_t ratio;        /* sampling_ratio; 0: ceil(bin length) samples per bin */
+} roi_align;
+
+/* v rounded to the dtype the expressions compute in, for the compile-time twin of roi_bin. */
+static double in_dtype(int dt, double v) { return dt == BD_DT_FLOAT ? (double)(float)v : v; }
+
+/* Along one dim of the roi whose ends are operands lo and hi: its start, and into *bin the
+ * length of one of `bins` bins and into *grid its samples, as onnxruntime computes them. */
+static int roi_bin(bd_expr *e, const roi_align *ra, int lo, int hi, int64_t bins, int *bin,
+                   int *grid) {
+    int dt = ra->dt, sc = bd_expr_const(e, ra->scale, dt), off = bd_expr_const(e, ra->offset, dt);
+    int a = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, lo, dt), sc);
+    int b = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, hi, dt), sc);
+    int start = bd_expr_binary(e, BD_EXPR_SUB, dt, a, off);
+    int len = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_binary(e, BD_EXPR_SUB, dt, b, off), start);
+    if (ra->at_least_one)
+        len = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, len, bd_expr_const(e, 1, dt));
+    *bin = bd_expr_binary(e, BD_EXPR_DIV, dt, len, bd_expr_const(e, (double)bins, dt));
+    *grid = ra->ratio > 0 ? bd_expr_const(e, (double)ra->ratio, dt)
+                          : bd_expr_unary(e, BD_EXPR_CEIL, dt, *bin);
+    return start;
+}
+
+/* The samples per bin of the roi with ends a and b when sampling_ratio is 0, as roi_bin computes
+ * them; 0 for none (an empty roi, NaN). */
+static int64_t roi_grid_at(const roi_align *ra, double a, double b, int64_t bins) {
+    int dt = ra->dt;
+    double start = in_dtype(dt, in_dtype(dt, a * ra->scale) - ra->offset);
+    double len = in_dtype(dt, in_dtype(dt, in_dtype(dt, b * ra->scale) - ra->offset) - start);
+    if (ra->at_least_one && len < 1) len = 1;
+    double grid = ceil(in_dtype(dt, len / (double)bins));
+    return grid >= 1 ? (grid < 1e9 ? (int64_t)grid : 1000000000) : 0;
+}
+
+/* A value of dtype dt holding `len` numbers k + first. */
+static int roi_range(bd_graph *g, int dt, int64_t len, double first) {
+    bd_tensor *t = bd_tensor_new(&g->model->arena, dt, 1, &len);
+    if (!t) return -1;
+    for (int64_t k = 0; k < len; k++) bd_tensor_set_f64(t, k, (double)k + first);
+    int v = bd_lower_temp(g, dt, 1, &len);
+    bd_graph_value(g, v)->constant = t;
+    return v;
+}
+
+/* An elementwise nest over value out whose first operands are the rois columns cols[0..n_cols)
+ * ([R, 1], along iteration dim 0); the caller adds the rest. */
+static bd_nest *roi_nest(bd_program *p, int node, int out, const int *cols, int n_cols) {
+    const bd_value *o = bd_graph_value(p->graph, out);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, o);
+    for (int i = 0; i < n_cols; i++) {
+        bd_operand *c = bd_nest_operand(nest, cols[i], false, 2);
+        c->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+        c->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
+    }
+    return nest;
+}
+
+/* An operand of nest read along iteration dims iters[0..rank). */
+static void roi_operand(bd_nest *nest, int v, int rank, const int *iters) {
+    bd_operand *o = bd_nest_operand(nest, v, false, rank);
+    for (int k = 0; k < rank; k++)
+        o->dims[k] = (bd_access_dim){BD_ACCESS_AFFINE, iters[k], 1, 0, 0};
+}
+
+/* Along one dim of X (extent D; rois columns lo, hi; P bins of G samples), per roi, bin and
+ * sample [R, P, G]: the sample's coordinate (NaN where the roi has fewer samples than G), then the
+ * row indices of its two taps (idx, clamped inside), their weights (wt, 0 outside [-1, D] as
+ * onnxruntime has it, and for no sample) and, when present is not NULL, whether it is a sample. */
+static bool roi_taps(bd_program *p, int node, const roi_align *ra, const int cols[2], int64_t R,
+                     int64_t P, int64_t G, int64_t D, int idx[2], int wt[2], int *present) {
+    bd_graph *g = p->graph;
+    int dt = ra->dt, pv = roi_range(g, dt, P, 0), gv = roi_range(g, dt, G, 0.5);
+    if (pv < 0 || gv < 0) return false;
+    int64_t dims[3] = {R, P, G};
+    int coord = bd_lower_temp(g, dt, 3, dims);
+    bd_nest *nest = roi_nest(p, node, coord, cols, 2);
+    roi_operand(nest, pv, 1, (int[]){1});
+    roi_operand(nest, gv, 1, (int[]){2});
+    bd_access_identity(bd_nest_operand(nest, coord, true, 3), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int bin, grid, start = roi_bin(e, ra, 0, 1, P, &bin, &grid), half = bd_expr_load(e, 3, dt);
+    int c = bd_expr_binary(e, BD_EXPR_ADD, dt, start,
+                           bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, 2, dt), bin));
+    c = bd_expr_binary(e, BD_EXPR_ADD, dt, c,
+                       bd_expr_binary(e, BD_EXPR_DIV, dt,
+                                      bd_expr_binary(e, BD_EXPR_MUL, dt, half, bin), grid));
+    c = bd_expr_select(e, dt, bd_expr_binary(e, BD_EXPR_LESS, BD_DT_BOOL, half, grid), c,
+                       bd_expr_const(e, NAN, dt));
+    bd_expr_compact(e, c);
+    if (e->overflow) return false;
+    for (int k = 0; k < 2 + (present != NULL); k++) {
+        int out = k < 2 ? bd_lower_temp(g, BD_DT_INT64, 3, dims)
+                        : bd_lower_temp(g, BD_DT_BOOL, 3, dims);
+        if (k < 2) idx[k] = out;
+        else *present = out;
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
+        bd_access_identity(bd_nest_operand(nest, coord, false, 3), 0);
+        bd_access_identity(bd_nest_operand(nest, out, true, 3), 0);
+        e = BD_NEST_PARAMS(nest, expr);
+        int v = bd_expr_load(e, 0, dt);
+        if (k == 2) {
+            bd_expr_compact(e, bd_expr_unary(e, BD_EXPR_NOT, BD_DT_BOOL,
+                                             bd_expr_unary(e, BD_EXPR_ISNAN, BD_DT_BOOL, v)));
+            continue;
+        }
+        /* floor(c) and floor(c) + 1 of c clamped into [0, D - 1], both clamped */
+        int last = bd_expr_const(e, (double)D - 1, dt);
+        v = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v, bd_expr_const(e, 0, dt));
+        v = bd_expr_unary(e, BD_EXPR_FLOOR, dt, bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, v, last));
+        if (k) v = bd_expr_binary(e, BD_EXPR_ADD, dt, v, bd_expr_const(e, 1, dt));
+        v = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, v, last);
+        bd_expr_compact(e, bd_expr_cast(e, BD_DT_INT64, v));
+    }
+    for (int k = 0; k < 2; k++) {
+        wt[k] = bd_lower_temp(g, dt, 3, dims);
+        nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, wt[k]));
+        bd_access_identity(bd_nest_operand(nest, coord, false, 3), 0);
+        bd_access_identity(bd_nest_operand(nest, wt[k], true, 3), 0);
+        e = BD_NEST_PARAMS(nest, expr);
+        int v = bd_expr_load(e, 0, dt);
+        int in = bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL,
+                                bd_expr_binary(e, BD_EXPR_GREATER_EQUAL, BD_DT_BOOL, v,
+                                               bd_expr_const(e, -1, dt)),
+                                bd_expr_binary(e, BD_EXPR_LESS_EQUAL, BD_DT_BOOL, v,
+                                               bd_expr_const(e, (double)D, dt)));
+        int cl = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, v, bd_expr_const(e, 0, dt));
+        cl = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, dt, cl, bd_expr_const(e, (double)D - 1, dt));
+        int l = bd_expr_binary(e, BD_EXPR_SUB, dt, cl, bd_expr_unary(e, BD_EXPR_FLOOR, dt, cl));
+        if (!k) l = bd_expr_binary(e, BD_EXPR_SUB, dt, bd_expr_const(e, 1, dt), l);
+        bd_expr_compact(e, bd_expr_select(e, dt, in, l, bd_expr_const(e, 0, dt)));
+    }
+    return true;
+}
+
+/* RoiAlign as onnxruntime computes it. Per dim (roi_taps), per roi, bin and sample: the two taps
+ * and their bilinear weights; per pair of taps one flat row index into X as [N x H x W, C] rows
+ * (the batch index clamped into [0, N)) and a GATHER of the C channels there, [R, oh, gh, ow, gw,
+ * C]; an elementwise nest over [R, C, oh, ow, gh, gw] of each sample's term: for avg the
+ * weighted sum of its taps, for max the largest weighted tap (onnxruntime's max mode: of the
+ * products, not of the interpolated value), -inf where the roi has fewer samples; a REDUCE sum or
+ * maximum over the samples; and the result divided by the roi's sample count (avg) or 0 for an
+ * roi without samples (max). The samples per bin are a static bound G along each dim: the
+ * sampling_ratio, or with sampling_ratio 0 the largest ceil(bin length) over the rois, which
+ * must then be constants. */
+bd_status bd_lower_roi_align(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *rois = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, rois, "input 1 (rois)")) ||
+        (s = bd_need_static(d, n, bi, "input 2 (batch_indices)")) ||
+        (s = bd_need_static(d, n, y, "output")))
+        return s;
+    roi_align ra = {.dt = x->dtype, .scale = bd_attr_float(n, "spatial_scale", 1.0f),
+                    .ratio = bd_attr_int(n, "sampling_ratio", 0)};
+    if (ra.dt != BD_DT_FLOAT && ra.dt != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            bd_dtype_name(ra.dt));
+    bool is_max = !strcmp(bd_attr_string(g, n, "mode", "avg"), "max");
+    ra.at_least_one = n->opset < 16 ||
+                      strcmp(bd_attr_string(g, n, "coordinate_transformation_mode", "half_pixel"),
+                             "half_pixel") != 0;
+    ra.offset = ra.at_least_one ? 0 : 0.5;
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], R = y->dims[0];
+    int64_t oh = y->dims[2], ow = y->dims[3], gh = ra.ratio, gw = ra.ratio;
+    if (is_empty(y)) return BD_OK;
+    if (N == 0 || H == 0 || W == 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (X) is empty but there are rois");
+    if (ra.ratio == 0) {
+        if (!rois->constant)
+            return bd_fail_not_const(d, g, n, 1, "input 1 (rois), whose values decide the samples "
+                                     "per bin when sampling_ratio is 0,");
+        gh = gw = 1;
+        for (int64_t r = 0; r < R; r++) {
+            double v[4];
+            for (int k = 0; k < 4; k++) v[k] = bd_tensor_get_f64(rois->constant, r * 4 + k);
+            int64_t a = roi_grid_at(&ra, v[1], v[3], oh), b = roi_grid_at(&ra, v[0], v[2], ow);
+            gh = a > gh ? a : gh, gw = b > gw ? b : gw;
+        }
+    }
+    int64_t wide[6] = {R, C, oh, ow, gh, gw}, count;
+    if (!bd_dims_numel(6, wide, &count)) count = INT64_MAX;
+    if ((s = bd_need_table(d, n, count, "the samples of every bin"))) return s;
+    int xv = n->inputs[0], rv = n->inputs[1], bv = n->inputs[2], yv = n->outputs[0];
+    /* (adding values moves x, rois, bi and y: only indices from here) */
+
+    int col[4], rows = bd_lower_channel_rows(p, node, xv);
+    int64_t cd[2] = {R, 1};
+    for (int k = 0; k < 4; k++) { /* x1, y1, x2, y2 */
+        col[k] = bd_lower_temp(g, ra.dt, 2, cd);
+        slice_nest(p, node, rv, col[k], 1, k);
+    }
+    int iy[2], ix[2], wy[2], wx[2], py = -1, px = -1;
+    if (!roi_taps(p, node, &ra, (int[]){col[1], col[3]}, R, oh, gh, H, iy, wy,
+                  is_max ? &py : NULL) ||
+        !roi_taps(p, node, &ra, (int[]){col[0], col[2]}, R, ow, gw, W, ix, wx, is_max ? &px : NULL))
+        return bd_node_fail(d, BD_ERR_IO, n, "out of memory for the sample tables");
+
+    /* per pair of taps (y low/high x x low/high, onnxruntime's order) its rows */
+    int64_t fd[5] = {R, oh, gh, ow, gw}, gd[6] = {R, oh, gh, ow, gw, C};
+    int gath[4];
+    for (int t = 0; t < 4; t++) {
+        int fi = bd_lower_temp(g, BD_DT_INT64, 5, fd);
+        bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, fi));
+        roi_operand(nest, bv, 1, (int[]){0});
+        roi_operand(nest, iy[t / 2], 3, (int[]){0, 1, 2});
+        roi_operand(nest, ix[t % 2], 3, (int[]){0, 3, 4});
+        bd_access_identity(bd_nest_operand(nest, fi, true, 5), 0);
+        bd_expr *e = BD_NEST_PARAMS(nest, expr);
+        int I = BD_DT_INT64, b = bd_expr_load(e, 0, I);
+        b = bd_expr_binary(e, BD_EXPR_CLAMP_MAX, I,
+                           bd_expr_binary(e, BD_EXPR_CLAMP_MIN, I, b, bd_expr_const(e, 0, I)),
+                           bd_expr_const(e, (double)N - 1, I));
+        b = bd_expr_binary(e, BD_EXPR_MUL, I, b, bd_expr_const(e, (double)(H * W), I));
+        int row = bd_expr_binary(e, BD_EXPR_ADD, I, b,
+                                 bd_expr_binary(e, BD_EXPR_MUL, I, bd_expr_load(e, 1, I),
+                                                bd_expr_const(e, (double)W, I)));
+        bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_ADD, I, row, bd_expr_load(e, 2, I)));
+        gath[t] = bd_lower_temp(g, ra.dt, 6, gd);
+        nest = bd_nest_begin(p, node, BD_BODY_GATHER, bd_graph_value(g, gath[t]));
+        bd_operand *ro = bd_nest_operand(nest, rows, false, 2);
+        ro->dims[0] = (bd_access_dim){BD_ACCESS_OPAQUE, -1, 0, 0, 0};
+        ro->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 5, 1, 0, 0};
+        bd_access_identity(bd_nest_operand(nest, fi, false, 5), 0);
+        bd_access_identity(bd_nest_operand(nest, gath[t], true, 6), 0);
+        bd_gather_params *gp = BD_NEST_PARAMS(nest, gather);
+        gp->axis = 0;
+        gp->idx_rank = 5;
+    }
+
+    /* each sample's term over [R, C, oh, ow, gh, gw], then reduced over the samples */
+    int dt = ra.dt, terms = bd_lower_temp(g, dt, 6, wide), folded = bd_lower_temp(g, dt, 4, wide);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, terms));
+    for (int t = 0; t < 4; t++) roi_operand(nest, gath[t], 6, (int[]){0, 2, 4, 3, 5, 1});
+    for (int k = 0; k < 2; k++) roi_operand(nest, wy[k], 3, (int[]){0, 2, 4});
+    for (int k = 0; k < 2; k++) roi_operand(nest, wx[k], 3, (int[]){0, 3, 5});
+    if (is_max) {
+        roi_operand(nest, py, 3, (int[]){0, 2, 4});
+        roi_operand(nest, px, 3, (int[]){0, 3, 5});
+    }
+    bd_access_identity(bd_nest_operand(nest, terms, true, 6), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int term = -1;
+    for (int t = 0; t < 4; t++) {
+        int w = bd_expr_binary(e, BD_EXPR_MUL, dt, bd_expr_load(e, 4 + t / 2, dt),
+                               bd_expr_load(e, 6 + t % 2, dt));
+        int v = bd_expr_binary(e, BD_EXPR_MUL, dt, w, bd_expr_load(e, t, dt));
+        term = t == 0 ? v : bd_expr_binary(e, is_max ? BD_EXPR_MAX : BD_EXPR_ADD, dt, term, v);
+    }
+    if (is_max)
+        term = bd_expr_select(e, dt,
+                              bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL,
+                                             bd_expr_load(e, 8, BD_DT_BOOL),
+                                             bd_expr_load(e, 9, BD_DT_BOOL)),
+                              term, bd_expr_const(e, -INFINITY, dt));
+    bd_expr_compact(e, term);
+    reduce_nest(p, node, terms, folded, is_max ? BD_REDUCE_MAX : BD_REDUCE_SUM,
+                (const bool[]){false, false, false, false, true, true});
+
+    /* avg: divided by the samples, at least 1; max: 0 where the roi has none */
+    nest = roi_nest(p, node, yv, col, 4);
+    bd_access_identity(bd_nest_operand(nest, folded, false, 4), 0);
+    bd_access_identity(bd_nest_operand(nest, yv, true, 4), 0);
+    e = BD_NEST_PARAMS(nest, expr);
+    int bin, ny, nx, v = bd_expr_load(e, 4, dt), zero = bd_expr_const(e, 0, dt);
+    roi_bin(e, &ra, 1, 3, oh, &bin, &ny);
+    roi_bin(e, &ra, 0, 2, ow, &bin, &nx);
+    if (is_max) {
+        int some = bd_expr_binary(e, BD_EXPR_AND, BD_DT_BOOL,
+                                  bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, ny, zero),
+                                  bd_expr_binary(e, BD_EXPR_GREATER, BD_DT_BOOL, nx, zero));
+        v = bd_expr_select(e, dt, some, v, zero);
+    } else {
+        int cnt = bd_expr_binary(e, BD_EXPR_MUL, dt, ny, nx);
+        cnt = bd_expr_binary(e, BD_EXPR_CLAMP_MIN, dt, cnt, bd_expr_const(e, 1, dt));
+        v = bd_expr_binary(e, BD_EXPR_DIV, dt, v, cnt);
+    }
+    bd_expr_compact(e, v);
+    if (e->overflow)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "the sample count is too large an "
+                            "expression");
+    return BD_OK;
 }
 
 /* ---------------------------------------------------------------- TopK */

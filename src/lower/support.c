@@ -152,12 +152,16 @@ static const char *lowering_problem(bd_graph *g, int i, char *buf, size_t len) {
  * by the caller), --const can freeze it. */
 static const char *runtime_shape_problem(bd_graph *g, const bd_node *n, char *buf, size_t len) {
     /* Input 0 is the data input of most ops with a shape-deciding one (Reshape, Resize, Slice,
-     * Compress), so it is searched last; among the others, an integer input (a shape tensor)
-     * first, then any (Resize's float scales, Compress's bool condition). */
+     * Compress), so it is searched last; among the others, an integer input of rank 0 or 1 (a
+     * shape tensor, not MaxUnpool's indices) first, then any (Resize's float scales, Compress's
+     * bool condition). */
     int from = -1;
     for (int pass = 0; pass < 2 && from < 0; pass++)
-        for (int k = 1; k < n->n_inputs && from < 0; k++)
-            from = bd_graph_input_behind(g, n->inputs[k], pass == 0);
+        for (int k = 1; k < n->n_inputs && from < 0; k++) {
+            const bd_value *v = bd_node_in(g, n, k);
+            if (v && (pass || v->rank <= 1))
+                from = bd_graph_input_behind(g, n->inputs[k], pass == 0);
+        }
     if (from < 0 && n->n_inputs > 0) from = bd_graph_input_behind(g, n->inputs[0], false);
     if (from < 0) {
         snprintf(buf, len, "output shape depends on values computed at run time (bdc compiles "
