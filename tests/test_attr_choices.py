@@ -634,6 +634,22 @@ def scatter_cases():
                 upd = f32(r.standard_normal((2, 3)))
                 attrs = {"reduction": red}
             cases.append(Case(name, op, attrs, 18, [("x", x)], [("indices", idx), ("updates", upd)]))
+    # Without reduction a scatter is pushed (one pass over data and updates): sizes where the
+    # pull's table (every output element against every update along the scattered dims) is past
+    # bdc's limit of 2^24, int32 indices, negative ones; distinct per target, since the spec leaves
+    # the order of duplicates open.
+    name = "scatter/ScatterND/large"
+    r = rng_for(name)
+    x, upd = f32(r.standard_normal((4, 16, 256, 64))), f32(r.standard_normal((24, 256, 64)))
+    pairs = r.permutation(64)[:24]
+    idx = i64(np.stack([pairs // 16, pairs % 16 - 16 * (pairs % 3 == 0)], axis=1))
+    cases.append(Case(name, "ScatterND", {}, 18, [("x", x)], [("indices", idx), ("updates", upd)]))
+    name = "scatter/ScatterElements/large-int32"
+    r = rng_for(name)
+    x, upd = f32(r.standard_normal((64, 4096))), f32(r.standard_normal((64, 80)))
+    idx = np.stack([r.permutation(4096)[:80] - 2048 for _ in range(64)]).astype(np.int32)
+    cases.append(Case(name, "ScatterElements", {"axis": 1}, 18, [("x", x)],
+                      [("indices", idx), ("updates", upd)]))
     return cases
 
 
@@ -686,8 +702,11 @@ def maxunpool_cases():
             ("1d", (1, 2, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
             ("2d", (2, 3, 5, 7), {"kernel_shape": [2, 3], "strides": [3, 2]}),
             ("2d-overlapping", (1, 2, 5, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
-            ("3d", (1, 2, 4, 6, 4), {"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]})):
+            ("3d", (1, 2, 4, 6, 4), {"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]}),
+            ("2d-large", (1, 32, 64, 64), {"kernel_shape": [2, 2], "strides": [2, 2]})):
         for os_kind in ("absent", "same", "larger"):
+            if os_kind != "absent" and dims == "2d-large":
+                continue
             if os_kind == "larger" and dims != "2d":
                 continue
             for opset in (9, 11):

@@ -937,6 +937,30 @@ static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int re
  * several updates name gets their sum (the spec leaves duplicates undefined there). Indices
  * smaller than the data along the other dims (ScatterElements) are padded with an index that
  * names nothing. ScatterND's index tuples are split into one COPY slice per component. */
+/* A scatter without reduction seen from its updates ("push"): one block copies the data into
+ * the output, then writes each update where its index names, in O(data + updates) where the
+ * pull compares every output element with every update (and is refused past the table limit).
+ * An index outside the data, after a negative one counts from the back, writes nothing; of two
+ * updates naming one element the later wins (the spec leaves the order undefined). A batch range
+ * (--dim B=LO..HI) keeps the pull, whose blocks follow the batch. */
+static bool scatter_push(bd_program *p, int node, int data, int idx, int upd, int out,
+                         int components, int axis) {
+    bd_graph *g = p->graph;
+    if (g->batch_max) return false;
+    int r = bd_graph_value(g, out)->rank;
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_SCATTER, bd_graph_value(g, out));
+    *BD_NEST_PARAMS(nest, scatter) = (bd_scatter_params){.components = components, .axis = axis};
+    bd_access_identity(bd_nest_operand(nest, data, false, r), 0);
+    for (int k = 0; k < 2; k++) { /* indices and updates: read whole, at data-dependent places */
+        int v = k ? upd : idx, rank = bd_graph_value(g, v)->rank;
+        bd_operand *o = bd_nest_operand(nest, v, false, rank);
+        for (int j = 0; j < rank; j++) o->dims[j] = (bd_access_dim){BD_ACCESS_FULL, -1, 0, 0, 0};
+    }
+    bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
+    for (int k = 0; k < r; k++) nest->whole[k] = true; /* one block */
+    return true;
+}
+
 bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -977,6 +1001,7 @@ bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
         if (nq < 1 || r + nq > BD_MAX_RANK || k < 1 || k > r || k > 6)
             return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "indices of shape rank %d into data of "
                                 "rank %d are not supported", q, r);
+        if (red == SCATTER_NONE && scatter_push(p, node, xv, idxv, updv, yv, k, 0)) return BD_OK;
         sp.nw = r + nq;
         for (int j = 0; j < nq; j++) sp.wide[r + j] = id[j];
         sp.n_idx = k, sp.idx_rank = q, sp.upd = updv, sp.upd_rank = nq + r - k;
@@ -1014,6 +1039,7 @@ bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
                                     "than the data's", j);
             short_dims = short_dims || id[j] != to[j];
         }
+        if (red == SCATTER_NONE && scatter_push(p, node, xv, idxv, updv, yv, 0, axis)) return BD_OK;
         sp.idx[0] = idxv, sp.upd = updv;
         if (short_dims) { /* an index that names no element even from the back: -2 D - 1 */
             sp.idx[0] = pad_value(p, node, idxv, to, (double)(-2 * xd[axis] - 1));
@@ -1024,13 +1050,13 @@ bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
 }
 
 /* MaxUnpool as a scatter of X's values (flattened) into a zero-filled flat tensor of the
- * unpooled shape at the flat indices I, then reshaped: the scatter's pull over output x input
- * positions, refused above the table limit like theirs. Where pooling windows overlap, MaxPool
- * gives one index twice with the same value: the duplicates take their largest rather than their
- * sum. An index outside the unpooled tensor names nothing (a negative one counts from the back,
- * as in ScatterND). A larger output_shape pads the unpooled tensor at the tail of each dim, as the
- * reference and the node suite have it (onnxruntime instead reads the indices as flat positions
- * in output_shape). */
+ * unpooled shape at the flat indices I, then reshaped: a push (scatter_push), or under a batch
+ * range the scatters' pull, refused above the table limit like theirs. Where pooling windows
+ * overlap, MaxPool gives one index twice with the same value: the push writes it twice, the pull
+ * takes the largest rather than the sum. An index outside the unpooled tensor names nothing (a
+ * negative one counts from the back, as in ScatterND). A larger output_shape pads the unpooled
+ * tensor at the tail of each dim, as the reference and the node suite have it (onnxruntime
+ * instead reads the indices as flat positions in output_shape). */
 bd_status bd_lower_max_unpool(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -1067,15 +1093,20 @@ bd_status bd_lower_max_unpool(bd_program *p, int node, bd_diag *d) {
         if (padded) pad_nest(p, node, out, yv, 0);
         return BD_OK;
     }
+    int flat_idx = bd_lower_temp(g, BD_DT_INT64, 1, &K), flat_x = bd_lower_temp(g, dt, 1, &K);
+    reshape_nest(p, node, idxv, flat_idx);
+    reshape_nest(p, node, xv, flat_x);
+    if (scatter_push(p, node, zeros, flat_idx, flat_x, flat, 0, 0)) {
+        reshape_nest(p, node, flat, out);
+        if (padded) pad_nest(p, node, out, yv, 0);
+        return BD_OK;
+    }
     scatter_plan sp;
     memset(&sp, 0, sizeof sp);
     sp.r = 1, sp.nw = 2, sp.dt = dt, sp.it = BD_DT_INT64, sp.dup_max = true;
     sp.wide[0] = M, sp.wide[1] = K;
     sp.data = zeros, sp.n_idx = 1, sp.target[0] = 0, sp.idx_rank = 1, sp.upd_rank = 1;
-    sp.idx[0] = bd_lower_temp(g, BD_DT_INT64, 1, &K);
-    sp.upd = bd_lower_temp(g, dt, 1, &K);
-    reshape_nest(p, node, idxv, sp.idx[0]);
-    reshape_nest(p, node, xv, sp.upd);
+    sp.idx[0] = flat_idx, sp.upd = flat_x;
     sp.idx_map[0] = sp.upd_map[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
     if ((s = scatter_nests(p, node, &sp, SCATTER_NONE, flat, d))) return s;
     reshape_nest(p, node, flat, out);

@@ -68,6 +68,7 @@ typedef struct bd_operand {
     X(SOFTMAX, softmax)   /* Softmax, LogSoftmax */                                                \
     X(NORM, norm)         /* BatchNormalization (inference), LayerNormalization */                 \
     X(LSTM, lstm)         /* the recurrence: a block is one (direction, batch tile), all steps */  \
+    X(SCATTER, scatter)   /* ScatterElements/ND, MaxUnpool: one block, data then each update */   \
     X(CONSTANT, none)     /* writes a compile-time constant (graph outputs that folded) */
 
 typedef enum bd_body {

@@ -251,11 +251,21 @@ typedef struct bd_softmax_params {
     int first, last;
 } bd_softmax_params;
 
+/* A SCATTER nest (reduction none, seen from the updates: a "push"): operand 0 is the data,
+ * 1 the indices, 2 the updates, 3 the output (the iteration dims are its dims, all whole: one
+ * block copies the data, then writes every update where its index names). ScatterND when
+ * components > 0 (the index tuples' length, over the data's leading dims), else
+ * ScatterElements along `axis`, the indices and updates of one shape. */
+typedef struct bd_scatter_params {
+    int components;
+    int axis;
+} bd_scatter_params;
+
 /* The member of bd_nest_params each body uses (see BD_BODIES), NONE for bodies without. */
 #define BD_PARAM_KINDS(X)                                                                          \
     X(none)                                                                                        \
     X(expr) X(copy) X(pad) X(gather) X(resize) X(conv) X(pool) X(global_pool) X(matmul) X(reduce)  \
-        X(softmax) X(norm) X(lstm)
+        X(softmax) X(norm) X(lstm) X(scatter)
 
 typedef union bd_nest_params {
     char none;
@@ -273,6 +283,7 @@ typedef union bd_nest_params {
     bd_softmax_params softmax;
     bd_norm_params norm;
     bd_lstm_params lstm;
+    bd_scatter_params scatter;
 } bd_nest_params;
 
 typedef enum bd_param_kind {

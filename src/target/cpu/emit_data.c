@@ -369,6 +369,65 @@ bd_status bd_emit_body_GATHER(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
     return BD_OK;
 }
 
+/* ---------------------------------------------------------------- SCATTER (push) */
+
+/* One block: the data copied, then each update written where its index names; an index outside
+ * the data (after a negative one counts from the back) writes nothing. */
+bd_status bd_emit_body_SCATTER(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
+    (void)d;
+    if (phase != BD_EMIT_BLOCK) return BD_OK;
+    const bd_scatter_params *sp = BD_NEST_PARAMS(n, scatter);
+    const bd_value *iv = bd_graph_value(e->graph, n->operands[1].value);
+    const bd_value *y = bd_graph_value(e->graph, n->operands[3].value);
+    const char *type = type_of(e, n->operands[3].value);
+    int r = y->rank, q = iv->rank, k = sp->components;
+    int64_t ys[BD_MAX_RANK], is[BD_MAX_RANK], numel = 1;
+    bd_value_strides(y, ys);
+    bd_value_strides(iv, is);
+    for (int j = 0; j < r; j++) numel *= y->dims[j];
+    bd_emit(e, "const %s *X = %s;", type, bd_emit_ptr(e, n->operands[0].value));
+    bd_emit(e, "const %s *IX = %s;", type_of(e, n->operands[1].value),
+            bd_emit_ptr(e, n->operands[1].value));
+    bd_emit(e, "const %s *U = %s;", type, bd_emit_ptr(e, n->operands[2].value));
+    bd_emit(e, "%s *Y = %s;", type, bd_emit_ptr(e, n->operands[3].value));
+    bd_emit(e, "(void)lo; (void)hi;");
+    bd_emit(e, "if ((const void *)Y != (const void *)X) memcpy(Y, X, %lld);",
+            (long long)(numel * elem_size(y->dtype)));
+    if (k > 0) { /* ScatterND: tuple t names a slice of the data's dims k.. */
+        int64_t tuples = 1, slice = 1;
+        for (int j = 0; j < q - 1; j++) tuples *= iv->dims[j];
+        for (int j = k; j < r; j++) slice *= y->dims[j];
+        bd_emit_open(e, "for (int64_t t = 0; t < %lld; t++)", (long long)tuples);
+        bd_emit(e, "int64_t at = 0, c;");
+        for (int m = 0; m < k; m++) {
+            bd_emit(e, "c = (int64_t)IX[t * %d + %d];", k, m);
+            bd_emit(e, "if (c < 0) c += %lld;", (long long)y->dims[m]);
+            bd_emit(e, "if (c < 0 || c >= %lld) continue;", (long long)y->dims[m]);
+            bd_emit(e, "at += c * %lld;", (long long)ys[m]);
+        }
+        if (slice == 1) bd_emit(e, "Y[at] = U[t];");
+        else bd_emit(e, "memcpy(&Y[at], &U[t * %lld], %lld);", (long long)slice,
+                     (long long)(slice * elem_size(y->dtype)));
+        bd_emit_close(e, NULL);
+        return BD_OK;
+    }
+    /* ScatterElements: the updates have the indices' shape; position i lands at i with its
+     * axis coordinate replaced by the index */
+    const char *io = "0", *yo = "0";
+    for (int j = 0; j < q; j++) {
+        bd_emit_open(e, "for (int64_t i%d = 0; i%d < %lld; i%d++)", j, j, (long long)iv->dims[j], j);
+        const char *ij = bd_emit_str(e, "i%d", j);
+        io = offset(e, io, ij, is[j]);
+        if (j != sp->axis) yo = offset(e, yo, ij, ys[j]);
+    }
+    bd_emit(e, "int64_t c = (int64_t)IX[%s];", io);
+    bd_emit(e, "if (c < 0) c += %lld;", (long long)y->dims[sp->axis]);
+    bd_emit(e, "if (c < 0 || c >= %lld) continue;", (long long)y->dims[sp->axis]);
+    bd_emit(e, "Y[%s + c * %lld] = U[%s];", yo, (long long)ys[sp->axis], io);
+    for (int j = 0; j < q; j++) bd_emit_close(e, NULL);
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- RESIZE, nearest and linear */
 
 /* Nested lerps over the linear dims lin[level..nl): weights v (1 - w) / w, offset deltas dd. */

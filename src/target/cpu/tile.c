@@ -794,6 +794,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         case BD_BODY_SOFTMAX: tile_softmax(g, n); break;
         case BD_BODY_NORM: tile_norm(g, n); break;
         case BD_BODY_LSTM: tile_lstm(g, n); break;
+        case BD_BODY_SCATTER: bd_nest_tile_keeping_whole(g, n, 1); break; /* every dim whole */
         case BD_BODY_CONSTANT: break; /* one block */
         case BD_BODY_COUNT: BD_ASSERT(!"no body");
         }

@@ -1090,6 +1090,55 @@ static void body_lstm(bd_gpu_printer *g, const bd_nest *n) {
     CLOSE();
 }
 
+/* ---------------------------------------------------------------- scatter (push) */
+
+/* One work-group: the data copied by every thread, then the updates dealt to the threads, each
+ * written where its index names (nothing for an index outside the data). */
+static void body_scatter(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_scatter_params *sp = &n->params.scatter;
+    const bd_value *iv = value_of(g, n, 1), *y = value_of(g, n, 3);
+    int r = y->rank, q = iv->rank, k = sp->components;
+    int64_t ys[BD_MAX_RANK], numel = 1, updates = 1;
+    bd_dims_strides(r, y->dims, ys);
+    for (int j = 0; j < r; j++) numel *= y->dims[j];
+    for (int j = 0; j < q - (k > 0); j++) updates *= iv->dims[j];
+    int64_t slice = 1;
+    for (int j = k; k > 0 && j < r; j++) slice *= y->dims[j];
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "IX");
+    declare(g, n, 2, "U");
+    declare(g, n, 3, "Y");
+    L("(void)lo; (void)hi;");
+    L("for (int64_t e = BD_THREAD_ID; e < %lld; e += BD_THREADS) Y[e] = X[e];", ll(numel));
+    L("BD_BARRIER();");
+    OPEN("for (int64_t e = BD_THREAD_ID; e < %lld; e += BD_THREADS)", ll(updates * slice));
+    L("int64_t at = 0, c;");
+    if (k > 0) { /* ScatterND: element s of tuple t's slice */
+        L("const int64_t t = e / %lld, s = e %% %lld;", ll(slice), ll(slice));
+        for (int m = 0; m < k; m++) {
+            L("c = (int64_t)IX[t * %d + %d];", k, m);
+            L("if (c < 0) c += %lld;", ll(y->dims[m]));
+            L("if (c < 0 || c >= %lld) continue;", ll(y->dims[m]));
+            L("at += c * %lld;", ll(ys[m]));
+        }
+        L("Y[at + s] = U[e];");
+    } else { /* ScatterElements: e's coordinates in the indices, the axis one replaced */
+        L("int64_t rest = e;");
+        for (int j = q - 1; j >= 0; j--) {
+            L("const int64_t i%d = rest %% %lld;", j, ll(iv->dims[j]));
+            L("rest /= %lld;", ll(iv->dims[j]));
+            if (j == sp->axis) continue;
+            L("at += i%d * %lld;", j, ll(ys[j]));
+        }
+        L("(void)i%d;", sp->axis);
+        L("c = (int64_t)IX[e];");
+        L("if (c < 0) c += %lld;", ll(y->dims[sp->axis]));
+        L("if (c < 0 || c >= %lld) continue;", ll(y->dims[sp->axis]));
+        L("Y[at + c * %lld] = U[e];", ll(ys[sp->axis]));
+    }
+    CLOSE();
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
@@ -1118,6 +1167,7 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
         break;
     case BD_BODY_RESIZE: return body_resize(g, n, d);
     case BD_BODY_LSTM: body_lstm(g, n); break;
+    case BD_BODY_SCATTER: body_scatter(g, n); break;
     case BD_BODY_COUNT: BD_ASSERT(!"no body");
     }
     return BD_OK;
