@@ -1029,7 +1029,9 @@ bd_status bd_lower_affine_grid(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- GridSample */
 
-int bd_lower_channel_rows(bd_program *p, int node, int xv) {
+/* X [N, C, spatial...] as rows [N x spatial, C] (a transposing COPY, then a reshape): what a
+ * GATHER of whole pixels by a flat spatial index reads. Returns the rows' value. */
+static int channel_rows(bd_program *p, int node, int xv) {
     bd_graph *g = p->graph;
     const bd_value *x = bd_graph_value(g, xv);
     int r = x->rank, nd = r - 2, dt = x->dtype;
@@ -1144,7 +1146,7 @@ bd_status bd_lower_grid_sample(bd_program *p, int node, bd_diag *d) {
     part[nd + 1] = 1;
     int xv = n->inputs[0], gv = n->inputs[1], yv = n->outputs[0];
     /* (adding values moves x, gr and y: only indices from here) */
-    int xf = bd_lower_channel_rows(p, node, xv);
+    int xf = channel_rows(p, node, xv);
     bd_nest *nest;
     bd_copy_params *cp;
 
