@@ -14,8 +14,8 @@ keep_aspect_ratio_policy; the auto_pad of Conv, ConvTranspose, MaxPool and Avera
 direction and activations (with the activation_alpha/activation_beta those functions consume),
 and GRU's and RNN's (with GRU's linear_before_reset); BitShift direction; DepthToSpace mode (and
 SpaceToDepth beside it); GridSample mode and padding_mode; RoiAlign mode and
-coordinate_transformation_mode (with both kinds of sampling_ratio, rois constant or fed at run time); the reduction of
-ScatterElements, ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; MaxUnpool's
+coordinate_transformation_mode (with both kinds of sampling_ratio, rois constant or fed at run
+time); the reduction of ScatterElements, ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; MaxUnpool's
 windows and output_shape (no string attribute, but the same kind of branches); Upsample mode (opsets 7 and 9),
 and for every value of it that bdc accepts at some opset it supports, this builds tiny models
 with onnx.helper (one node, weights as initializers, inputs drawn from a numpy generator seeded

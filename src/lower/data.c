@@ -15,10 +15,11 @@
  * Concat and Split do not gather into or scatter from a separate buffer: Concat becomes one nest
  * per input writing its slice of the output (an AFFINE write with the concat offset), Split one
  * nest per output reading its slice, so each piece depends only on the producer blocks it touches
- * and the concat itself disappears. Pad, Gather, Resize and RoiAlign have their own bodies; Resize's sampling
- * tables (resize_table for nearest and linear, resize_filter for cubic and antialiased linear,
- * whose windows of taps follow the spec's reference implementation) are computed here, once: to
- * find the dims it leaves alone, and into the program's arena for the printer. */
+ * and the concat itself disappears. Pad, Gather, Resize and RoiAlign have their own bodies;
+ * Resize's sampling tables (resize_table for nearest and linear, resize_filter for cubic and
+ * antialiased linear, whose windows of taps follow the spec's reference implementation) are
+ * computed here, once: to find the dims it leaves alone, and into the program's arena for the
+ * printer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -18,8 +18,9 @@
  *
  * The ops built from reductions live here too, each a chain of nests through unnamed values:
  * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
- * output x update positions (MaxUnpool is one), TopK by counting, Einsum, DFT as products with constant tables, LpNormalization,
- * GroupNormalization, DynamicQuantizeLinear, and TfIdfVectorizer's n-gram counts. */
+ * output x update positions (MaxUnpool is one), TopK by counting, Einsum, DFT as products with
+ * constant tables, LpNormalization, GroupNormalization, DynamicQuantizeLinear, and
+ * TfIdfVectorizer's n-gram counts. */
 #include <math.h>
 #include <string.h>
 

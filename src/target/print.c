@@ -389,14 +389,16 @@ static void roi_grid(bd_printer *p, const bd_roi_align_params *ra, int dt, const
     }
     bd_print_line(p, "const %s %s_c = %s(%s);", bd_c_type(dt), name,
                   dt == BD_DT_DOUBLE ? "ceil" : "ceilf", bin);
-    bd_print_line(p, "const int64_t %s = %s_c >= %s ? (%s_c < %s ? (int64_t)%s_c : 1000000000) : 0;",
+    bd_print_line(p, "const int64_t %s = %s_c >= %s ? (%s_c < %s ? (int64_t)%s_c : 1000000000) "
+                     ": 0;",
                   name, name, bd_print_float(p, 1, dt), name, bd_print_float(p, 1e9, dt), name);
 }
 
 void bd_print_roi_align_box(bd_printer *p, bd_graph *g, const bd_nest *n, const char *rois,
                             const char *batch) {
     const bd_roi_align_params *ra = BD_NEST_PARAMS(n, roi_align);
-    const bd_value *x = bd_graph_value(g, n->operands[0].value), *y = bd_graph_value(g, n->operands[3].value);
+    const bd_value *x = bd_graph_value(g, n->operands[0].value);
+    const bd_value *y = bd_graph_value(g, n->operands[3].value);
     int dt = x->dtype;
     const char *T = bd_c_type(dt), *sc = bd_print_float(p, ra->scale, dt);
     const char *off = bd_print_float(p, ra->offset, dt), *one = bd_print_float(p, 1, dt);
@@ -413,7 +415,8 @@ void bd_print_roi_align_box(bd_printer *p, bd_graph *g, const bd_nest *n, const 
         bd_print_line(p, "ra_h = ra_h < %s ? %s : ra_h;", one, one);
     }
     bd_print_line(p, "const %s ra_bh = ra_h / %s, ra_bw = ra_w / %s;", T,
-                  bd_print_float(p, (double)y->dims[2], dt), bd_print_float(p, (double)y->dims[3], dt));
+                  bd_print_float(p, (double)y->dims[2], dt),
+                  bd_print_float(p, (double)y->dims[3], dt));
     roi_grid(p, ra, dt, "ra_gh", "ra_bh");
     roi_grid(p, ra, dt, "ra_gw", "ra_bw");
 }
