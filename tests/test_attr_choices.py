@@ -14,8 +14,8 @@ keep_aspect_ratio_policy; the auto_pad of Conv, ConvTranspose, MaxPool and Avera
 direction and activations (with the activation_alpha/activation_beta those functions consume),
 and GRU's and RNN's (with GRU's linear_before_reset); BitShift direction; DepthToSpace mode (and
 SpaceToDepth beside it); GridSample mode and padding_mode; RoiAlign mode and
-coordinate_transformation_mode (with both kinds of sampling_ratio); the reduction of
-ScatterElements, ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; MaxUnpool's
+coordinate_transformation_mode (with both kinds of sampling_ratio, rois constant or fed at run
+time); the reduction of ScatterElements, ScatterND, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss; MaxUnpool's
 windows and output_shape (no string attribute, but the same kind of branches); Upsample mode (opsets 7 and 9),
 and for every value of it that bdc accepts at some opset it supports, this builds tiny models
 with onnx.helper (one node, weights as initializers, inputs drawn from a numpy generator seeded
@@ -655,27 +655,30 @@ def scatter_cases():
 
 def roialign_cases():
     """RoiAlign mode x coordinate_transformation_mode (opset 16; opset 10 has none) x
-    sampling_ratio 0 (adaptive: rois must be constants) and 2 (rois also fed at run time), on
-    two images with rois partly outside them, one inverted, and batch indices in any order."""
+    sampling_ratio 0 (adaptive: each roi's samples per bin follow from its size) and 2, with rois
+    and batch indices as constants and as graph inputs, on two images with rois partly outside
+    them, one inverted, one large enough for more than 4 samples per bin along each dim, and
+    batch indices in any order."""
     cases = []
     rois = f32([[0, 0, 5, 4], [-3, -2, 4, 3], [8, 6, 14, 12], [2.5, 1, 13, 11.5], [5, 5, 4, 4.5],
-                [1, 2, 1.5, 2.2]])
-    batch = i64([0, 1, 1, 0, 1, 0])
+                [1, 2, 1.5, 2.2], [-4, -5, 27, 30]])
+    batch = i64([0, 1, 1, 0, 1, 0, 1])
     for opset, ctms in ((10, (None,)), (16, ("half_pixel", "output_half_pixel"))):
         for mode in ("avg", "max"):
             for ctm in ctms:
-                for ratio, runtime_rois in ((0, False), (2, False), (2, True)):
-                    name = "roialign/opset%d/mode=%s%s/sampling_ratio=%d%s" % (
-                        opset, mode, "/coordinate_transformation_mode=%s" % ctm if ctm else "",
-                        ratio, "/rois-at-run-time" if runtime_rois else "")
-                    x = f32(rng_for(name).standard_normal((2, 3, 6, 7)))
-                    data = [("rois", rois), ("batch_indices", batch)]
-                    attrs = {"mode": mode, "coordinate_transformation_mode": ctm,
-                             "output_height": 3, "output_width": 2, "sampling_ratio": ratio,
-                             "spatial_scale": 0.5}
-                    cases.append(Case(name, "RoiAlign", attrs, opset,
-                                      [("x", x)] + (data if runtime_rois else []),
-                                      [] if runtime_rois else data))
+                for ratio in (0, 2):
+                    for runtime_rois in (False, True):
+                        name = "roialign/opset%d/mode=%s%s/sampling_ratio=%d%s" % (
+                            opset, mode, "/coordinate_transformation_mode=%s" % ctm if ctm else "",
+                            ratio, "/rois-at-run-time" if runtime_rois else "")
+                        x = f32(rng_for(name).standard_normal((2, 3, 6, 7)))
+                        data = [("rois", rois), ("batch_indices", batch)]
+                        attrs = {"mode": mode, "coordinate_transformation_mode": ctm,
+                                 "output_height": 3, "output_width": 2, "sampling_ratio": ratio,
+                                 "spatial_scale": 0.5}
+                        cases.append(Case(name, "RoiAlign", attrs, opset,
+                                          [("x", x)] + (data if runtime_rois else []),
+                                          [] if runtime_rois else data))
     return cases
 
 

@@ -13,9 +13,10 @@
 #   4. bad -o paths (missing folder, a folder);
 #   5. input bindings: an input dim left symbolic or missing (exit 3, naming the input and the
 #      symbol, suggesting --dim and --shape), a run-time Reshape target, MaxUnpool output_shape
-#      or RoiAlign rois that decide the samples per bin (exit 3, naming it, suggesting --const),
-#      a RoiAlign mode that does not exist (exit 2), and --shape/--dim/--const values the model contradicts, that name no input or
-#      symbol, or that are malformed (exit 1, naming the input or symbol); a batch range's
+#      (exit 3, naming it, suggesting --const), a RoiAlign mode that does not exist and RoiAlign
+#      rois and batch indices of different counts (exit 2), and --shape/--dim/--const values the
+#      model contradicts, that name no input or symbol, or that are malformed (exit 1, naming the
+#      input or symbol); a batch range's
 #      executable fed a batch outside the range (exit 6, naming the input);
 #   6. the generated executable of the bundled sample model fed wrong byte size, dtype, shape, a
 #      missing file, a folder, a FIFO, a truncated .npy, garbage, NaN/Inf (runs: exit 0) and an
@@ -225,8 +226,8 @@ rois_in = [("x", TensorProto.FLOAT, [1, 1, 4, 4]), ("rois", TensorProto.FLOAT, [
            ("b", TensorProto.INT64, [2])]
 one_node("roialign_mode", 16, helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], name="roi",
                                                mode="mean", sampling_ratio=2), rois_in)
-one_node("roialign_adaptive", 16, helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], name="roi"),
-         rois_in)
+one_node("roialign_counts", 16, helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], name="roi"),
+         rois_in[:2] + [("b", TensorProto.INT64, [3])])
 def body(inputs, outputs):
     return helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "body",
                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in inputs],
@@ -254,9 +255,9 @@ compile_fails roialign-unknown-mode 2 "node 'roi' \(RoiAlign\): attribute 'mode'
 compile_fails maxunpool-runtime-output-shape 3 "the model uses" unpool_runtime_shape.onnx
 grep -q "node 'unpool' (MaxUnpool): output shape depends on the value of graph input 'output_shape'.*--const output_shape=FILE" stderr.txt &&
     ok "maxunpool-runtime-output-shape-names-it" || bad "maxunpool-runtime-output-shape-names-it: $(cat stderr.txt)"
-compile_fails roialign-adaptive-runtime-rois 3 "the model uses" roialign_adaptive.onnx
-grep -q "node 'roi' (RoiAlign): input 1 (rois), whose values decide the samples per bin when sampling_ratio is 0, is not a compile-time constant: it comes from graph input 'rois'.*--const rois=FILE" stderr.txt &&
-    ok "roialign-adaptive-runtime-rois-names-it" || bad "roialign-adaptive-runtime-rois-names-it: $(cat stderr.txt)"
+compile_fails roialign-counts 2 \
+    "node 'roi' \(RoiAlign\): input 1 \(rois\) has 2 rows, input 2 \(batch_indices\) 3 values" \
+    roialign_counts.onnx
 compile_fails bind-unbound-symbol 3 \
     "input 'x' dim 0 is symbolic \('batch'\): pin it with --dim batch=N or --shape x=Nx3x8x8" symbolic.onnx
 compile_fails bind-missing-dim 3 "input 'x' dim 2 has no extent in the model: pin it with --shape x=1x3xNx8" \

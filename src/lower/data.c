@@ -1,7 +1,7 @@
 /* data.c — lowering of the ops that move data without computing on it: Identity, Dropout
  * (inference), Reshape, Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Slice,
  * Expand, Tile, OneHot, Concat, Split, Pad, Gather, GatherElements, GatherND, Compress,
- * ReverseSequence, CenterCropPad, Resize, AffineGrid and GridSample.
+ * ReverseSequence, CenterCropPad, Resize, AffineGrid, GridSample and RoiAlign.
  *
  * Most of them become one COPY nest, a strided remap whose strides live in bd_copy_params
  * (nest/params.h). The access maps say exactly what each block reads: a transpose reads its input
@@ -15,10 +15,11 @@
  * Concat and Split do not gather into or scatter from a separate buffer: Concat becomes one nest
  * per input writing its slice of the output (an AFFINE write with the concat offset), Split one
  * nest per output reading its slice, so each piece depends only on the producer blocks it touches
- * and the concat itself disappears. Pad, Gather and Resize have their own bodies; Resize's sampling
- * tables (resize_table for nearest and linear, resize_filter for cubic and antialiased linear,
- * whose windows of taps follow the spec's reference implementation) are computed here, once: to
- * find the dims it leaves alone, and into the program's arena for the printer. */
+ * and the concat itself disappears. Pad, Gather, Resize and RoiAlign have their own bodies;
+ * Resize's sampling tables (resize_table for nearest and linear, resize_filter for cubic and
+ * antialiased linear, whose windows of taps follow the spec's reference implementation) are
+ * computed here, once: to find the dims it leaves alone, and into the program's arena for the
+ * printer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1029,7 +1030,9 @@ bd_status bd_lower_affine_grid(bd_program *p, int node, bd_diag *d) {
 
 /* ---------------------------------------------------------------- GridSample */
 
-int bd_lower_channel_rows(bd_program *p, int node, int xv) {
+/* X [N, C, spatial...] as rows [N x spatial, C] (a transposing COPY, then a reshape): what a
+ * GATHER of whole pixels by a flat spatial index reads. Returns the rows' value. */
+static int channel_rows(bd_program *p, int node, int xv) {
     bd_graph *g = p->graph;
     const bd_value *x = bd_graph_value(g, xv);
     int r = x->rank, nd = r - 2, dt = x->dtype;
@@ -1144,7 +1147,7 @@ bd_status bd_lower_grid_sample(bd_program *p, int node, bd_diag *d) {
     part[nd + 1] = 1;
     int xv = n->inputs[0], gv = n->inputs[1], yv = n->outputs[0];
     /* (adding values moves x, gr and y: only indices from here) */
-    int xf = bd_lower_channel_rows(p, node, xv);
+    int xf = channel_rows(p, node, xv);
     bd_nest *nest;
     bd_copy_params *cp;
 
@@ -1311,6 +1314,51 @@ bd_status bd_lower_grid_sample(bd_program *p, int node, bd_diag *d) {
         bd_expr_compact(e, sum);
         acc = out;
     }
+    return BD_OK;
+}
+
+/* ---------------------------------------------------------------- RoiAlign */
+
+/* RoiAlign as one ROI_ALIGN nest over Y [R, C, oh, ow]: each element reads its rois row and batch
+ * index and samples X where they say, at run time, so rois and batch indices may be graph inputs
+ * whatever the sampling_ratio (with 0, each roi's samples per bin follow from its size). X is
+ * read at data-dependent images and positions (OPAQUE) but only along the element's channel. */
+bd_status bd_lower_roi_align(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *x = bd_node_in(g, n, 0), *rois = bd_node_in(g, n, 1), *bi = bd_node_in(g, n, 2);
+    bd_value *y = bd_node_out(g, n, 0);
+    bd_status s;
+    if ((s = bd_need_static(d, n, x, "input 0 (X)")) ||
+        (s = bd_need_static(d, n, rois, "input 1 (rois)")) ||
+        (s = bd_need_static(d, n, bi, "input 2 (batch_indices)")) ||
+        (s = bd_need_static(d, n, y, "output")))
+        return s;
+    if (x->dtype != BD_DT_FLOAT && x->dtype != BD_DT_DOUBLE)
+        return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+                            bd_dtype_name(x->dtype));
+    if (numel_of(y) == 0) return BD_OK;
+    if (numel_of(x) == 0)
+        return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (X) is empty but there are rois");
+    bool half_pixel = n->opset >= 16 &&
+                      !strcmp(bd_attr_string(g, n, "coordinate_transformation_mode", "half_pixel"),
+                              "half_pixel");
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ROI_ALIGN, y);
+    bd_roi_align_params *ra = BD_NEST_PARAMS(nest, roi_align);
+    *ra = (bd_roi_align_params){
+        .is_max = !strcmp(bd_attr_string(g, n, "mode", "avg"), "max"),
+        .scale = bd_attr_float(n, "spatial_scale", 1.0f),
+        .offset = half_pixel ? 0.5 : 0,
+        .at_least_one = !half_pixel,
+        .ratio = bd_attr_int(n, "sampling_ratio", 0),
+    };
+    bd_operand *xo = bd_nest_operand(nest, n->inputs[0], false, 4);
+    bd_access_opaque(xo);
+    xo->dims[1] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+    bd_operand *ro = bd_nest_operand(nest, n->inputs[1], false, 2); /* its row, whole */
+    ro->dims[0] = (bd_access_dim){BD_ACCESS_AFFINE, 0, 1, 0, 0};
+    bd_access_identity(bd_nest_operand(nest, n->inputs[2], false, 1), 0);
+    bd_access_identity(bd_nest_operand(nest, n->outputs[0], true, 4), 0);
     return BD_OK;
 }
 

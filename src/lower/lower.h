@@ -24,11 +24,6 @@ int bd_lower_temp(bd_graph *g, int dtype, int rank, const int64_t *dims);
  * zeros). */
 void bd_lower_fill(bd_program *p, int node, int yv, double value);
 
-/* X [N, C, spatial...] as rows [N x spatial, C] (a transposing COPY, then a reshape): what a
- * GATHER of whole pixels by a flat spatial index reads (GridSample, RoiAlign). Returns the rows'
- * value. */
-int bd_lower_channel_rows(bd_program *p, int node, int xv);
-
 /* Lowerings that compute a table at compile time (a mask, index offsets, a range) refuse one of
  * more than this many elements (exit 3), so that the compiler's memory stays proportional to the
  * model file, as constant folding's BD_FOLD_MAX_ELEMS keeps it. */

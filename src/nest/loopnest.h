@@ -59,6 +59,7 @@ typedef struct bd_operand {
     X(PAD, pad)                                                                                    \
     X(GATHER, gather)                                                                              \
     X(RESIZE, resize)                                                                              \
+    X(ROI_ALIGN, roi_align)                                                                        \
     X(CONV, conv)         /* Conv (grouped, any rank) */                                           \
     X(CONV_TRANSPOSE, conv)                                                                        \
     X(POOL, pool)         /* MaxPool, AveragePool */                                               \

@@ -102,6 +102,17 @@ typedef struct bd_resize_params {
     const bool *outside[BD_MAX_RANK];
 } bd_resize_params;
 
+/* RoiAlign over Y [R, C, oh, ow]: operand 0 is X [N, C, H, W], 1 the rois [R, 4] (x1, y1, x2, y2),
+ * 2 the batch indices [R] (clamped into [0, N)), 3 Y. Each output element computes its roi's box
+ * and sample grid from the rois row at run time, as onnxruntime does. */
+typedef struct bd_roi_align_params {
+    bool is_max;       /* mode max: the largest weighted corner of any sample (onnxruntime's) */
+    double scale;      /* spatial_scale */
+    double offset;     /* subtracted from every scaled coordinate: 0.5 for half_pixel, else 0 */
+    bool at_least_one; /* output_half_pixel (and opset 10): a roi is at least 1 long */
+    int64_t ratio;     /* sampling_ratio; 0: ceil(bin length) samples along each dim, per roi */
+} bd_roi_align_params;
+
 /* ---------------------------------------------------------------- neural-network ops */
 
 enum { BD_NN_MAX_SPATIAL = BD_MAX_RANK - 2 };
@@ -264,8 +275,8 @@ typedef struct bd_scatter_params {
 /* The member of bd_nest_params each body uses (see BD_BODIES), NONE for bodies without. */
 #define BD_PARAM_KINDS(X)                                                                          \
     X(none)                                                                                        \
-    X(expr) X(copy) X(pad) X(gather) X(resize) X(conv) X(pool) X(global_pool) X(matmul) X(reduce)  \
-        X(softmax) X(norm) X(lstm) X(scatter)
+    X(expr) X(copy) X(pad) X(gather) X(resize) X(roi_align) X(conv) X(pool) X(global_pool)         \
+        X(matmul) X(reduce) X(softmax) X(norm) X(lstm) X(scatter)
 
 typedef union bd_nest_params {
     char none;
@@ -275,6 +286,7 @@ typedef union bd_nest_params {
     bd_pad_params pad;
     bd_gather_params gather;
     bd_resize_params resize;
+    bd_roi_align_params roi_align;
     bd_conv_params conv;
     bd_pool_params pool;
     bd_global_pool_params global_pool;

@@ -377,6 +377,105 @@ void bd_print_rnn_act(bd_printer *p, const bd_rnn_act *a, const char *in, const 
     else bd_print_line(p, "const float %s = %s_p / %s_q;", out, out, out);
 }
 
+/* ---------------------------------------------------------------- RoiAlign */
+
+/* The samples per bin along one dim: the sampling_ratio, or ceil(bin) capped (0 for an empty or
+ * NaN bin, which onnxruntime samples no more than that). */
+static void roi_grid(bd_printer *p, const bd_roi_align_params *ra, int dt, const char *name,
+                     const char *bin) {
+    if (ra->ratio > 0) {
+        bd_print_line(p, "const int64_t %s = %lld;", name, (long long)ra->ratio);
+        return;
+    }
+    bd_print_line(p, "const %s %s_c = %s(%s);", bd_c_type(dt), name,
+                  dt == BD_DT_DOUBLE ? "ceil" : "ceilf", bin);
+    bd_print_line(p, "const int64_t %s = %s_c >= %s ? (%s_c < %s ? (int64_t)%s_c : 1000000000) "
+                     ": 0;",
+                  name, name, bd_print_float(p, 1, dt), name, bd_print_float(p, 1e9, dt), name);
+}
+
+void bd_print_roi_align_box(bd_printer *p, bd_graph *g, const bd_nest *n, const char *rois,
+                            const char *batch) {
+    const bd_roi_align_params *ra = BD_NEST_PARAMS(n, roi_align);
+    const bd_value *x = bd_graph_value(g, n->operands[0].value);
+    const bd_value *y = bd_graph_value(g, n->operands[3].value);
+    int dt = x->dtype;
+    const char *T = bd_c_type(dt), *sc = bd_print_float(p, ra->scale, dt);
+    const char *off = bd_print_float(p, ra->offset, dt), *one = bd_print_float(p, 1, dt);
+    bd_print_line(p, "int64_t ra_n = (int64_t)(%s);", batch);
+    bd_print_line(p, "ra_n = ra_n < 0 ? 0 : ra_n > %lld ? %lld : ra_n;", (long long)x->dims[0] - 1,
+                  (long long)x->dims[0] - 1);
+    /* columns x1, y1, x2, y2 */
+    bd_print_line(p, "const %s ra_x0 = (%s)[0] * %s - %s, ra_y0 = (%s)[1] * %s - %s;", T, rois, sc,
+                  off, rois, sc, off);
+    bd_print_line(p, "%s ra_w = (%s)[2] * %s - %s - ra_x0, ra_h = (%s)[3] * %s - %s - ra_y0;", T,
+                  rois, sc, off, rois, sc, off);
+    if (ra->at_least_one) {
+        bd_print_line(p, "ra_w = ra_w < %s ? %s : ra_w;", one, one);
+        bd_print_line(p, "ra_h = ra_h < %s ? %s : ra_h;", one, one);
+    }
+    bd_print_line(p, "const %s ra_bh = ra_h / %s, ra_bw = ra_w / %s;", T,
+                  bd_print_float(p, (double)y->dims[2], dt),
+                  bd_print_float(p, (double)y->dims[3], dt));
+    roi_grid(p, ra, dt, "ra_gh", "ra_bh");
+    roi_grid(p, ra, dt, "ra_gw", "ra_bw");
+}
+
+/* One dim of a sample at coordinate c (extent D): its low and high rows and the weight of the
+ * high one; c is inside [-1, D] (the caller checked), clamped into [0, D - 1]. */
+static void roi_taps(bd_printer *p, const char *T, const char *c, int64_t D, int dt) {
+    bd_print_line(p, "%s %s_c = %s <= %s ? %s : %s;", T, c, c, bd_print_float(p, 0, dt),
+                  bd_print_float(p, 0, dt), c);
+    bd_print_line(p, "int64_t %s_lo = (int64_t)%s_c, %s_hi = %s_lo + 1;", c, c, c, c);
+    bd_print_line(p, "if (%s_lo >= %lld) { %s_lo = %s_hi = %lld; %s_c = (%s)%s_lo; }", c,
+                  (long long)D - 1, c, c, (long long)D - 1, c, T, c);
+    bd_print_line(p, "const %s %s_l = %s_c - (%s)%s_lo, %s_h = %s - %s_l;", T, c, c, T, c, c,
+                  bd_print_float(p, 1, dt), c);
+}
+
+void bd_print_roi_align_value(bd_printer *p, bd_graph *g, const bd_nest *n, const char *x,
+                              const char *plane, const char *ph, const char *pw, const char *out) {
+    const bd_roi_align_params *ra = BD_NEST_PARAMS(n, roi_align);
+    const bd_value *xv = bd_graph_value(g, n->operands[0].value);
+    int dt = xv->dtype;
+    int64_t H = xv->dims[2], W = xv->dims[3];
+    const char *T = bd_c_type(dt), *zero = bd_print_float(p, 0, dt);
+    const char *half = bd_print_float(p, 0.5, dt);
+    bd_print_line(p, "%s %s = %s;", T, out, zero);
+    bd_print_open(p, "for (int64_t ra_iy = 0; ra_iy < ra_gh; ra_iy++)");
+    bd_print_line(p, "const %s sy = ra_y0 + (%s)%s * ra_bh + ((%s)ra_iy + %s) * ra_bh / (%s)ra_gh;",
+                  T, T, ph, T, half, T);
+    bd_print_open(p, "for (int64_t ra_ix = 0; ra_ix < ra_gw; ra_ix++)");
+    bd_print_line(p, "const %s sx = ra_x0 + (%s)%s * ra_bw + ((%s)ra_ix + %s) * ra_bw / (%s)ra_gw;",
+                  T, T, pw, T, half, T);
+    /* a sample outside [-1, extent] (or NaN) weighs 0 */
+    bd_print_line(p, "%s v = %s;", T, zero);
+    bd_print_open(p, "if (sy >= %s && sy <= %s && sx >= %s && sx <= %s)", bd_print_float(p, -1, dt),
+                  bd_print_float(p, (double)H, dt), bd_print_float(p, -1, dt),
+                  bd_print_float(p, (double)W, dt));
+    roi_taps(p, T, "sy", H, dt);
+    roi_taps(p, T, "sx", W, dt);
+    /* onnxruntime's corner order and weights: (lo, lo), (lo, hi), (hi, lo), (hi, hi) */
+    const char *corner[4][2] = {{"lo", "lo"}, {"lo", "hi"}, {"hi", "lo"}, {"hi", "hi"}};
+    const char *wy[2] = {"sy_h", "sy_l"}, *wx[2] = {"sx_h", "sx_l"};
+    for (int k = 0; k < 4; k++)
+        bd_print_line(p, "const %s t%d = %s * %s * %s[%s + sy_%s * %lld + sx_%s];", T, k,
+                      wy[k / 2], wx[k % 2], x, plane, corner[k][0], (long long)W, corner[k][1]);
+    if (ra->is_max) /* the largest weighted corner, std::max's way */
+        bd_print_line(p, "v = t0 < t1 ? t1 : t0; v = v < t2 ? t2 : v; v = v < t3 ? t3 : v;");
+    else
+        bd_print_line(p, "v = t0 + t1 + t2 + t3;");
+    bd_print_close(p, NULL);
+    if (ra->is_max) /* the first sample, then the largest */
+        bd_print_line(p, "%s = (ra_iy == 0 && ra_ix == 0) || %s < v ? v : %s;", out, out, out);
+    else
+        bd_print_line(p, "%s += v;", out);
+    bd_print_close(p, NULL);
+    bd_print_close(p, NULL);
+    if (!ra->is_max)
+        bd_print_line(p, "%s /= (%s)(ra_gh * ra_gw > 1 ? ra_gh * ra_gw : 1);", out, T);
+}
+
 /* ---------------------------------------------------------------- folded parameters */
 
 unsigned char *bd_batchnorm_factors(const bd_tensor *scale, const bd_tensor *bias, const bd_tensor *mean,

@@ -68,6 +68,20 @@ void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl);
 struct bd_rnn_act;
 void bd_print_rnn_act(bd_printer *p, const struct bd_rnn_act *a, const char *in, const char *out);
 
+/* One RoiAlign output element of ROI_ALIGN nest n, as onnxruntime computes it, in two parts so a
+ * printer can hoist the first out of the loops over channels and bins. bd_print_roi_align_box
+ * declares, from the roi's rois row (`rois`: the expression of its first element) and batch index
+ * (`batch`), ra_n (the image, clamped into [0, N)), the box's start ra_y0, ra_x0, its bin lengths
+ * ra_bh, ra_bw and its samples per bin ra_gh, ra_gw. bd_print_roi_align_value then declares `out`,
+ * the value of bin (ph, pw) of the channel plane of X starting at element `plane` of X (named x).
+ * Only C every dialect spells alike (the GPU preludes map ceilf and floorf). */
+struct bd_graph;
+void bd_print_roi_align_box(bd_printer *p, struct bd_graph *g, const struct bd_nest *n,
+                            const char *rois, const char *batch);
+void bd_print_roi_align_value(bd_printer *p, struct bd_graph *g, const struct bd_nest *n,
+                              const char *x, const char *plane, const char *ph, const char *pw,
+                              const char *out);
+
 /* An inference BatchNormalization with constant parameters as y = x * a + b: a = scale /
  * sqrt(var + eps) then b = bias - mean * a, computed in double, params of each stored in dtype
  * (float or double), a's first; a heap buffer of *bytes bytes for the printer's blob. */

@@ -1,5 +1,5 @@
-/* emit_data.c — C bodies for the data-movement nests: COPY (every strided remap), PAD, GATHER and
- * RESIZE (nest/params.h holds their parameters).
+/* emit_data.c — C bodies for the data-movement nests: COPY (every strided remap), PAD, GATHER,
+ * RESIZE and ROI_ALIGN (nest/params.h holds their parameters).
  *
  * A copy walks the block with one loop per iteration dim, but first folds a dim into the loop
  * inside it whenever the inner loop covers its dims whole in every block and the strides continue
@@ -13,7 +13,8 @@
  * weights) and interpolates linearly with nested lerps over the 2^k corners; nearest copies an
  * output row whose source row repeats, and writes each input element f times for an integer
  * upsampling factor f of the innermost dim. Cubic and antialiased linear weigh a window of taps
- * per output index and dim, applied one dim after the other through a per-thread row buffer. */
+ * per output index and dim, applied one dim after the other through a per-thread row buffer.
+ * RoiAlign computes each roi's box once per block row and samples bins as print.c prints them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -756,4 +757,30 @@ bd_status bd_emit_body_RESIZE(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
     /* (With no active dim, the sampling body is the copy it amounts to.) */
     if (rp->filter && any_active) return emit_resize_filter(e, n, d);
     return emit_resize_sample(e, n, d);
+}
+
+/* ---------------------------------------------------------------- ROI_ALIGN */
+
+bd_status bd_emit_body_ROI_ALIGN(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
+    (void)d;
+    if (phase != BD_EMIT_BLOCK) return BD_OK;
+    const bd_value *x = bd_graph_value(e->graph, n->operands[0].value);
+    int64_t C = x->dims[1], plane = x->dims[2] * x->dims[3], oh = n->extent[2], ow = n->extent[3];
+    const char *T = type_of(e, n->operands[0].value);
+    bd_emit(e, "const %s *X = %s;", T, bd_emit_ptr(e, n->operands[0].value));
+    bd_emit(e, "const %s *ROIS = %s;", T, bd_emit_ptr(e, n->operands[1].value));
+    bd_emit(e, "const %s *BI = %s;", type_of(e, n->operands[2].value),
+            bd_emit_ptr(e, n->operands[2].value));
+    bd_emit(e, "%s *Y = %s;", T, bd_emit_ptr(e, n->operands[3].value));
+    bd_emit_open(e, "for (int64_t r = lo[0]; r < hi[0]; r++)");
+    bd_print_roi_align_box(&e->pr, e->graph, n, "ROIS + r * 4", "BI[r]");
+    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
+    bd_emit(e, "const int64_t xc = (ra_n * %lld + c) * %lld;", (long long)C, (long long)plane);
+    bd_emit_open(e, "for (int64_t ph = lo[2]; ph < hi[2]; ph++)");
+    bd_emit_open(e, "for (int64_t pw = lo[3]; pw < hi[3]; pw++)");
+    bd_print_roi_align_value(&e->pr, e->graph, n, "X", "xc", "ph", "pw", "y");
+    bd_emit(e, "Y[((r * %lld + c) * %lld + ph) * %lld + pw] = y;", (long long)C, (long long)oh,
+            (long long)ow);
+    for (int k = 0; k < 4; k++) bd_emit_close(e, NULL);
+    return BD_OK;
 }

@@ -728,6 +728,8 @@ enum {
     REDUCE_WORK_TARGET = 16384, /* input elements a reduction block reads, about */
     REDUCE_MIN_ROW = 64,        /* least tile of a column reduction's contiguous inner dim */
     SOFTMAX_TILE = 2048,        /* elements per softmax block, about (rows are never cut) */
+    ROI_ALIGN_TILE = 1024,      /* RoiAlign outputs per block: each samples its bin several times
+                                   (a count the rois decide at run time, often 4 to 16) */
 };
 
 /* About REDUCE_WORK_TARGET input elements per block. When the innermost non-unit input dim is
@@ -776,6 +778,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
             break;
         case BD_BODY_PAD:
         case BD_BODY_GATHER: bd_nest_tile_default(g, n, data_tile_target(n)); break;
+        case BD_BODY_ROI_ALIGN: bd_nest_tile_default(g, n, ROI_ALIGN_TILE); break;
         case BD_BODY_RESIZE:
             bd_nest_tile_default(g, n, data_tile_target(n));
             n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(g, n)) *

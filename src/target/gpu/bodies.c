@@ -245,6 +245,25 @@ static void body_gather(bd_gpu_printer *g, const bd_nest *n) {
     close_elements(g);
 }
 
+/* ---------------------------------------------------------------- RoiAlign */
+
+/* Each thread one output element (roi, channel, bin): its roi's box, then the bin's samples. */
+static void body_roi_align(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_value *x = value_of(g, n, 0), *y = value_of(g, n, 3);
+    int64_t ys[BD_MAX_RANK];
+    bd_dims_strides(y->rank, y->dims, ys);
+    declare(g, n, 0, "X");
+    declare(g, n, 1, "ROIS");
+    declare(g, n, 2, "BI");
+    declare(g, n, 3, "Y");
+    open_elements(g, n, NULL);
+    bd_print_roi_align_box(&g->pr, g->graph, n, "ROIS + i0 * 4", "BI[i0]");
+    L("const int64_t xc = (ra_n * %lld + i1) * %lld;", ll(x->dims[1]), ll(x->dims[2] * x->dims[3]));
+    bd_print_roi_align_value(&g->pr, g->graph, n, "X", "xc", "i2", "i3", "y");
+    L("Y[%s] = y;", offset_expr(g, 4, ys));
+    close_elements(g);
+}
+
 /* ---------------------------------------------------------------- windows: conv, pooling */
 
 /* For spatial axis i of a window op at output index o<i> = i<2+i>: the window's first input
@@ -1166,6 +1185,7 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
         else body_layernorm(g, n, &n->params.norm);
         break;
     case BD_BODY_RESIZE: return body_resize(g, n, d);
+    case BD_BODY_ROI_ALIGN: body_roi_align(g, n); break;
     case BD_BODY_LSTM: body_lstm(g, n); break;
     case BD_BODY_SCATTER: body_scatter(g, n); break;
     case BD_BODY_COUNT: BD_ASSERT(!"no body");

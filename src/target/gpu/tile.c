@@ -31,6 +31,10 @@ static int64_t work_per_element(const bd_graph *g, const bd_nest *n) {
     case BD_BODY_GLOBAL_POOL: return n->params.global_pool.spatial;
     case BD_BODY_MATMUL: return n->params.matmul.K;
     case BD_BODY_REDUCE: return n->params.reduce.count;
+    case BD_BODY_ROI_ALIGN: { /* four taps a sample; adaptive grids (known at run time) as 4x4 */
+        int64_t ratio = n->params.roi_align.ratio > 0 ? n->params.roi_align.ratio : 4;
+        return 4 * ratio * ratio;
+    }
     default: return 1;
     }
 }
