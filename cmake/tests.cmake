@@ -43,6 +43,7 @@ bdc_add_test(real_run_qdq_float COMMAND ${BDC_PYTHON} tests/test_real_run.py --q
 bdc_add_test(qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py LABELS "sanitize")
 bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(control_flow COMMAND ${BDC_PYTHON} tests/test_control_flow.py LABELS "sanitize")
+bdc_add_test(control_flow_nofusion COMMAND ${BDC_PYTHON} tests/test_control_flow.py --fusion none)
 bdc_add_test(bad_input COMMAND bash tests/test_bad_input.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LABELS "sanitize")
 # The other fusion x schedule modes (none/op and block/op are covered by random_graphs).

@@ -987,8 +987,10 @@ def run_case(case, bdc, fusion, verbose):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(make_cases=None, doc=None, prog="test_attr_choices"):
+    """The command line over make_cases() (default: this file's cases); test_control_flow.py
+    runs its own cases through it."""
+    ap = argparse.ArgumentParser(description=(doc or __doc__).split("\n")[0])
     ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
     ap.add_argument("--fusion", choices=("op", "none"), default="op")
     ap.add_argument("-j", dest="jobs", type=int, default=os.cpu_count() or 1)
@@ -996,16 +998,16 @@ def main():
     ap.add_argument("-v", dest="verbose", action="store_true")
     args = ap.parse_args()
     if not os.access(args.bdc, os.X_OK):
-        sys.stderr.write("test_attr_choices: bdc not found or not executable: %s "
-                         "(set BDC or pass --bdc)\n" % args.bdc)
+        sys.stderr.write("%s: bdc not found or not executable: %s "
+                         "(set BDC or pass --bdc)\n" % (prog, args.bdc))
         return 1
     bdc = os.path.abspath(args.bdc)
 
-    cases = all_cases()
+    cases = (make_cases or all_cases)()
     names = [c.name for c in cases]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        sys.stderr.write("test_attr_choices: duplicate case names: %s\n" % " ".join(dup))
+        sys.stderr.write("%s: duplicate case names: %s\n" % (prog, " ".join(dup)))
         return 1
     if args.pattern:
         cases = [c for c in cases if fnmatch.fnmatchcase(c.name, args.pattern)]

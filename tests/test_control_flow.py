@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """If, Loop and Scan, compiled and run: bdc's inlined and unrolled bodies against onnxruntime.
 
-Usage: test_control_flow.py [--bdc PATH] [-j N] [-k GLOB] [-v]
+Usage: test_control_flow.py [--bdc PATH] [--fusion op|none] [-j N] [-k GLOB] [-v]
 
 bdc compiles control flow by replacing it with its body during inference
 (src/front/inline_control.c): an If whose condition folds becomes its branch, a Loop with a
@@ -22,13 +22,9 @@ fed at run time, a condition computed in the body, a loop past the unrolling lim
 nested in a loop body.
 Prints `ok NAME` or `FAIL NAME: ...` per case, then `N passed, M failed`; exits 1 on a failure.
 """
-import argparse
-import fnmatch
 import io
 import os
 import sys
-import time
-from multiprocessing.pool import ThreadPool
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_attr_choices as runner  # noqa: E402
@@ -39,15 +35,16 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 REPO = runner.REPO
 F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
-# (case glob, text bdc's message must contain, reason): see test_attr_choices.EXPECTED_REFUSALS.
-runner.EXPECTED_REFUSALS.extend([
+# (case glob, text bdc's message must contain, reason): see test_attr_choices.EXPECTED_REFUSALS,
+# whose table these replace, since the cases are these.
+runner.EXPECTED_REFUSALS[:] = [
     ("if/runtime-cond", "input 0 (cond) is not a compile-time constant: it comes from graph "
      "input 'c'", "the branch is chosen at run time"),
     ("loop/computed-cond", "its body computes the loop condition",
      "the trip count depends on values computed in the body"),
     ("loop/past-limit", "would exceed bdc's limit", "unrolling stops at 65536 nodes"),
     ("loop/nested-if", "holds an If, Loop or Scan", "control flow nested in a loop body"),
-])
+]
 
 
 class GraphCase(runner.Case):
@@ -311,37 +308,9 @@ def torch_cases():
     return [ExportedCase(name, model, [("x", x)])]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
-    ap.add_argument("-j", dest="jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("-k", dest="pattern", help="only cases whose name matches this glob")
-    ap.add_argument("-v", dest="verbose", action="store_true")
-    args = ap.parse_args()
-    if not os.access(args.bdc, os.X_OK):
-        sys.stderr.write("test_control_flow: bdc not found: %s (set BDC or pass --bdc)\n"
-                         % args.bdc)
-        return 1
-    bdc = os.path.abspath(args.bdc)
-    cases = if_cases() + loop_cases() + scan_cases() + torch_cases()
-    if args.pattern:
-        cases = [c for c in cases if fnmatch.fnmatchcase(c.name, args.pattern)]
-    t0 = time.time()
-    passed = failed = 0
-    with ThreadPool(max(1, args.jobs)) as pool:
-        results = pool.imap(lambda c: runner.run_case(c, bdc, "op", args.verbose), cases)
-        for case, (status, lines) in zip(cases, results):
-            ok = status != "fail"
-            passed += ok
-            failed += not ok
-            print("%s %s%s" % ("ok" if ok else "FAIL", case.name,
-                               ": " + lines[0] if lines else ""), flush=True)
-            for line in lines[1:]:
-                print("     %s" % line, flush=True)
-    print("(%.1f s, -j %d)" % (time.time() - t0, args.jobs))
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 and passed > 0 else 1
+def all_cases():
+    return if_cases() + loop_cases() + scan_cases() + torch_cases()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(runner.main(all_cases, __doc__, "test_control_flow"))
