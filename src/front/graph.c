@@ -52,11 +52,16 @@ int bd_graph_add_value(bd_graph *g, const char *name) {
 
 int bd_graph_find_value(const bd_graph *g, const char *name) { return bd_map_get(&g->names, name); }
 
+bool bd_node_has_subgraph(const bd_node *n) {
+    for (int a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].type == BD_ATTR_GRAPH || n->attrs[a].type == BD_ATTR_GRAPHS) return true;
+    return false;
+}
+
 bool bd_graph_has_subgraphs(const bd_graph *g) {
     for (size_t i = 0; i < g->nodes.len; i++) {
         const bd_node *n = &BD_VEC_AT(&g->nodes, bd_node, i);
-        for (int a = 0; a < n->n_attrs && !n->dead; a++)
-            if (n->attrs[a].type == BD_ATTR_GRAPH || n->attrs[a].type == BD_ATTR_GRAPHS) return true;
+        if (!n->dead && bd_node_has_subgraph(n)) return true;
     }
     return false;
 }
@@ -153,14 +158,24 @@ int bd_graph_input_behind(bd_graph *g, int v, bool integer_only) {
     return found;
 }
 
-bd_status bd_fail_not_const(bd_diag *d, bd_graph *g, const bd_node *n, int k, const char *what) {
+const char *bd_not_const_reason(bd_graph *g, const bd_node *n, int k, const char *what,
+                                char *buf, size_t len) {
     int from = k < n->n_inputs ? bd_graph_input_behind(g, n->inputs[k], false) : -1;
-    if (from < 0) return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s is not a compile-time constant", what);
+    if (from < 0) {
+        snprintf(buf, len, "%s is not a compile-time constant", what);
+        return buf;
+    }
     char name[160];
     snprintf(name, sizeof name, "%s", bd_quote(bd_graph_value(g, from)->name));
-    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s is not a compile-time constant: it comes from "
-                        "graph input '%s', known only at run time; freeze it with --const %s=FILE "
-                        "(.npy or .pb)", what, name, name);
+    snprintf(buf, len, "%s is not a compile-time constant: it comes from graph input '%s', known "
+             "only at run time; freeze it with --const %s=FILE (.npy or .pb)", what, name, name);
+    return buf;
+}
+
+bd_status bd_fail_not_const(bd_diag *d, bd_graph *g, const bd_node *n, int k, const char *what) {
+    char why[512];
+    return bd_node_fail(d, BD_ERR_UNSUPPORTED, n, "%s",
+                        bd_not_const_reason(g, n, k, what, why, sizeof why));
 }
 
 /* ---- tensors ---- */

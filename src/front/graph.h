@@ -176,6 +176,8 @@ bd_graph *bd_graph_new(bd_model *m, bd_graph *parent, const char *name);
 int bd_graph_add_value(bd_graph *g, const char *name); /* new value; caller checks duplicates */
 int bd_graph_find_value(const bd_graph *g, const char *name);
 void bd_graph_count_uses(bd_graph *g);
+/* Node n holds a subgraph (If/Loop/Scan bodies). */
+bool bd_node_has_subgraph(const bd_node *n);
 /* A live node of g holds a subgraph (an If/Loop/Scan left in place), whose nodes read values of
  * g by name: passes that rename or remove values leave such a graph alone. */
 bool bd_graph_has_subgraphs(const bd_graph *g);
@@ -207,6 +209,9 @@ int bd_graph_input_behind(bd_graph *g, int v, bool integer_only);
 /* Refuses node n because its input k (`what`: "input 1 (axes)") is not a compile-time constant;
  * when it is computed from a graph input, names that input and the --const option. */
 bd_status bd_fail_not_const(bd_diag *d, bd_graph *g, const bd_node *n, int k, const char *what);
+/* The same reason into buf (returned), for a refusal made later, by the support check. */
+const char *bd_not_const_reason(bd_graph *g, const bd_node *n, int k, const char *what,
+                                char *buf, size_t len);
 
 /* ---- tensors ---- */
 /* Product of dims, overflow-checked; false on overflow or negative dim. */

@@ -20,12 +20,6 @@
 #define BD_UNROLL_MAX_NODES 65536
 #define BD_UNROLL_MAX_GRAPH_NODES 1000000
 
-static bool has_graph_attr(const bd_node *n) {
-    for (int a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].type == BD_ATTR_GRAPH || n->attrs[a].type == BD_ATTR_GRAPHS) return true;
-    return false;
-}
-
 static int live_nodes(bd_graph *body, bool *nested) {
     int count = 0;
     *nested = false;
@@ -33,7 +27,7 @@ static int live_nodes(bd_graph *body, bool *nested) {
         const bd_node *n = bd_graph_node(body, (int)i);
         if (n->dead) continue;
         count++;
-        *nested |= has_graph_attr(n);
+        *nested |= bd_node_has_subgraph(n);
     }
     return count;
 }
@@ -46,22 +40,6 @@ static bd_graph *graph_attr(const bd_node *n, const char *name) {
 static int body_input(bd_graph *body, int k) { return BD_VEC_AT(&body->inputs, int, k); }
 static int body_output(bd_graph *body, int k) { return BD_VEC_AT(&body->outputs, int, k); }
 
-/* "input k (what) is not a compile-time constant", naming the graph input it comes from. */
-static const char *not_const(bd_graph *g, const bd_node *n, int k, const char *what, char *buf,
-                             size_t len) {
-    int from = bd_graph_input_behind(g, n->inputs[k], false);
-    if (from < 0) {
-        snprintf(buf, len, "%s is not a compile-time constant", what);
-    } else {
-        char name[160];
-        snprintf(name, sizeof name, "%s", bd_quote(bd_graph_value(g, from)->name));
-        snprintf(buf, len, "%s is not a compile-time constant: it comes from graph input '%s', "
-                 "known only at run time; freeze it with --const %s=FILE (.npy or .pb)", what, name,
-                 name);
-    }
-    return buf;
-}
-
 /* ---- the counts each op's unrolling takes, and why it cannot be unrolled ---- */
 
 typedef struct loop_plan {
@@ -69,6 +47,12 @@ typedef struct loop_plan {
     int n_carried, n_scans; /* N loop-carried values, K scan outputs */
     int64_t trips;
 } loop_plan;
+
+static loop_plan loop_plan_of(const bd_node *n) {
+    loop_plan p = {.body = graph_attr(n, "body"), .n_carried = n->n_inputs - 2};
+    p.n_scans = n->n_outputs - p.n_carried;
+    return p;
+}
 
 /* The body's cond output stays true: it is the cond input passed through (Identity), or a
  * constant true, of the body's or of the enclosing graph g. */
@@ -124,8 +108,8 @@ static const char *loop_refusal(bd_graph *g, const bd_node *n, loop_plan *p, cha
                  "count is known at compile time");
         return buf;
     }
-    if (!m->constant) return not_const(g, n, 0, "input 0 (M, the trip count)", buf, len);
-    if (cond && !cond->constant) return not_const(g, n, 1, "input 1 (cond)", buf, len);
+    if (!m->constant) return bd_not_const_reason(g, n, 0, "input 0 (M, the trip count)", buf, len);
+    if (cond && !cond->constant) return bd_not_const_reason(g, n, 1, "input 1 (cond)", buf, len);
     if (!cond_stays_true(g, p->body)) {
         snprintf(buf, len, "its body computes the loop condition (body output 0 '%s'): bdc unrolls "
                  "only loops whose condition stays true",
@@ -151,6 +135,15 @@ typedef struct scan_plan {
     int n_states, n_scan_in, n_scan_out;
     int64_t trips, batch;
 } scan_plan;
+
+static scan_plan scan_plan_of(const bd_node *n) {
+    scan_plan p = {.body = graph_attr(n, "body"), .batched = n->opset < 9};
+    p.first_state = p.batched ? 1 : 0;
+    p.n_scan_in = (int)bd_attr_int(n, "num_scan_inputs", 0);
+    p.n_states = n->n_inputs - p.first_state - p.n_scan_in;
+    p.n_scan_out = n->n_outputs - p.n_states;
+    return p;
+}
 
 static int64_t list_attr(const bd_node *n, const char *name, int k, int64_t dflt) {
     const bd_attr *a = bd_node_attr(n, name);
@@ -207,18 +200,18 @@ static const char *scan_refusal(bd_graph *g, const bd_node *n, scan_plan *p, cha
     return unroll_cost(g, copies, body_nodes, nested, buf, len);
 }
 
-/* The branch an If takes, or NULL with the reason in buf. */
-static bd_graph *if_branch(bd_graph *g, const bd_node *n, char *buf, size_t len) {
+/* The branch an If takes (and whether it holds control flow itself, into *nested), or NULL with
+ * the reason in buf. */
+static bd_graph *if_branch(bd_graph *g, const bd_node *n, bool *nested, char *buf, size_t len) {
     const bd_value *cond = bd_node_in(g, n, 0);
     if (!cond->constant) {
-        not_const(g, n, 0, "input 0 (cond)", buf, len);
+        bd_not_const_reason(g, n, 0, "input 0 (cond)", buf, len);
         return NULL;
     }
     bd_graph *body = graph_attr(n, bd_tensor_get_i64(cond->constant, 0) ? "then_branch" : "else_branch");
-    bool nested;
-    live_nodes(body, &nested);
+    live_nodes(body, nested);
     /* A nested body finds the values it reads by their names, which the copies must keep. */
-    for (size_t v = 0; nested && v < body->values.len; v++) {
+    for (size_t v = 0; *nested && v < body->values.len; v++) {
         const bd_value *val = bd_graph_value(body, (int)v);
         if (!(val->flags & (BD_VALUE_OUTER | BD_VALUE_INPUT)) && val->name[0] &&
             bd_graph_find_value(g, val->name) >= 0) {
@@ -421,10 +414,16 @@ static splice splice_begin(bd_graph *g, bd_node *n) {
                     .nodes = BD_VEC(bd_node)};
 }
 
+/* A body value -> graph value map, every entry -1 (none yet); reset_map clears it for the next
+ * copy. */
+static void reset_map(bd_graph *body, int *map) {
+    for (size_t v = 0; v <= body->values.len; v++) map[v] = -1;
+}
+
 static int *value_map(bd_graph *body) {
     int *map = malloc((body->values.len + 1) * sizeof *map);
     BD_ASSERT(map);
-    for (size_t v = 0; v <= body->values.len; v++) map[v] = -1;
+    reset_map(body, map);
     return map;
 }
 
@@ -446,10 +445,9 @@ bd_status bd_infer_if(bd_graph *g, bd_node *n, bd_diag *d) {
         return bd_node_fail(d, BD_ERR_INVALID, n, "input 0 (cond) has %lld elements, expected 1",
                             (long long)cond->constant->numel);
     char why[512];
-    bd_graph *body = if_branch(g, n, why, sizeof why);
-    if (!body) return BD_OK;
     bool nested;
-    live_nodes(body, &nested);
+    bd_graph *body = if_branch(g, n, &nested, why, sizeof why);
+    if (!body) return BD_OK;
     splice s = splice_begin(g, n);
     int *map = value_map(body), *consts = value_map(body);
     /* A nested body finds the values it reads by their names: keep them, and do not hand an
@@ -467,9 +465,8 @@ bd_status bd_infer_if(bd_graph *g, bd_node *n, bd_diag *d) {
 }
 
 bd_status bd_infer_loop(bd_graph *g, bd_node *n, bd_diag *d) {
-    loop_plan p = {.body = graph_attr(n, "body"), .n_carried = n->n_inputs - 2};
+    loop_plan p = loop_plan_of(n);
     if (!p.body) return bd_node_fail(d, BD_ERR_INVALID, n, "needs graph attribute 'body'");
-    p.n_scans = n->n_outputs - p.n_carried;
     if (p.n_carried < 0 || p.n_scans < 0 || (int)p.body->inputs.len != 2 + p.n_carried ||
         (int)p.body->outputs.len != 1 + p.n_carried + p.n_scans)
         return bd_node_fail(d, BD_ERR_INVALID, n, "with %d inputs and %d outputs, its body should "
@@ -495,7 +492,7 @@ bd_status bd_infer_loop(bd_graph *g, bd_node *n, bd_diag *d) {
     for (int j = 0; j < p.n_carried; j++) carried[j] = n->inputs[2 + j];
     int truth = p.trips ? const_int(&s, BD_DT_BOOL, 0, 1) : -1;
     for (int64_t t = 0; t < p.trips; t++) {
-        for (size_t v = 0; v <= p.body->values.len; v++) map[v] = -1;
+        reset_map(p.body, map);
         map[body_input(p.body, 0)] = const_int(&s, BD_DT_INT64, 0, t);
         map[body_input(p.body, 1)] = truth;
         for (int j = 0; j < p.n_carried; j++) map[body_input(p.body, 2 + j)] = carried[j];
@@ -521,12 +518,8 @@ bd_status bd_infer_loop(bd_graph *g, bd_node *n, bd_diag *d) {
 }
 
 bd_status bd_infer_scan(bd_graph *g, bd_node *n, bd_diag *d) {
-    scan_plan p = {.body = graph_attr(n, "body"), .batched = n->opset < 9};
+    scan_plan p = scan_plan_of(n);
     if (!p.body) return bd_node_fail(d, BD_ERR_INVALID, n, "needs graph attribute 'body'");
-    p.first_state = p.batched ? 1 : 0;
-    p.n_scan_in = (int)bd_attr_int(n, "num_scan_inputs", 0);
-    p.n_states = n->n_inputs - p.first_state - p.n_scan_in;
-    p.n_scan_out = n->n_outputs - p.n_states;
     if (p.n_scan_in < 1 || p.n_states < 0 || p.n_scan_out < 0 ||
         (int)p.body->inputs.len != p.n_states + p.n_scan_in ||
         (int)p.body->outputs.len != p.n_states + p.n_scan_out)
@@ -557,7 +550,7 @@ bd_status bd_infer_scan(bd_graph *g, bd_node *n, bd_diag *d) {
             sliced[i] = p.batched ? take(&s, x, b, 0) : x;
         }
         for (int64_t t = 0; t < trips; t++) {
-            for (size_t v = 0; v <= p.body->values.len; v++) map[v] = -1;
+            reset_map(p.body, map);
             for (int j = 0; j < p.n_states; j++) map[body_input(p.body, j)] = carried[j];
             for (int i = 0; i < p.n_scan_in; i++) {
                 int64_t at = list_attr(n, in_dirs, i, 0) ? trips - 1 - t : t;
@@ -604,16 +597,12 @@ bd_status bd_infer_scan(bd_graph *g, bd_node *n, bd_diag *d) {
 }
 
 const char *bd_control_refusal(bd_graph *g, const bd_node *n, char *buf, size_t len) {
-    if (n->op == BD_OP_IF) return if_branch(g, n, buf, len) ? NULL : buf;
+    bool nested;
+    if (n->op == BD_OP_IF) return if_branch(g, n, &nested, buf, len) ? NULL : buf;
     if (n->op == BD_OP_LOOP) {
-        loop_plan p = {.body = graph_attr(n, "body"), .n_carried = n->n_inputs - 2};
-        p.n_scans = n->n_outputs - p.n_carried;
+        loop_plan p = loop_plan_of(n);
         return loop_refusal(g, n, &p, buf, len);
     }
-    scan_plan p = {.body = graph_attr(n, "body"), .batched = n->opset < 9};
-    p.first_state = p.batched ? 1 : 0;
-    p.n_scan_in = (int)bd_attr_int(n, "num_scan_inputs", 0);
-    p.n_states = n->n_inputs - p.first_state - p.n_scan_in;
-    p.n_scan_out = n->n_outputs - p.n_states;
+    scan_plan p = scan_plan_of(n);
     return scan_refusal(g, n, &p, buf, len);
 }
