@@ -17,8 +17,8 @@
  * ReduceProd, which no body has, is a tree of elementwise products (prod_nests).
  *
  * The ops built from reductions live here too, each a chain of nests through unnamed values:
- * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters as pulls over
- * output x update positions (MaxUnpool is one), TopK by counting, Einsum, DFT as products with
+ * the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), the scatters (and MaxUnpool)
+ * as a push without reduction or as pulls over output x update positions, TopK by counting, Einsum, DFT as products with
  * constant tables, LpNormalization, GroupNormalization, DynamicQuantizeLinear, and
  * TfIdfVectorizer's n-gram counts. */
 #include <math.h>
@@ -929,14 +929,6 @@ static bd_status scatter_nests(bd_program *p, int node, scatter_plan *sp, int re
     return BD_OK;
 }
 
-/* Scatter (opsets 9-10), ScatterElements and ScatterND, as a pull (scatter_plan): the output
- * element takes the updates whose indices name it, found by comparing every index with the
- * element's position over a wide domain (output x update positions) and reduced over the update
- * positions: the work is numel(data) x the updates per position, fine for the small scatters
- * exporters emit (capped by the table limit). With reduction 'none' an output element that
- * several updates name gets their sum (the spec leaves duplicates undefined there). Indices
- * smaller than the data along the other dims (ScatterElements) are padded with an index that
- * names nothing. ScatterND's index tuples are split into one COPY slice per component. */
 /* A scatter without reduction seen from its updates ("push"): one block copies the data into
  * the output, then writes each update where its index names, in O(data + updates) where the
  * pull compares every output element with every update (and is refused past the table limit).
@@ -961,6 +953,15 @@ static bool scatter_push(bd_program *p, int node, int data, int idx, int upd, in
     return true;
 }
 
+/* Scatter (opsets 9-10), ScatterElements and ScatterND. Without reduction, a push
+ * (scatter_push). With one, or under a batch range, a pull (scatter_plan): the output element
+ * takes the updates whose indices name it, found by comparing every index with the element's
+ * position over a wide domain (output x update positions) and reduced over the update positions:
+ * the work is numel(data) x the updates per position, fine for the small scatters exporters emit
+ * (capped by the table limit). With reduction 'none' (a batch range) an output element that
+ * several updates name gets their sum (the spec leaves duplicates undefined there). Indices
+ * smaller than the data along the other dims (ScatterElements) are padded with an index that
+ * names nothing. ScatterND's index tuples are split into one COPY slice per component. */
 bd_status bd_lower_scatter(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -1088,28 +1089,24 @@ bd_status bd_lower_max_unpool(bd_program *p, int node, bd_diag *d) {
     int zeros = bd_lower_temp(g, dt, 1, &M), flat = bd_lower_temp(g, dt, 1, &M);
     int out = padded ? bd_lower_temp(g, dt, r, unpooled) : yv;
     bd_lower_fill(p, node, zeros, 0);
-    if (K == 0) {
-        reshape_nest(p, node, zeros, out);
-        if (padded) pad_nest(p, node, out, yv, 0);
-        return BD_OK;
+    int unpooled_flat = zeros; /* no X elements: the zeros themselves */
+    if (K > 0) {
+        int flat_idx = bd_lower_temp(g, BD_DT_INT64, 1, &K), flat_x = bd_lower_temp(g, dt, 1, &K);
+        reshape_nest(p, node, idxv, flat_idx);
+        reshape_nest(p, node, xv, flat_x);
+        unpooled_flat = flat;
+        if (!scatter_push(p, node, zeros, flat_idx, flat_x, flat, 0, 0)) {
+            scatter_plan sp;
+            memset(&sp, 0, sizeof sp);
+            sp.r = 1, sp.nw = 2, sp.dt = dt, sp.it = BD_DT_INT64, sp.dup_max = true;
+            sp.wide[0] = M, sp.wide[1] = K;
+            sp.data = zeros, sp.n_idx = 1, sp.target[0] = 0, sp.idx_rank = 1, sp.upd_rank = 1;
+            sp.idx[0] = flat_idx, sp.upd = flat_x;
+            sp.idx_map[0] = sp.upd_map[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
+            if ((s = scatter_nests(p, node, &sp, SCATTER_NONE, flat, d))) return s;
+        }
     }
-    int flat_idx = bd_lower_temp(g, BD_DT_INT64, 1, &K), flat_x = bd_lower_temp(g, dt, 1, &K);
-    reshape_nest(p, node, idxv, flat_idx);
-    reshape_nest(p, node, xv, flat_x);
-    if (scatter_push(p, node, zeros, flat_idx, flat_x, flat, 0, 0)) {
-        reshape_nest(p, node, flat, out);
-        if (padded) pad_nest(p, node, out, yv, 0);
-        return BD_OK;
-    }
-    scatter_plan sp;
-    memset(&sp, 0, sizeof sp);
-    sp.r = 1, sp.nw = 2, sp.dt = dt, sp.it = BD_DT_INT64, sp.dup_max = true;
-    sp.wide[0] = M, sp.wide[1] = K;
-    sp.data = zeros, sp.n_idx = 1, sp.target[0] = 0, sp.idx_rank = 1, sp.upd_rank = 1;
-    sp.idx[0] = flat_idx, sp.upd = flat_x;
-    sp.idx_map[0] = sp.upd_map[0] = (bd_access_dim){BD_ACCESS_AFFINE, 1, 1, 0, 0};
-    if ((s = scatter_nests(p, node, &sp, SCATTER_NONE, flat, d))) return s;
-    reshape_nest(p, node, flat, out);
+    reshape_nest(p, node, unpooled_flat, out);
     if (padded) pad_nest(p, node, out, yv, 0);
     return BD_OK;
 }

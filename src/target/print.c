@@ -377,6 +377,14 @@ void bd_print_rnn_act(bd_printer *p, const bd_rnn_act *a, const char *in, const 
     else bd_print_line(p, "const float %s = %s_p / %s_q;", out, out, out);
 }
 
+/* ---------------------------------------------------------------- scatter (push) */
+
+void bd_print_scatter_index(bd_printer *p, const char *idx, int64_t extent) {
+    bd_print_line(p, "c = (int64_t)%s;", idx);
+    bd_print_line(p, "if (c < 0) c += %lld;", (long long)extent);
+    bd_print_line(p, "if (c < 0 || c >= %lld) continue;", (long long)extent);
+}
+
 /* ---------------------------------------------------------------- RoiAlign */
 
 /* The samples per bin along one dim: the sampling_ratio, or ceil(bin) capped (0 for an empty or

@@ -68,6 +68,11 @@ void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl);
 struct bd_rnn_act;
 void bd_print_rnn_act(bd_printer *p, const struct bd_rnn_act *a, const char *in, const char *out);
 
+/* A pushed scatter's update position in one dim (SCATTER nests, every target): the int64_t c,
+ * which the caller declares, from index expression idx, counted from the back when negative;
+ * outside [0, extent) the update names nothing and the caller's loop goes on (`continue`). */
+void bd_print_scatter_index(bd_printer *p, const char *idx, int64_t extent);
+
 /* One RoiAlign output element of ROI_ALIGN nest n, as onnxruntime computes it, in two parts so a
  * printer can hoist the first out of the loops over channels and bins. bd_print_roi_align_box
  * declares, from the roi's rois row (`rois`: the expression of its first element) and batch index

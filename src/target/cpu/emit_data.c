@@ -401,9 +401,7 @@ bd_status bd_emit_body_SCATTER(bd_emitter *e, const bd_nest *n, bd_emit_phase ph
         bd_emit_open(e, "for (int64_t t = 0; t < %lld; t++)", (long long)tuples);
         bd_emit(e, "int64_t at = 0, c;");
         for (int m = 0; m < k; m++) {
-            bd_emit(e, "c = (int64_t)IX[t * %d + %d];", k, m);
-            bd_emit(e, "if (c < 0) c += %lld;", (long long)y->dims[m]);
-            bd_emit(e, "if (c < 0 || c >= %lld) continue;", (long long)y->dims[m]);
+            bd_print_scatter_index(&e->pr, bd_emit_str(e, "IX[t * %d + %d]", k, m), y->dims[m]);
             bd_emit(e, "at += c * %lld;", (long long)ys[m]);
         }
         if (slice == 1) bd_emit(e, "Y[at] = U[t];");
@@ -421,9 +419,8 @@ bd_status bd_emit_body_SCATTER(bd_emitter *e, const bd_nest *n, bd_emit_phase ph
         io = offset(e, io, ij, is[j]);
         if (j != sp->axis) yo = offset(e, yo, ij, ys[j]);
     }
-    bd_emit(e, "int64_t c = (int64_t)IX[%s];", io);
-    bd_emit(e, "if (c < 0) c += %lld;", (long long)y->dims[sp->axis]);
-    bd_emit(e, "if (c < 0 || c >= %lld) continue;", (long long)y->dims[sp->axis]);
+    bd_emit(e, "int64_t c;");
+    bd_print_scatter_index(&e->pr, bd_emit_str(e, "IX[%s]", io), y->dims[sp->axis]);
     bd_emit(e, "Y[%s + c * %lld] = U[%s];", yo, (long long)ys[sp->axis], io);
     for (int j = 0; j < q; j++) bd_emit_close(e, NULL);
     return BD_OK;

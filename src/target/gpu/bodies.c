@@ -1135,9 +1135,7 @@ static void body_scatter(bd_gpu_printer *g, const bd_nest *n) {
     if (k > 0) { /* ScatterND: element s of tuple t's slice */
         L("const int64_t t = e / %lld, s = e %% %lld;", ll(slice), ll(slice));
         for (int m = 0; m < k; m++) {
-            L("c = (int64_t)IX[t * %d + %d];", k, m);
-            L("if (c < 0) c += %lld;", ll(y->dims[m]));
-            L("if (c < 0 || c >= %lld) continue;", ll(y->dims[m]));
+            bd_print_scatter_index(&g->pr, S("IX[t * %d + %d]", k, m), y->dims[m]);
             L("at += c * %lld;", ll(ys[m]));
         }
         L("Y[at + s] = U[e];");
@@ -1150,9 +1148,7 @@ static void body_scatter(bd_gpu_printer *g, const bd_nest *n) {
             L("at += i%d * %lld;", j, ll(ys[j]));
         }
         L("(void)i%d;", sp->axis);
-        L("c = (int64_t)IX[e];");
-        L("if (c < 0) c += %lld;", ll(y->dims[sp->axis]));
-        L("if (c < 0 || c >= %lld) continue;", ll(y->dims[sp->axis]));
+        bd_print_scatter_index(&g->pr, "IX[e]", y->dims[sp->axis]);
         L("Y[at + c * %lld] = U[e];", ll(ys[sp->axis]));
     }
     CLOSE();
