@@ -187,10 +187,14 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
  * rounded up to 4, is at most BD_I8_GEMM_MAX_K: bd_i8_conv2d_shape_ok. */
 int bd_i8_conv2d_shape_ok(const bd_conv2d_shape *s);
 size_t bd_i8_conv2d_packed_w_bytes(const bd_conv2d_shape *s);
-/* x_scale NULL: an int32 result (w_scale and w_scales unused). */
+/* Whether the direct path computes this convolution: not 1x1 with unit strides, and every
+ * w - w_zero fits int8. Only it requantizes (bd_i8_conv2d_tile_requant). */
+int bd_i8_conv2d_direct_ok(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero);
+/* x_scale NULL: an int32 result (w_scale and w_scales unused). requant: the tiles will be
+ * bd_i8_conv2d_tile_requant's (bd_i8_conv2d_direct_ok must hold; a float result). */
 void bd_i8_conv2d_pack_w(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
                          const float *x_scale, const float *w_scale, int64_t w_scales,
-                         void *packed);
+                         int requant, void *packed);
 /* Scratch for bd_i8_conv2d_tile calls covering at most `oh_tile` output rows. */
 size_t bd_i8_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
 /* Output channels [oc0, oc1) x output rows [oh0, oh1) x all columns of batch item n; bias (M
@@ -198,6 +202,19 @@ size_t bd_i8_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
 void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, int32_t x_zero,
                        const void *wpacked, const void *bias, void *y, int64_t n, int64_t oc0,
                        int64_t oc1, int64_t oh0, int64_t oh1, void *scratch);
+/* A QuantizeLinear absorbed into a float result: after the bias and scales, the value is
+ * clamped to [lo, hi] (the activation before it: Relu is 0, inf) and stored as
+ * saturate(nearbyint(v / scale) + zero), exactly as the unfused ops compute it. */
+typedef struct bd_i8_requant {
+    float lo, hi;
+    float scale, zero;
+    int out_signed; /* y is int8, else uint8 */
+} bd_i8_requant;
+/* bd_i8_conv2d_tile of weights packed with requant, y (8-bit) requantized by rq. */
+void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_signed, int32_t x_zero,
+                               const void *wpacked, const float *bias, const bd_i8_requant *rq,
+                               void *y, int64_t n, int64_t oc0, int64_t oc1, int64_t oh0,
+                               int64_t oh1, void *scratch);
 
 #ifdef __cplusplus
 }

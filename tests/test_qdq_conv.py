@@ -11,7 +11,19 @@ convolutions (which the CPU's int8 kernel leaves to the generic loop). Each must
 rtol 1e-4, atol 1e-5: both sides sum the same integers times the same scales, so only float32
 rounding separates them. With --qdq int8 the DequantizeLinear of X must be gone from the
 program (the Conv reads the 8-bit tensor) and, on the CPU, an ungrouped Conv must run the int8
-kernel (`--dump=tiles`); with float the DequantizeLinear must be there. Exits 1 on any failure.
+kernel (`--dump=tiles`); with float the DequantizeLinear must be there.
+
+Two more shapes of a quantized network follow the same pattern:
+- requant_*: Conv, Relu, then QuantizeLinear and DequantizeLinear of the result. On the CPU with
+  --qdq int8 the QuantizeLinear must be absorbed by the int8 kernel (`--dump=fuse`), which
+  requantizes in its epilogue, except after a 1x1 unit-stride Conv (the kernel's GEMM path). The float value before the QuantizeLinear may differ from
+  onnxruntime's in its last bit (exact integer sums against float ones), which moves a value
+  lying on a rounding boundary by one step: every element must be within one step (the output
+  scale) and at most 0.5% of them may differ at all.
+- pool: DequantizeLinear, MaxPool, QuantizeLinear of one scale and zero point, then
+  DequantizeLinear. With --qdq int8 the MaxPool must run on the 8-bit values (front/qdq_pool.c:
+  the QuantizeLinear after it is gone), and match exactly.
+Exits 1 on any failure.
 """
 import argparse
 import os
@@ -80,6 +92,106 @@ def make_model(path, case, rng):
             "r": rng.standard_normal(out).astype(np.float32)}
 
 
+# name: (x dtype, output dtype, Relu or none, strides, 3x3 kernel or 1x1)
+REQUANT = {
+    "requant_u8_relu": (np.uint8, np.uint8, True, (1, 1), True),
+    "requant_s8_strided": (np.int8, np.int8, False, (2, 2), True),
+    "requant_u8_1x1": (np.uint8, np.uint8, True, (1, 1), False),
+}
+
+
+def make_requant(path, case, rng):
+    xdt, ydt, relu, strides, k3 = REQUANT[case]
+    C, M, H, W = 5, 19, 12, 37
+    k = 3 if k3 else 1
+    def q_pair(dt, name, scale, zero):
+        return [numpy_helper.from_array(np.array(scale, np.float32), name + "s"),
+                numpy_helper.from_array(np.array(zero, dt), name + "z")]
+    inits = q_pair(xdt, "x", 0.02, 131 if xdt == np.uint8 else -7)
+    inits += q_pair(ydt, "y", 0.05, 3 if ydt == np.uint8 else 10)
+    inits += [numpy_helper.from_array(rng.integers(-128, 128, size=[M, C, k, k]).astype(np.int8), "wq"),
+              numpy_helper.from_array((rng.random(M) * 0.01 + 0.001).astype(np.float32), "ws"),
+              numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "b")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["wf"], name="w_dq", axis=0),
+        helper.make_node("Conv", ["xf", "wf", "b"], ["c"], name="conv", kernel_shape=[k, k],
+                         strides=list(strides), pads=[k // 2] * 4),
+    ]
+    last = "c"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["r"], name="relu"))
+        last = "r"
+    nodes += [helper.make_node("QuantizeLinear", [last, "ys", "yz"], ["yq"], name="y_q"),
+              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="y_dq")]
+    out = [1, M] + [(d + 2 * (k // 2) - k) // s + 1 for d, s in zip((H, W), strides)]
+    g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return {"x": (rng.standard_normal([1, C, H, W]) * 2).astype(np.float32)}
+
+
+def make_pool(path, rng):
+    inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+             numpy_helper.from_array(np.array(17, np.uint8), "xz")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
+        helper.make_node("MaxPool", ["xf"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["p", "xs", "xz"], ["pq"], name="pool_q"),
+        helper.make_node("DequantizeLinear", ["pq", "xs", "xz"], ["y"], name="y_dq"),
+    ]
+    g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 15, 20])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 8, 10])], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return {"x": (rng.standard_normal([2, 3, 15, 20]) * 2).astype(np.float32)}
+
+
+def run_case(args, tmp, case, model, feeds, mode, dump, check_program, compare):
+    """Compiles model with --qdq mode, checks the dump (check_program: stderr -> problem or None),
+    runs it and compares its y with onnxruntime's (compare: got, want -> problem or None)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for name, a in feeds.items():
+        np.save(os.path.join(tmp, "%s.%s.npy" % (case, name)), a)
+    exe = os.path.join(tmp, "%s_%s" % (case, mode))
+    r = subprocess.run([args.bdc, "compile", model, "-o", exe, "--werror", "-q", "--qdq", mode,
+                        "--target", args.target, "--dump=" + dump], capture_output=True, text=True)
+    if r.returncode:
+        return "bdc compile exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])
+    problem = check_program(r.stderr)
+    if problem:
+        return problem
+    out = os.path.join(tmp, "out_" + case + mode)
+    cmd = [exe, "--output-dir", out]
+    for n in feeds:
+        cmd += ["--input", "%s=%s" % (n, os.path.join(tmp, "%s.%s.npy" % (case, n)))]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode:
+        return "run exit %d: %s" % (run.returncode, run.stderr.strip()[-300:])
+    got = np.load(os.path.join(out, "y.npy"))
+    if got.shape != want.shape:
+        return "shape %s, want %s" % (got.shape, want.shape)
+    return compare(got, want)
+
+
+def within_one_step(got, want):
+    step = 0.05 * 1.001
+    differ = float(np.mean(np.abs(got - want) > 1e-6))
+    err = float(np.abs(got - want).max())
+    if err > step or differ > 0.005:
+        return "max abs err %.3g, %.2f%% of the elements differ, against onnxruntime" % (err, 100 * differ)
+    return None
+
+
+def exact(got, want):
+    return None if np.array_equal(got, want) else "max abs err %.3g against onnxruntime" % float(
+        np.abs(got - want).max())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
@@ -125,6 +237,29 @@ def main():
                         if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
                             problem = "max abs err %.3g against onnxruntime" % err
                 print("%s  %-16s --qdq %-5s %s" % ("FAIL" if problem else "PASS", case, mode,
+                                                   problem or "matches onnxruntime"))
+                if problem:
+                    failed += 1
+                else:
+                    passed += 1
+        more = [(c, make_requant, "fuse", "QuantizeLinear into the 8-bit kernel's epilogue", within_one_step)
+                for c in REQUANT]
+        more.append(("pool", lambda path, c, rng: make_pool(path, rng), "tiles", "'pool_q'", exact))
+        for case, make, dump, mark, compare in more:
+            rng = np.random.default_rng(len(case))
+            model = os.path.join(tmp, case + ".onnx")
+            feeds = make(model, case, rng)
+            for mode in ("int8", "float"):
+                # requant: the mark (a fusion note) only for the CPU's int8 kernel; pool: the mark
+                # (the QuantizeLinear after the pool) only without the rewrite, under float
+                expect = (mode == "int8" and args.target == "cpu") if case != "pool" else mode == "float"
+                if case.startswith("requant") and not REQUANT[case][4]:
+                    expect = False  # 1x1, unit strides: the GEMM path, which does not requantize
+                def check(err, expect=expect, mark=mark):
+                    return None if (mark in err) == expect else "the program %s %s" % (
+                        "has" if mark in err else "lacks", mark)
+                problem = run_case(args, tmp, case, model, feeds, mode, dump, check, compare)
+                print("%s  %-22s --qdq %-5s %s" % ("FAIL" if problem else "PASS", case, mode,
                                                    problem or "matches onnxruntime"))
                 if problem:
                     failed += 1

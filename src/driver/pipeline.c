@@ -15,7 +15,10 @@ bd_status bd_front_passes(bd_model *m, bool qdq_int8, bd_diag *d) {
     if (!s) s = bd_infer_graph(m->graph, d);
     if (s) return s;
     bd_remove_identities(m->graph);
-    if (qdq_int8) bd_dequantize_into_conv(m->graph);
+    if (qdq_int8) {
+        bd_dequantize_into_conv(m->graph);
+        bd_quantized_max_pool(m->graph);
+    }
     bd_dead_code(m->graph);
     return BD_OK;
 }

@@ -50,6 +50,8 @@ void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dr
 void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-channel constants */
 void bd_dequantize_into_conv(bd_graph *g); /* qdq_conv.c: Conv of DequantizeLinear'd 8-bit X and W
                                             * as the internal DequantizedConv */
+void bd_quantized_max_pool(bd_graph *g); /* qdq_pool.c: Q(MaxPool(DQ(x))) of one scale and zero
+                                          * point as MaxPool(x) on the 8-bit values */
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
 

@@ -1,5 +1,6 @@
 /* fuse.c — epilogue fusion over the nest program (see fuse.h): find, for each product nest, the
  * chain of elementwise nests it absorbs, then rewrite it and drop them. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +161,33 @@ static bool activation_of(const bd_program *p, const bd_nest *c, int cur, const 
         act->n = 0; /* Clip without bounds: nothing to do */
     else if (r != act->n - 1)
         return false;
+    return true;
+}
+
+/* A QuantizeLinear nest of value cur (of ref's shape) to 8 bits, with one constant scale and
+ * zero point, after no residual and an activation that only clamps (what the 8-bit kernel's
+ * requantizing epilogue computes): its scale and zero point into the epilogue. */
+static bool quantize_of(const bd_program *p, const bd_nest *c, int cur, const bd_value *ref,
+                        bd_epilogue *epi) {
+    bd_graph *g = p->graph;
+    const bd_value *y = bd_graph_value(g, written_value(c));
+    double lo, hi, k[2] = {1, 0};
+    if (c->body != BD_BODY_ELEMENTWISE || c->node < 0 ||
+        bd_graph_node(g, c->node)->op != BD_OP_QUANTIZE_LINEAR || c->operands[0].value != cur ||
+        (y->dtype != BD_DT_UINT8 && y->dtype != BD_DT_INT8) || y->rank != ref->rank ||
+        epi->residual >= 0 || !bd_expr_clamp_bounds(&epi->act, &lo, &hi))
+        return false;
+    for (int i = 0; i < y->rank; i++)
+        if (y->dims[i] != ref->dims[i]) return false;
+    for (int i = 1; i < c->n_operands - 1; i++) { /* the scale, the zero point */
+        const bd_value *v = bd_graph_value(g, c->operands[i].value);
+        if (!v->constant || v->constant->numel != 1) return false;
+        k[i - 1] = bd_tensor_get_f64(v->constant, 0);
+    }
+    if (!(k[0] > 0) || !isfinite(k[0])) return false;
+    epi->requant = true;
+    epi->q_scale = k[0];
+    epi->q_zero = k[1];
     return true;
 }
 
@@ -347,6 +375,14 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         cur = written_value(nest_at(p, gelu[4]));
     } else {
         memset(&n->epi.act, 0, sizeof n->epi.act);
+    }
+    /* a QuantizeLinear, into the 8-bit convolution kernel's epilogue, which stores its tile
+     * requantized (targets whose tilers choose that kernel's direct path) */
+    if (n->body == BD_BODY_CONV && n->params.conv.i8_direct && n->params.conv.x_scale >= 0 &&
+        (c = sole_reader(ix, cur)) >= 0 && quantize_of(p, nest_at(p, c), cur, ref, &n->epi)) {
+        note(p, nest_at(p, c), n, true, "QuantizeLinear into the 8-bit kernel's epilogue");
+        dead[c] = true;
+        cur = written_value(nest_at(p, c));
     }
     n->operands[*y].value = cur;
 }

@@ -1,4 +1,5 @@
 /* expr.c — building, composing, checking and dumping the scalar expressions of expr.h. */
+#include <math.h>
 #include <string.h>
 
 #include "base/util.h"
@@ -60,6 +61,30 @@ int bd_expr_cast(bd_expr *x, int dtype, int a) {
 
 const bd_expr_node *bd_expr_root(const bd_expr *x) {
     return x->n ? &x->node[x->n - 1] : NULL;
+}
+
+static bool is_load0(const bd_expr *x, int i) {
+    return x->node[i].op == BD_EXPR_LOAD && x->node[i].operand == 0;
+}
+
+bool bd_expr_clamp_bounds(const bd_expr *x, double *lo, double *hi) {
+    *lo = -INFINITY, *hi = INFINITY;
+    const bd_expr_node *r = bd_expr_root(x);
+    if (!r) return true;
+    if (r->op == BD_EXPR_RELU && is_load0(x, r->arg[0])) {
+        *lo = 0;
+        return true;
+    }
+    const bd_expr_node *c = r;
+    if (c->op == BD_EXPR_CLAMP_MAX && x->node[c->arg[1]].op == BD_EXPR_CONST) {
+        *hi = x->node[c->arg[1]].k[0];
+        c = &x->node[c->arg[0]];
+    }
+    if (c->op == BD_EXPR_CLAMP_MIN && x->node[c->arg[1]].op == BD_EXPR_CONST) {
+        *lo = x->node[c->arg[1]].k[0];
+        c = &x->node[c->arg[0]];
+    }
+    return c != r && c == &x->node[0] && is_load0(x, 0);
 }
 
 int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf) {

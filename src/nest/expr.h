@@ -133,6 +133,10 @@ const bd_expr_node *bd_expr_root(const bd_expr *x);
  * the load); returns the index of src's result in dst, -1 on overflow. How fusion composes a
  * consumer's expression into its producer's. */
 int bd_expr_splice(bd_expr *dst, const bd_expr *src, const int *leaf);
+/* Whether x, an expression of LOAD 0, only clamps it: empty (no bounds), Relu (0, inf), or Clip's
+ * CLAMP_MAX(CLAMP_MIN(x, lo), hi) with either bound alone; the bounds (infinite where absent)
+ * into *lo, *hi. The kernels' activations and requantizing epilogues take these. */
+bool bd_expr_clamp_bounds(const bd_expr *x, double *lo, double *hi);
 
 /* Makes node `root` the result and drops the nodes it does not use (a load whose value an op
  * ignores, as x^2 ignores its exponent), keeping the order of the rest. */

@@ -87,6 +87,10 @@ enum { BD_NEST_MAX_OPERANDS = 16 };
 typedef struct bd_epilogue {
     int residual; /* operand added to the value (an absorbed residual Add), -1: none */
     bd_expr act;  /* then this expression of LOAD 0 (the value): an absorbed activation; n == 0: none */
+    /* then an absorbed QuantizeLinear: the output (8-bit) is saturate(round(v / q_scale) + q_zero),
+     * act then only clamps (bd_expr_clamp_bounds); set for the 8-bit convolution kernel only */
+    bool requant;
+    double q_scale, q_zero;
 } bd_epilogue;
 
 typedef struct bd_nest {

@@ -134,6 +134,7 @@ typedef struct bd_conv_params {
     int x_zero, w_zero, x_scale, w_scale;
     bool packed; /* Conv: float32, 1-D or 2-D, constant W: packed weights + bd_f32_conv2d_tile */
     bool i8_packed; /* 8-bit, 2-D, ungrouped, constant W and w_zero: bd_i8_conv2d_tile */
+    bool i8_direct; /* and on the kernel's direct path, which can requantize its output */
     int64_t winograd; /* packed 3x3 stride 1: 0, or the Winograd output tile m (2, 4) the CPU
                        * tiler chose (kernels/winograd.c) */
 } bd_conv_params;

@@ -347,7 +347,7 @@ static void bench_i8_conv(const conv_layer *l, double f32_ms) {
     for (int64_t i = 0; i < s->M * K; i++) w[i] = (uint8_t)(i * 40503u >> 8);
     float x_scale = 0.02f, *w_scale = frandom(s->M);
     c.wp = xmalloc(bd_i8_conv2d_packed_w_bytes(s));
-    bd_i8_conv2d_pack_w(s, w, 1, 0, &x_scale, w_scale, s->M, c.wp);
+    bd_i8_conv2d_pack_w(s, w, 1, 0, &x_scale, w_scale, s->M, 0, c.wp);
     c.bias = frandom(s->M);
     c.y = xmalloc((size_t)(s->M * s->OH * s->OW) * sizeof(float));
     c.scratch = xmalloc(bd_i8_conv2d_scratch_bytes(s, s->OH));

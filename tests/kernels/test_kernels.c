@@ -808,7 +808,7 @@ static void test_i8_gemm_all(void) {
  * int32 bias; the output cut into random channel x row tiles; compared exactly with an int64
  * direct convolution whose padding takes x_zero (contributes nothing), guard cells around y. */
 static void test_i8_conv_all(void) {
-    int cases = g_quick ? 10 : 50, bad_cases = 0;
+    int cases = g_quick ? 10 : 50, bad_cases = 0, requantized = 0;
     for (int t = 0; t < cases; t++) {
         bd_conv2d_shape s = {0};
         s.N = 1 + irand(2), s.C = 1 + irand(20), s.M = 1 + irand(40);
@@ -838,16 +838,31 @@ static void test_i8_conv_all(void) {
         float *fbias = xmalloc((size_t)s.M * 4), *w_scale = xmalloc((size_t)s.M * 4);
         float x_scale = 0.001f + (float)irand(1000) * 1e-5f;
         for (int64_t i = 0; i < xn; i++) x[i] = (uint8_t)rnd();
-        for (int64_t i = 0; i < s.M * K; i++) w[i] = (uint8_t)rnd();
+        /* half the cases keep w - w_zero within int8, which AVX-512 VNNI computes directly */
+        int w_near_zero = (int)irand(2);
+        for (int64_t i = 0; i < s.M * K; i++) {
+            int32_t v = w_zero + (int32_t)irand(256) - 128, lo = w_signed ? -128 : 0;
+            v = v < lo ? lo : v > lo + 255 ? lo + 255 : v;
+            w[i] = w_near_zero ? (uint8_t)v : (uint8_t)rnd();
+        }
         for (int64_t m = 0; m < s.M; m++) {
             bias[m] = (int32_t)irand(200001) - 100000;
             fbias[m] = (float)bias[m] * 1e-3f;
             w_scale[m] = 0.002f + (float)irand(1000) * 1e-5f;
         }
         for (int64_t i = 0; i < yn + 2; i++) y[i] = -7777777;
+        /* a float result requantized by the tile (a QuantizeLinear absorbed), where it can be */
+        int requant = scaled && bd_i8_conv2d_direct_ok(&s, w, w_signed, w_zero) && irand(2);
+        static const float los[3] = {-INFINITY, 0.0f, -20.0f}, his[3] = {INFINITY, INFINITY, 30.0f};
+        int clamp = (int)irand(3), q_signed = (int)irand(2);
+        bd_i8_requant rq = {los[clamp], his[clamp], 0.05f + (float)irand(100) * 0.01f,
+                            (float)(q_signed ? (int)irand(256) - 128 : (int)irand(256)), q_signed};
+        uint8_t *yq = xmalloc((size_t)(yn + 2));
+        memset(yq, 0xa5, (size_t)(yn + 2));
         int ok = bd_i8_conv2d_shape_ok(&s);
         void *wp = xmalloc(bd_i8_conv2d_packed_w_bytes(&s));
-        bd_i8_conv2d_pack_w(&s, w, w_signed, w_zero, scaled ? &x_scale : NULL, w_scale, w_scales, wp);
+        bd_i8_conv2d_pack_w(&s, w, w_signed, w_zero, scaled ? &x_scale : NULL, w_scale, w_scales,
+                            requant, wp);
         int64_t ch[4], rows[4];
         int nch = cuts(s.M, 1 + (int)irand(3), ch) - 1, nrow = cuts(s.OH, 1 + (int)irand(3), rows) - 1;
         int64_t most = 0;
@@ -855,11 +870,18 @@ static void test_i8_conv_all(void) {
         scratch sc = scratch_new(bd_i8_conv2d_scratch_bytes(&s, most));
         for (int64_t n = 0; n < s.N; n++)
             for (int a = 0; a < nch; a++)
-                for (int r = 0; r < nrow; r++)
+                for (int r = 0; r < nrow; r++) {
+                    if (requant) {
+                        bd_i8_conv2d_tile_requant(&s, x, x_signed, x_zero, wp, with_bias ? fbias : NULL,
+                                                  &rq, yq + 1, n, ch[a], ch[a + 1], rows[r], rows[r + 1],
+                                                  sc.p);
+                        continue;
+                    }
                     bd_i8_conv2d_tile(&s, x, x_signed, x_zero, wp,
                                       with_bias ? (scaled ? (void *)fbias : (void *)bias) : NULL,
                                       y + 1, n, ch[a], ch[a + 1], rows[r], rows[r + 1], sc.p);
-        ok = ok && y[0] == -7777777 && y[yn + 1] == -7777777;
+                }
+        ok = ok && y[0] == -7777777 && y[yn + 1] == -7777777 && yq[0] == 0xa5 && yq[yn + 1] == 0xa5;
         for (int64_t n = 0; n < s.N && ok; n++)
             for (int64_t m = 0; m < s.M && ok; m++)
                 for (int64_t oh = 0; oh < s.OH && ok; oh++)
@@ -880,6 +902,18 @@ static void test_i8_conv_all(void) {
                         if (scaled) { /* the kernel's float expression, bit for bit */
                             float k = x_scale * w_scale[w_scales > 1 ? m : 0];
                             float f = (float)(int32_t)want * k + (with_bias ? fbias[m] : 0.0f), gf;
+                            if (requant) { /* then the clamp and QuantizeLinear's steps */
+                                f = f < rq.lo ? rq.lo : f > rq.hi ? rq.hi : f;
+                                float q = nearbyintf(f / rq.scale) + rq.zero, qlo = q_signed ? -128.0f : 0.0f;
+                                q = q < qlo ? qlo : q > qlo + 255.0f ? qlo + 255.0f : q;
+                                uint8_t gq = yq[1 + ((n * s.M + m) * s.OH + oh) * s.OW + ow];
+                                int32_t wantq = (int32_t)q, gotq = q_signed ? (int8_t)gq : gq;
+                                if (gotq == wantq) continue;
+                                printf("FAIL i8 conv (requantized): %d, want %d (%g)\n", gotq, wantq,
+                                       (double)f);
+                                ok = 0;
+                                continue;
+                            }
                             memcpy(&gf, &got, 4);
                             if (gf == f) continue;
                             printf("FAIL i8 conv (float result): %g, want %g\n", (double)gf, (double)f);
@@ -909,9 +943,11 @@ static void test_i8_conv_all(void) {
         free(fbias);
         free(w_scale);
         free(y);
+        free(yq);
+        requantized += requant;
     }
-    printf("%s i8 conv (%s): %d cases exact\n", bad_cases ? "FAILED" : "ok",
-           bd_kernels_isa_name(bd_kernels_get_isa()), cases - bad_cases);
+    printf("%s i8 conv (%s): %d cases exact, %d of them requantized\n", bad_cases ? "FAILED" : "ok",
+           bd_kernels_isa_name(bd_kernels_get_isa()), cases - bad_cases, requantized);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */

@@ -59,18 +59,8 @@ static kernel_act kernel_act_of(const bd_nest *n) {
     if (r->op == BD_EXPR_GELU && is_load0(x, r->arg[0])) return (kernel_act){BD_ACT_GELU, 0, 0};
     if (r->op == BD_EXPR_HARD_SWISH && is_load0(x, r->arg[0]))
         return (kernel_act){BD_ACT_HARD_SWISH, 0, 0};
-    /* Clip: CLAMP_MAX(CLAMP_MIN(x, lo), hi), or either bound alone */
-    kernel_act clip = {BD_ACT_CLIP, -INFINITY, INFINITY};
-    const bd_expr_node *c = r;
-    if (c->op == BD_EXPR_CLAMP_MAX && x->node[c->arg[1]].op == BD_EXPR_CONST) {
-        clip.hi = x->node[c->arg[1]].k[0];
-        c = &x->node[c->arg[0]];
-    }
-    if (c->op == BD_EXPR_CLAMP_MIN && x->node[c->arg[1]].op == BD_EXPR_CONST) {
-        clip.lo = x->node[c->arg[1]].k[0];
-        c = &x->node[c->arg[0]];
-    }
-    if (c != r && c == &x->node[0] && is_load0(x, 0)) return clip;
+    double lo, hi; /* Clip, or either bound alone */
+    if (bd_expr_clamp_bounds(x, &lo, &hi)) return (kernel_act){BD_ACT_CLIP, lo, hi};
     return none;
 }
 
@@ -179,12 +169,14 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
 /* An 8-bit convolution on the int8 kernel (kernels/conv2d_i8.c): W packed at create with its
  * constant zero point (and, for a float result, the scales x_scale * w_scale[m]), X's zero point
  * read at run time; the bias (QLinearConv's int32, a QDQ Conv's float) added by the tile, the
- * residual and activation a float result absorbed after it. */
+ * residual and activation a float result absorbed after it. With a QuantizeLinear absorbed
+ * (fuse.c, on the kernel's direct path) the tile clamps by the activation and requantizes. */
 static void emit_conv_i8(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp,
                          bd_emit_phase phase) {
     const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
     const bd_value *w = operand_value(e, n, cp->w);
     int slot = bd_emit_nest_slot(e, n);
+    bool requant = n->epi.requant;
     emit_conv2d_shape(e, cp, x, y);
     if (phase == BD_EMIT_SETUP) {
         emit_packed_alloc(e, slot, "pk", "bd_i8_conv2d_packed_w_bytes(&sh)");
@@ -193,20 +185,34 @@ static void emit_conv_i8(bd_emitter *e, const bd_nest *n, const bd_conv_params *
             scales = bd_emit_str(e, "%s, %s, %lld", operand_ptr(e, n, cp->x_scale),
                                  operand_ptr(e, n, cp->w_scale),
                                  ll(operand_value(e, n, cp->w_scale)->constant->numel));
-        bd_emit(e, "bd_i8_conv2d_pack_w(&sh, %s, %d, %s, %s, pk);", operand_ptr(e, n, cp->w),
-                w->dtype == BD_DT_INT8, zero_point(e, n, cp->w_zero, "int32_t"), scales);
+        bd_emit(e, "bd_i8_conv2d_pack_w(&sh, %s, %d, %s, %s, %d, pk);", operand_ptr(e, n, cp->w),
+                w->dtype == BD_DT_INT8, zero_point(e, n, cp->w_zero, "int32_t"), scales, requant);
         emit_scratch_check(e, n, bd_emit_str(e, "bd_i8_conv2d_scratch_bytes(&sh, %lld)",
                                              ll(cp->nsp == 2 ? n->tile[2] : 1)));
         return;
     }
     bd_emit(e, "const int32_t zx = %s;", zero_point(e, n, cp->x_zero, "int32_t"));
+    const char *args = bd_emit_str(e, "&sh, %s, %d, zx, S->packed[%d], %s", operand_ptr(e, n, cp->x),
+                                   x->dtype == BD_DT_INT8, slot,
+                                   cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL");
+    const char *rows = cp->nsp == 2 ? "lo[2], hi[2]" : "0, 1";
+    if (requant) {
+        double lo, hi;
+        BD_ASSERT(bd_expr_clamp_bounds(&n->epi.act, &lo, &hi) && n->epi.residual < 0);
+        bd_emit(e, "static const bd_i8_requant rq = {%s, %s, %s, %s, %d};",
+                bd_emit_float(e, lo, BD_DT_FLOAT), bd_emit_float(e, hi, BD_DT_FLOAT),
+                bd_emit_float(e, n->epi.q_scale, BD_DT_FLOAT),
+                bd_emit_float(e, n->epi.q_zero, BD_DT_FLOAT), y->dtype == BD_DT_INT8);
+    }
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    bd_emit(e, "bd_i8_conv2d_tile(&sh, %s, %d, zx, S->packed[%d], %s, %s, n, lo[1], hi[1], %s, %s, "
-               "scratch);",
-            operand_ptr(e, n, cp->x), x->dtype == BD_DT_INT8, slot,
-            cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL", operand_ptr(e, n, cp->y),
-            cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1");
-    if (n->epi.residual >= 0 || n->epi.act.n) emit_conv_post_pass(e, n, cp);
+    if (requant) {
+        bd_emit(e, "bd_i8_conv2d_tile_requant(%s, &rq, %s, n, lo[1], hi[1], %s, scratch);", args,
+                operand_ptr(e, n, cp->y), rows);
+    } else {
+        bd_emit(e, "bd_i8_conv2d_tile(%s, %s, n, lo[1], hi[1], %s, scratch);", args,
+                operand_ptr(e, n, cp->y), rows);
+        if (n->epi.residual >= 0 || n->epi.act.n) emit_conv_post_pass(e, n, cp);
+    }
     bd_emit_close(e, NULL);
 }
 

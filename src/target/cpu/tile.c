@@ -504,6 +504,88 @@ static bool i8_conv_fits(const bd_graph *g, const bd_nest *nest, int64_t K) {
     return !zw || (zw->constant && zw->constant->data);
 }
 
+/* The int8 kernel's direct path (kernels/conv2d_i8.c), taken on AVX-512 VNNI when every
+ * w - w_zero fits int8 and the convolution is not 1x1 with unit strides. Mirrors of its geometry: tap offsets, plane width, plane stride. */
+typedef struct i8_direct_geom {
+    int64_t G, S, Wq, plane, phases;
+} i8_direct_geom;
+
+static i8_direct_geom i8_direct_geometry(const bd_conv_params *cp, int64_t C, int64_t rows, int64_t OW) {
+    int nsp = cp->nsp;
+    int64_t kh = nsp == 2 ? cp->kernel[0] : 1, kw = cp->kernel[nsp - 1];
+    int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
+    int64_t dh = nsp == 2 ? cp->dilations[0] : 1, dw = cp->dilations[nsp - 1];
+    int64_t kh_off = (kh - 1) * dh / sh, kw_off = (kw - 1) * dw / sw;
+    i8_direct_geom d;
+    d.G = ceil_div(C, 4);
+    d.S = d.G * kh * kw;
+    d.Wq = OW + kw_off;
+    d.plane = round_up((rows + kh_off) * d.Wq + kw_off + 32, 16);
+    d.phases = sh * sw;
+    return d;
+}
+
+static int64_t i8_direct_scratch_bound(const bd_conv_params *cp, int64_t C, int64_t rows, int64_t OW) {
+    i8_direct_geom d = i8_direct_geometry(cp, C, rows, OW);
+    return 64 + round_up(d.S * 8, 64) + d.G * d.phases * d.plane * 4 + 8 * 32 * 4;
+}
+
+static bool i8_direct_taken(const bd_graph *g, const bd_nest *nest) {
+    const bd_conv_params *cp = &nest->params.conv;
+    bool one_by_one = true;
+    for (int i = 0; i < cp->nsp; i++)
+        one_by_one &= cp->kernel[i] == 1 && cp->strides[i] == 1;
+    if (one_by_one) return false;
+    const bd_tensor *w = operand_value(g, nest, cp->w)->constant;
+    const bd_value *zw = cp->w_zero >= 0 ? operand_value(g, nest, cp->w_zero) : NULL;
+    int64_t zero = zw ? bd_tensor_get_i64(zw->constant, 0) : 0;
+    for (int64_t i = 0; i < w->numel; i++) {
+        int64_t v = bd_tensor_get_i64(w, i) - zero;
+        if (v < -128 || v > 127) return false;
+    }
+    return true;
+}
+
+/* Tiles for the direct path, searched like conv_gemm_tiling's, in its cycles: a block computes
+ * blocks of 8 channels x panels of 32 pixels of the planes' grid (rows x Wq, whose columns past
+ * OW are computed too; a last panel of at most 16 costs half), 16 vpdpbusd (2 a cycle) per step
+ * for a whole panel; it fills its planes at about a cycle per 4-byte pixel (measured ResNet-18:
+ * the fill and stores are a tenth of a layer); and it pays a fixed dispatch cost. */
+static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int threads) {
+    const bd_conv_params *cp = &nest->params.conv;
+    int64_t N = nest->extent[0], M = nest->extent[1], OH = cp->nsp == 2 ? nest->extent[2] : 1;
+    int64_t OW = nest->extent[cp->nsp == 2 ? 3 : 2];
+    int64_t best_m = M, best_r = OH;
+    double best = -1;
+    for (int64_t km = 1; km <= 16; km++) {
+        int64_t mt = round_up(ceil_div(M, km), 8);
+        if (mt > M) mt = M;
+        if (ceil_div(M, mt) != km) continue;
+        for (int64_t kr = 1; kr <= OH; kr++) {
+            int64_t rows = ceil_div(OH, kr);
+            if (ceil_div(OH, rows) != kr) continue;
+            i8_direct_geom d = i8_direct_geometry(cp, C, rows, OW);
+            int64_t pixels = rows * d.Wq, rest = pixels % 32;
+            double halves = 2.0 * (double)(pixels / 32) + (rest == 0 ? 0 : rest > 16 ? 2 : 1);
+            double sums = (double)ceil_div(mt, 8) * halves * (double)d.S * 4.0;
+            double fill = (double)(d.G * d.phases * d.plane);
+            double total = spread_cost(N * km * kr, sums + fill + 20000.0, threads);
+            if (best < 0 || total < best * 0.999) {
+                best = total;
+                best_m = mt;
+                best_r = rows;
+            }
+        }
+    }
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++)
+        tile[i] = nest->extent[i];
+    tile[0] = 1;
+    tile[1] = best_m;
+    if (cp->nsp == 2) tile[2] = best_r;
+    bd_nest_set_tile(g, nest, tile);
+}
+
 static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, int threads) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
@@ -523,10 +605,14 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, int
                       cp->strides[0] == 1 && cp->strides[1] == 1 && cp->dilations[0] == 1 &&
                       cp->dilations[1] == 1;
     cp->i8_packed = i8_conv_fits(g, nest, C * ksize);
-    if (cp->i8_packed) { /* an im2col GEMM like the float one, on the int8 kernel */
-        conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
-        nest->scratch_bytes = i8_conv_scratch_bound(C * ksize, nsp == 2 ? nest->tile[2] : 1,
-                                                    y->dims[1 + nsp]);
+    cp->i8_direct = false;
+    if (cp->i8_packed) { /* direct, or an im2col GEMM like the float one, on the int8 kernel */
+        cp->i8_direct = i8_direct_taken(g, nest);
+        if (cp->i8_direct) i8_direct_tiling(g, nest, C, threads);
+        else conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
+        int64_t rows = nsp == 2 ? nest->tile[2] : 1, OW = y->dims[1 + nsp];
+        nest->scratch_bytes = imax64(i8_conv_scratch_bound(C * ksize, rows, OW),
+                                     i8_direct_scratch_bound(cp, C, rows, OW));
         return;
     }
     if (cp->packed && !depthwise) {
