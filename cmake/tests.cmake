@@ -33,13 +33,15 @@ bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bd
 # Real models in the default modes (fusion op, block schedule), also in two random block orders of
 # the runtime's schedule test mode each (NaN-poisoned intermediates: the analysis' verifier).
 bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py --check-seeds 2 LABELS "sanitize")
-# The QDQ model's convolutions both ways, whatever auto picks on this machine: on 8-bit values
-# (the int8 kernels, exact in int32) and on the dequantized floats.
+# The QDQ models' convolutions and matrix products both ways, whatever auto picks on this
+# machine: on 8-bit values (the int8 kernels, exact in int32) and on the dequantized floats.
 bdc_add_test(real_run_qdq_int8 COMMAND ${BDC_PYTHON} tests/test_real_run.py --qdq int8 --check-seeds 2
-             resnet18_int8 LABELS "sanitize")
-bdc_add_test(real_run_qdq_float COMMAND ${BDC_PYTHON} tests/test_real_run.py --qdq float resnet18_int8)
+             resnet18_int8 bert_int8_qdq LABELS "sanitize")
+bdc_add_test(real_run_qdq_float COMMAND ${BDC_PYTHON} tests/test_real_run.py --qdq float resnet18_int8
+             bert_int8_qdq)
 # Small QDQ convolutions (signedness, per-channel scales, zero points, strides, groups, 1-D) both
-# ways against onnxruntime's unoptimized session, with a fused residual Add and Relu.
+# ways against onnxruntime's unoptimized session, with a fused residual Add and Relu; a
+# requantized output, a QDQ MaxPool and QDQ matrix products.
 bdc_add_test(qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py LABELS "sanitize")
 bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(control_flow COMMAND ${BDC_PYTHON} tests/test_control_flow.py LABELS "sanitize")

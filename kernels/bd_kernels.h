@@ -47,6 +47,10 @@ bd_kernels_isa bd_kernels_get_isa(void);
 int bd_kernels_set_isa(bd_kernels_isa isa);
 /* 1 when this CPU (and OS) can run `isa`. */
 int bd_kernels_isa_supported(bd_kernels_isa isa);
+/* The AVX2 kernels' 8-bit products use AVX-VNNI's vpdpbusd (ymm) where the CPU has it, else
+ * vpmaddwd; off != 0 keeps them on vpmaddwd (tests use this to cover both). Returns 1 when the
+ * CPU has AVX-VNNI. Not meant to race with running kernels. */
+int bd_kernels_avx_vnni_off(int off);
 /* "portable", "avx2", "avx512" or "auto". */
 const char *bd_kernels_isa_name(bd_kernels_isa isa);
 /* Name of the micro-kernel in use, e.g. "bd_f32_gemm_avx2_6x16". */

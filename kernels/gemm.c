@@ -28,6 +28,7 @@
 #include "bd_kernels_internal.h"
 
 #if BD_KERNELS_X86
+#include <cpuid.h>
 #include <xmmintrin.h>
 #endif
 
@@ -47,7 +48,9 @@ static int64_t round_up(int64_t v, int64_t m) {
 
 static _Atomic int g_isa;      /* 0: not chosen yet */
 static _Atomic int g_cpu_mask; /* bit i: ISA i supported; 0: not probed yet */
-enum { CPU_VNNI_BIT = 8 };      /* AVX-512 VNNI (vpdpbusd), beside the ISA bits */
+enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9 }; /* AVX-512 VNNI and AVX-VNNI (vpdpbusd), beside
+                                                 * the ISA bits */
+static _Atomic int g_avx_vnni_off;
 
 static int cpu_mask(void) {
     int m = atomic_load_explicit(&g_cpu_mask, memory_order_relaxed);
@@ -60,6 +63,9 @@ static int cpu_mask(void) {
         if (avx2 && __builtin_cpu_supports("avx512f")) m |= 1 << BD_KERNELS_ISA_AVX512;
         if ((m >> BD_KERNELS_ISA_AVX512 & 1) && __builtin_cpu_supports("avx512vnni"))
             m |= 1 << CPU_VNNI_BIT;
+        /* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (not every compiler's builtin knows it) */
+        unsigned a, b, c, d;
+        if (avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1)) m |= 1 << CPU_AVX_VNNI_BIT;
 #endif
         atomic_store_explicit(&g_cpu_mask, m, memory_order_relaxed);
     }
@@ -73,6 +79,15 @@ int bd_kernels_isa_supported(bd_kernels_isa isa) {
 
 int bd_kernels_cpu_has_vnni(void) {
     return (cpu_mask() >> CPU_VNNI_BIT) & 1;
+}
+
+int bd_kernels_cpu_has_avx_vnni(void) {
+    return ((cpu_mask() >> CPU_AVX_VNNI_BIT) & 1) && !atomic_load_explicit(&g_avx_vnni_off, memory_order_relaxed);
+}
+
+int bd_kernels_avx_vnni_off(int off) {
+    atomic_store_explicit(&g_avx_vnni_off, off != 0, memory_order_relaxed);
+    return (cpu_mask() >> CPU_AVX_VNNI_BIT) & 1;
 }
 
 const char *bd_kernels_isa_name(bd_kernels_isa isa) {

@@ -16,10 +16,14 @@ kernel (`--dump=tiles`); with float the DequantizeLinear must be there.
 Two more shapes of a quantized network follow the same pattern:
 - requant_*: Conv, Relu, then QuantizeLinear and DequantizeLinear of the result. On the CPU with
   --qdq int8 the QuantizeLinear must be absorbed by the int8 kernel (`--dump=fuse`), which
-  requantizes in its epilogue, except after a 1x1 unit-stride Conv (the kernel's GEMM path). The float value before the QuantizeLinear may differ from
-  onnxruntime's in its last bit (exact integer sums against float ones), which moves a value
-  lying on a rounding boundary by one step: every element must be within one step (the output
-  scale) and at most 0.5% of them may differ at all.
+  requantizes in its epilogue, except after a 1x1 unit-stride Conv (the kernel's GEMM path).
+  The float value before the QuantizeLinear may differ from onnxruntime's in its last bit (exact
+  integer sums against float ones), which moves a value lying on a rounding boundary by one
+  step: every element must be within one step (the output scale) and at most 0.5% of them may
+  differ at all.
+- matmul_*: MatMul(DequantizeLinear(xq), DequantizeLinear(W)) + bias, W constant int8 per tensor
+  or per column (a QDQ transformer's projection): with --qdq int8 the MatMul reads the 8-bit X
+  (x_dq gone) and, on the CPU, runs the int8 kernel; within rtol 1e-4, atol 1e-5 as above.
 - pool: DequantizeLinear, MaxPool, QuantizeLinear of one scale and zero point, then
   DequantizeLinear. With --qdq int8 the MaxPool must run on the 8-bit values (front/qdq_pool.c:
   the QuantizeLinear after it is gone), and match exactly.
@@ -149,6 +153,42 @@ def make_pool(path, rng):
     return {"x": (rng.standard_normal([2, 3, 15, 20]) * 2).astype(np.float32)}
 
 
+# name: (x dtype, W scale per column, x rank)
+MATMUL = {
+    "matmul_u8_per_column": (np.uint8, True, 3),
+    "matmul_s8_per_tensor": (np.int8, False, 2),
+}
+
+
+def make_matmul(path, case, rng):
+    xdt, per_column, rank = MATMUL[case]
+    K, N = 48, 40
+    xshape = [2, 7, K] if rank == 3 else [9, K]
+    inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+             numpy_helper.from_array(np.array(120 if xdt == np.uint8 else -5, xdt), "xz"),
+             numpy_helper.from_array(rng.integers(-128, 128, size=[K, N]).astype(np.int8), "wq"),
+             numpy_helper.from_array((rng.random(N if per_column else 1) * 0.01 + 0.001).astype(np.float32)
+                                     .reshape([N] if per_column else []), "ws"),
+             numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "b")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["wf"], name="w_dq",
+                         **({"axis": 1} if per_column else {})),
+        helper.make_node("MatMul", ["xf", "wf"], ["m"], name="matmul"),
+        helper.make_node("Add", ["m", "b"], ["y"], name="bias"),
+    ]
+    g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, xshape[:-1] + [N])], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return {"x": (rng.standard_normal(xshape) * 2).astype(np.float32)}
+
+
+def close(got, want):
+    return None if np.allclose(got, want, rtol=1e-4, atol=1e-5) else \
+        "max abs err %.3g against onnxruntime" % float(np.abs(got - want).max())
+
+
 def run_case(args, tmp, case, model, feeds, mode, dump, check_program, compare):
     """Compiles model with --qdq mode, checks the dump (check_program: stderr -> problem or None),
     runs it and compares its y with onnxruntime's (compare: got, want -> problem or None)."""
@@ -245,6 +285,7 @@ def main():
         more = [(c, make_requant, "fuse", "QuantizeLinear into the 8-bit kernel's epilogue", within_one_step)
                 for c in REQUANT]
         more.append(("pool", lambda path, c, rng: make_pool(path, rng), "tiles", "'pool_q'", exact))
+        more += [(c, make_matmul, "tiles", "'x_dq'", close) for c in MATMUL]
         for case, make, dump, mark, compare in more:
             rng = np.random.default_rng(len(case))
             model = os.path.join(tmp, case + ".onnx")
@@ -252,12 +293,19 @@ def main():
             for mode in ("int8", "float"):
                 # requant: the mark (a fusion note) only for the CPU's int8 kernel; pool: the mark
                 # (the QuantizeLinear after the pool) only without the rewrite, under float
-                expect = (mode == "int8" and args.target == "cpu") if case != "pool" else mode == "float"
+                # matmul: the mark (x_dq's DequantizeLinear) only under float, and the int8 kernel
+                # on the CPU under int8
+                expect = (mode == "int8" and args.target == "cpu") if case.startswith("requant") \
+                    else mode == "float"
                 if case.startswith("requant") and not REQUANT[case][4]:
                     expect = False  # 1x1, unit strides: the GEMM path, which does not requantize
-                def check(err, expect=expect, mark=mark):
-                    return None if (mark in err) == expect else "the program %s %s" % (
-                        "has" if mark in err else "lacks", mark)
+                kernel = case.startswith("matmul") and mode == "int8" and args.target == "cpu"
+                def check(err, expect=expect, mark=mark, kernel=kernel):
+                    if (mark in err) != expect:
+                        return "the program %s %s" % ("has" if mark in err else "lacks", mark)
+                    if kernel and "int8 kernel" not in err:
+                        return "the MatMul does not run the int8 kernel"
+                    return None
                 problem = run_case(args, tmp, case, model, feeds, mode, dump, check, compare)
                 print("%s  %-22s --qdq %-5s %s" % ("FAIL" if problem else "PASS", case, mode,
                                                    problem or "matches onnxruntime"))

@@ -104,13 +104,18 @@ QUANT_ATOL = {
     # opencl: one in the second layer, whose drift changes the next layers' scales: 0.049).
     # The perturbed onnxruntime (eps 1e-7, 52 trials) moves up to 0.086. 0.2.
     "bert_int8": 0.2,
+    # QDQ (every activation quantized, output step 0.0427): a step moved anywhere reaches every
+    # token through attention. The perturbed unoptimized onnxruntime moves last_hidden_state up
+    # to 0.26 with eps 1e-7 and 0.30 with eps 1e-6 (60 and 90 trials); bdc: 0.21 with --qdq int8
+    # (40% of the elements more than half a step off), 0.13 with --qdq float. 0.4.
+    "bert_int8_qdq": 0.4,
 }
 # QDQ models are compared with onnxruntime's unoptimized session, which runs them as written
 # (DequantizeLinear, the float op, QuantizeLinear). Its optimized session fuses them into integer
 # kernels whose results depend on the CPU: on ResNet-18 it is 2 steps from the unoptimized one
 # on an AVX-512 VNNI machine and 6 steps (0.155) on an AVX2 machine without VNNI, where bdc
 # (exact integer sums) stays 2 steps from the unoptimized session.
-QDQ_REFERENCE = {"resnet18_int8"}
+QDQ_REFERENCE = {"resnet18_int8", "bert_int8_qdq"}
 precision = "fp32"
 branches = "streams"
 qdq = "auto"

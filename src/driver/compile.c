@@ -360,6 +360,16 @@ bool bd_qdq_int8(bd_qdq_mode mode, const bd_target *t, const char *arch) {
 #endif
 }
 
+bool bd_i8_direct_default(const bd_target *t, const char *arch) {
+    if (t->gpu || !for_this_machine(arch)) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
 int bd_tile_threads_default(const char *arch) {
     if (!for_this_machine(arch)) return 8;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -404,7 +414,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s && o->tile_threads && t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--tile-threads is for --target cpu: GPU blocks are thread blocks");
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes, o->winograd,
-                       o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch)};
+                       o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch),
+                       bd_i8_direct_default(t, o->arch)};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
     bool *batch_sliced = NULL;
     if (!s) s = bd_batch_plan(&pl.prog, &batch_sliced, d);

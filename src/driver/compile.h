@@ -42,6 +42,11 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);
  * and the GPU targets have no tiled integer convolution yet. */
 bool bd_qdq_int8(bd_qdq_mode mode, const struct bd_target *t, const char *arch);
 
+/* Whether the CPU target's int8 convolutions may take the kernel's direct path (and requantize
+ * in its epilogue): built for this machine (--arch native) and its CPU has AVX-512 VNNI, which
+ * the path needs to be fast. */
+bool bd_i8_direct_default(const struct bd_target *t, const char *arch);
+
 /* The threads the CPU tiler sizes blocks for when --tile-threads is not given: this machine's
  * CPUs (at most 8) when the code is built for it (--arch native), else 8. */
 int bd_tile_threads_default(const char *arch);

@@ -48,16 +48,18 @@ const char *bd_control_refusal(bd_graph *g, const bd_node *n, char *buf, size_t 
 void bd_remove_identities(bd_graph *g);             /* simplify.c: Identity / Dropout bypass,
                                                      * then bd_fold_into_conv */
 void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-channel constants */
-void bd_dequantize_into_conv(bd_graph *g); /* qdq_conv.c: Conv of DequantizeLinear'd 8-bit X and W
-                                            * as the internal DequantizedConv */
+void bd_dequantize_into_conv(bd_graph *g); /* qdq_conv.c: Conv (MatMul) of DequantizeLinear'd 8-bit
+                                            * X and W as the internal DequantizedConv
+                                            * (DequantizedMatMul) */
 void bd_quantized_max_pool(bd_graph *g); /* qdq_pool.c: Q(MaxPool(DQ(x))) of one scale and zero
                                           * point as MaxPool(x) on the 8-bit values */
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
 
 /* Load, bind inputs (binds may be NULL), verify, infer + fold, simplify: everything that
- * precedes lowering. qdq_int8: QDQ convolutions become DequantizedConv nodes computed on 8-bit
- * values (bd_dequantize_into_conv; --qdq), else they stay float Convs. */
+ * precedes lowering. qdq_int8: QDQ convolutions and matrix products become DequantizedConv and
+ * DequantizedMatMul nodes computed on 8-bit values (bd_dequantize_into_conv; --qdq), and QDQ
+ * MaxPools run on the 8-bit values (bd_quantized_max_pool); else they stay float ops. */
 bd_status bd_compile_front(const char *path, const bd_limits *lim, const bd_input_binds *binds,
                            bool qdq_int8, bd_model **out, bd_diag *d);
 /* The same stages after loading, on a model already in memory (pipeline.c; used by the fuzzer). */

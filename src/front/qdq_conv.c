@@ -1,4 +1,5 @@
-/* qdq_conv.c — a Conv of DequantizeLinear'd 8-bit X and W computed on the 8-bit values.
+/* qdq_conv.c — a Conv (or MatMul) of DequantizeLinear'd 8-bit X and W computed on the 8-bit
+ * values.
  *
  * onnxruntime's quantizer (QDQ format) writes a quantized convolution as
  * Conv(DequantizeLinear(xq, sx, zx), DequantizeLinear(wq, sw, zw), B): X and W are integers times
@@ -12,7 +13,9 @@
  * It applies when X's scale and zero point are one constant value each, W is a constant 8-bit
  * tensor dequantized per tensor or per output channel (axis 0) with one zero point (a per-channel
  * zero point whose values are all equal counts as one), and both dequantize to float32. Anything
- * else stays a float Conv of the dequantized values. */
+ * else stays a float Conv of the dequantized values. A MatMul of a DequantizeLinear'd activation
+ * and constant weights (a QDQ transformer's projections) becomes a DequantizedMatMul the same way
+ * (rewrite_matmul). */
 #include <string.h>
 
 #include "front/passes.h"
@@ -81,9 +84,46 @@ static void rewrite(bd_graph *g, bd_node *n) {
     n->n_inputs = 7;
 }
 
+/* MatMul(DequantizeLinear(aq), DequantizeLinear(bq)) with B constant (a QDQ transformer's
+ * weights), A's scale and zero point one value each, B's scale one value or one per column (the
+ * DequantizeLinear's axis is B's last) and one zero point: the internal DequantizedMatMul of
+ * (aq, bq, a_scale, a_zero, b_scale, b_zero), which lowering computes as the int32 product on
+ * the int8 kernels, scaled to float. */
+static void rewrite_matmul(bd_graph *g, bd_node *n) {
+    const bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    if (!y || y->constant || y->dtype != BD_DT_FLOAT || !a || a->constant || !b || !b->constant ||
+        b->rank < 2)
+        return;
+    bd_node *qa = dequantize_of(g, a), *qb = dequantize_of(g, b);
+    if (!qa || !qb) return;
+    const bd_value *sa = bd_node_in(g, qa, 1), *za = bd_node_in(g, qa, 2);
+    const bd_value *bq = bd_node_in(g, qb, 0), *sb = bd_node_in(g, qb, 1);
+    if (!one_element(sa) || (za && !one_element(za)) || !bq->constant || bq->rank != b->rank) return;
+    if (!one_element(sb)) { /* per column: a 1-D scale along B's last axis */
+        int axis;
+        if (sb->rank != 1 || !bd_norm_axis(bd_attr_int(qb, "axis", 1), bq->rank, &axis) ||
+            axis != bq->rank - 1 || sb->dims[0] != bq->dims[bq->rank - 1])
+            return;
+    }
+    int zb;
+    if (!weight_zero(g, qb, &zb)) return;
+    int *in = bd_arena_alloc(&g->model->arena, 6 * sizeof *in);
+    if (!in) return;
+    in[0] = qa->inputs[0];
+    in[1] = qb->inputs[0];
+    in[2] = qa->inputs[1];
+    in[3] = za ? qa->inputs[2] : -1;
+    in[4] = qb->inputs[1];
+    in[5] = zb;
+    n->op = BD_OP_DEQUANTIZED_MATMUL;
+    n->inputs = in;
+    n->n_inputs = 6;
+}
+
 void bd_dequantize_into_conv(bd_graph *g) {
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
         if (!n->dead && n->op == BD_OP_CONV) rewrite(g, n);
+        else if (!n->dead && n->op == BD_OP_MATMUL) rewrite_matmul(g, n);
     }
 }

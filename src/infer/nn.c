@@ -545,11 +545,12 @@ bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
     return matmul_shape(g, n, d, a, b, a->dtype ? a->dtype : b->dtype);
 }
 
-/* MatMulInteger (A, B, zero points: an int32 product) and QLinearMatMul (a, scale, zero point,
- * b, scale, zero point, then y's: quantized like y's zero point): MatMul's shapes of 8-bit
- * integers. */
+/* MatMulInteger (A, B, zero points: an int32 product), QLinearMatMul (a, scale, zero point,
+ * b, scale, zero point, then y's: quantized like y's zero point) and the internal
+ * DequantizedMatMul (a, b, a's scale and zero point, b's: a float product, front/qdq_conv.c):
+ * MatMul's shapes of 8-bit integers. */
 bd_status bd_infer_matmul_integer(bd_graph *g, bd_node *n, bd_diag *d) {
-    bool q = n->op == BD_OP_QLINEAR_MATMUL;
+    bool q = n->op == BD_OP_QLINEAR_MATMUL, dq = n->op == BD_OP_DEQUANTIZED_MATMUL;
     bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, q ? 3 : 1);
     bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
     bd_status s;
@@ -561,7 +562,8 @@ bd_status bd_infer_matmul_integer(bd_graph *g, bd_node *n, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
                                 i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
     }
-    return matmul_shape(g, n, d, a, b, q ? (yz && yz->dtype ? yz->dtype : a->dtype) : BD_DT_INT32);
+    return matmul_shape(g, n, d, a, b,
+                        dq ? BD_DT_FLOAT : q ? (yz && yz->dtype ? yz->dtype : a->dtype) : BD_DT_INT32);
 }
 
 /* ---- LSTM ---- */

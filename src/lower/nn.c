@@ -1244,6 +1244,42 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
     return BD_OK;
 }
 
+/* The internal DequantizedMatMul (front/qdq_conv.c): inputs aq, bq, a_scale, a_zero, b_scale,
+ * b_zero, each zero point one value (or absent) and b_scale one value or one per column of B.
+ * The int32 MATMUL of the 8-bit operands less their zero points (the int8 kernels when B is
+ * constant), then y = float(sum) * (a_scale * b_scale[n]) in float32. */
+bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
+    bd_graph *g = p->graph;
+    bd_node *n = bd_graph_node(g, node);
+    bd_value *y = bd_node_out(g, n, 0);
+    if (y->constant) return BD_OK;
+    bd_status s;
+    for (int k = 0; k < n->n_inputs; k++)
+        if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
+    if ((s = bd_need_static(d, n, y, "output 0"))) return s;
+    int yr = y->rank, yv = n->outputs[0], in[6];
+    for (int k = 0; k < 6; k++) in[k] = bd_node_in(g, n, k) ? n->inputs[k] : -1;
+    int64_t ydims[BD_MAX_RANK];
+    for (int k = 0; k < yr; k++) ydims[k] = y->dims[k];
+    /* (adding values moves every bd_value: only indices from here) */
+    int c = bd_lower_temp(g, BD_DT_INT32, yr, ydims);
+    matmul_values(p, node, false, in[0], in[1], -1, in[3], in[5], c);
+    bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
+    bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
+    for (int k = 2; k <= 4; k += 2) { /* the scales: b's along y's last dim (B's columns) */
+        const bd_value *v = bd_graph_value(g, in[k]);
+        bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
+        if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(yr - 1, 1, 0, 0);
+    }
+    bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
+    bd_expr *e = BD_NEST_PARAMS(nest, expr);
+    int F = BD_DT_FLOAT;
+    int scale = bd_expr_binary(e, BD_EXPR_MUL, F, bd_expr_load(e, 1, F), bd_expr_load(e, 2, F));
+    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_MUL, F,
+                                      bd_expr_cast(e, F, bd_expr_load(e, 0, BD_DT_INT32)), scale));
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- ConvInteger, QLinearConv */
 
 /* An elementwise nest double(v) - double(zero point) into a new double value of v's shape; the

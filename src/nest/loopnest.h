@@ -136,6 +136,7 @@ typedef struct bd_program {
     bd_fusion fusion;
     bool winograd; /* --winograd on: the CPU tiler may run 3x3 convolutions by Winograd */
     int tile_threads; /* --tile-threads: the most threads the CPU tiler sizes blocks for */
+    bool i8_direct;   /* the CPU tiler may put int8 convolutions on the kernel's direct path */
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */
     /* per value: the Concat output it is written into in place (fuse/views.c), -1, and where:

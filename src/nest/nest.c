@@ -309,7 +309,9 @@ void bd_program_dump(const bd_program *p, FILE *f) {
         if (n->body == BD_BODY_CONV && n->params.conv.winograd)
             fprintf(f, " winograd F(%lldx%lld,3x3)", (long long)n->params.conv.winograd,
                     (long long)n->params.conv.winograd);
-        if (n->body == BD_BODY_CONV && n->params.conv.i8_packed) fprintf(f, " int8 kernel");
+        if ((n->body == BD_BODY_CONV && n->params.conv.i8_packed) ||
+            (n->body == BD_BODY_MATMUL && n->params.matmul.i8_packed))
+            fprintf(f, " int8 kernel");
         fprintf(f, "\n  domain [");
         for (int k = 0; k < n->n_iter; k++)
             fprintf(f, "%s%lld", k ? "," : "", (long long)n->extent[k]);

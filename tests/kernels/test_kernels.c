@@ -1078,6 +1078,13 @@ int main(int argc, char **argv) {
         test_deconv_all();
         test_i8_gemm_all();
         test_i8_conv_all();
+        /* the AVX2 8-bit products by AVX-VNNI (above, where the CPU has it) and by vpmaddwd */
+        if (isas[i] == BD_KERNELS_ISA_AVX2 && bd_kernels_avx_vnni_off(1)) {
+            printf("the AVX2 8-bit products again without AVX-VNNI:\n");
+            test_i8_gemm_all();
+            test_i8_conv_all();
+        }
+        bd_kernels_avx_vnni_off(0);
     }
     bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
     printf("%d passed, %d failed\n", g_passed, g_failed);

@@ -505,7 +505,8 @@ static bool i8_conv_fits(const bd_graph *g, const bd_nest *nest, int64_t K) {
 }
 
 /* The int8 kernel's direct path (kernels/conv2d_i8.c), taken on AVX-512 VNNI when every
- * w - w_zero fits int8 and the convolution is not 1x1 with unit strides. Mirrors of its geometry: tap offsets, plane width, plane stride. */
+ * w - w_zero fits int8 and the convolution is not 1x1 with unit strides; the tiler counts on it
+ * when bd_program.i8_direct says the target CPU has VNNI. Mirrors of its geometry: tap offsets, plane width, plane stride. */
 typedef struct i8_direct_geom {
     int64_t G, S, Wq, plane, phases;
 } i8_direct_geom;
@@ -586,7 +587,8 @@ static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int th
     bd_nest_set_tile(g, nest, tile);
 }
 
-static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, int threads) {
+static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, bool allow_i8_direct,
+                      int threads) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
     const bd_value *y = operand_value(g, nest, cp->y);
@@ -607,7 +609,7 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, int
     cp->i8_packed = i8_conv_fits(g, nest, C * ksize);
     cp->i8_direct = false;
     if (cp->i8_packed) { /* direct, or an im2col GEMM like the float one, on the int8 kernel */
-        cp->i8_direct = i8_direct_taken(g, nest);
+        cp->i8_direct = allow_i8_direct && i8_direct_taken(g, nest);
         if (cp->i8_direct) i8_direct_tiling(g, nest, C, threads);
         else conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
         int64_t rows = nsp == 2 ? nest->tile[2] : 1, OW = y->dims[1 + nsp];
@@ -870,7 +872,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
             n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(g, n)) *
                                (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
             break;
-        case BD_BODY_CONV: tile_conv(g, n, p->winograd, p->tile_threads); break;
+        case BD_BODY_CONV: tile_conv(g, n, p->winograd, p->i8_direct, p->tile_threads); break;
         case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n, p->tile_threads); break;
         case BD_BODY_POOL: tile_pool(g, n); break;
         case BD_BODY_GLOBAL_POOL: {
