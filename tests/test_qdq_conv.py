@@ -23,7 +23,9 @@ Two more shapes of a quantized network follow the same pattern:
   differ at all.
 - matmul_*: MatMul(DequantizeLinear(xq), DequantizeLinear(W)) + bias, W constant int8 per tensor
   or per column (a QDQ transformer's projection): with --qdq int8 the MatMul reads the 8-bit X
-  (x_dq gone) and, on the CPU, runs the int8 kernel; within rtol 1e-4, atol 1e-5 as above.
+  (x_dq gone) and, on the CPU, runs the int8 kernel; within rtol 1e-4, atol 1e-5 as above. In
+  matmul_u8_requant a QuantizeLinear and DequantizeLinear follow instead of the bias: under int8
+  the QuantizeLinear is absorbed (requantized right after the product), within one step.
 - pool: DequantizeLinear, MaxPool, QuantizeLinear of one scale and zero point, then
   DequantizeLinear. With --qdq int8 the MaxPool must run on the 8-bit values (front/qdq_pool.c:
   the QuantizeLinear after it is gone), and match exactly.
@@ -153,31 +155,38 @@ def make_pool(path, rng):
     return {"x": (rng.standard_normal([2, 3, 15, 20]) * 2).astype(np.float32)}
 
 
-# name: (x dtype, W scale per column, x rank)
+# name: (x dtype, W scale per column, x rank, then QuantizeLinear + DequantizeLinear, else a bias)
 MATMUL = {
-    "matmul_u8_per_column": (np.uint8, True, 3),
-    "matmul_s8_per_tensor": (np.int8, False, 2),
+    "matmul_u8_per_column": (np.uint8, True, 3, False),
+    "matmul_s8_per_tensor": (np.int8, False, 2, False),
+    "matmul_u8_requant": (np.uint8, True, 3, True),
 }
 
 
 def make_matmul(path, case, rng):
-    xdt, per_column, rank = MATMUL[case]
+    xdt, per_column, rank, requant = MATMUL[case]
     K, N = 48, 40
     xshape = [2, 7, K] if rank == 3 else [9, K]
     inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
              numpy_helper.from_array(np.array(120 if xdt == np.uint8 else -5, xdt), "xz"),
              numpy_helper.from_array(rng.integers(-128, 128, size=[K, N]).astype(np.int8), "wq"),
              numpy_helper.from_array((rng.random(N if per_column else 1) * 0.01 + 0.001).astype(np.float32)
-                                     .reshape([N] if per_column else []), "ws"),
-             numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "b")]
+                                     .reshape([N] if per_column else []), "ws")]
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
         helper.make_node("DequantizeLinear", ["wq", "ws"], ["wf"], name="w_dq",
                          **({"axis": 1} if per_column else {})),
         helper.make_node("MatMul", ["xf", "wf"], ["m"], name="matmul"),
-        helper.make_node("Add", ["m", "b"], ["y"], name="bias"),
     ]
+    if requant:
+        inits += [numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+                  numpy_helper.from_array(np.array(128, np.uint8), "yz")]
+        nodes += [helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["mq"], name="m_q"),
+                  helper.make_node("DequantizeLinear", ["mq", "ys", "yz"], ["y"], name="m_dq")]
+    else:
+        inits.append(numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "b"))
+        nodes.append(helper.make_node("Add", ["m", "b"], ["y"], name="bias"))
     g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, xshape[:-1] + [N])], inits)
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
@@ -285,7 +294,8 @@ def main():
         more = [(c, make_requant, "fuse", "QuantizeLinear into the 8-bit kernel's epilogue", within_one_step)
                 for c in REQUANT]
         more.append(("pool", lambda path, c, rng: make_pool(path, rng), "tiles", "'pool_q'", exact))
-        more += [(c, make_matmul, "tiles", "'x_dq'", close) for c in MATMUL]
+        more += [(c, make_matmul, "tiles", "'x_dq'", within_one_step if MATMUL[c][3] else close)
+                 for c in MATMUL]
         for case, make, dump, mark, compare in more:
             rng = np.random.default_rng(len(case))
             model = os.path.join(tmp, case + ".onnx")
@@ -300,11 +310,15 @@ def main():
                 if case.startswith("requant") and not REQUANT[case][4]:
                     expect = False  # 1x1, unit strides: the GEMM path, which does not requantize
                 kernel = case.startswith("matmul") and mode == "int8" and args.target == "cpu"
-                def check(err, expect=expect, mark=mark, kernel=kernel):
+                # matmul_*_requant: the QuantizeLinear after the product absorbed under int8
+                absorbed = case in MATMUL and MATMUL[case][3] and mode == "int8"
+                def check(err, expect=expect, mark=mark, kernel=kernel, absorbed=absorbed):
                     if (mark in err) != expect:
                         return "the program %s %s" % ("has" if mark in err else "lacks", mark)
                     if kernel and "int8 kernel" not in err:
                         return "the MatMul does not run the int8 kernel"
+                    if absorbed and "'m_q'" in err:
+                        return "the QuantizeLinear after the MatMul was not absorbed"
                     return None
                 problem = run_case(args, tmp, case, model, feeds, mode, dump, check, compare)
                 print("%s  %-22s --qdq %-5s %s" % ("FAIL" if problem else "PASS", case, mode,

@@ -15,7 +15,7 @@
  * zero point whose values are all equal counts as one), and both dequantize to float32. Anything
  * else stays a float Conv of the dequantized values. A MatMul of a DequantizeLinear'd activation
  * and constant weights (a QDQ transformer's projections) becomes a DequantizedMatMul the same way
- * (rewrite_matmul). */
+ * (rewrite_matmul), which also absorbs the QuantizeLinear after it (absorb_quantize). */
 #include <string.h>
 
 #include "front/passes.h"
@@ -84,6 +84,44 @@ static void rewrite(bd_graph *g, bd_node *n) {
     n->n_inputs = 7;
 }
 
+/* The live node that alone reads value v (not a graph output), or NULL (uses counted). */
+static bd_node *sole_reader(bd_graph *g, int v) {
+    if (bd_graph_value(g, v)->n_uses != 1) return NULL;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        bd_node *n = bd_graph_node(g, (int)i);
+        for (int k = 0; k < n->n_inputs && !n->dead; k++)
+            if (n->inputs[k] == v) return n;
+    }
+    return NULL;
+}
+
+/* A DequantizedMatMul n whose float output only a QuantizeLinear to 8 bits reads (one float32
+ * scale, a zero point, per tensor): n takes its scale and zero point as inputs 6 and 7 and
+ * writes its output, requantizing right after the product (lower/nn.c); the QuantizeLinear
+ * dies. */
+static void absorb_quantize(bd_graph *g, bd_node *n) {
+    bd_node *q = sole_reader(g, n->outputs[0]);
+    if (!q || q->op != BD_OP_QUANTIZE_LINEAR || q->n_outputs != 1 || q->inputs[0] != n->outputs[0] ||
+        bd_attr_int(q, "block_size", 0) != 0 || bd_attr_int(q, "precision", 0) != 0)
+        return;
+    const bd_value *s = bd_node_in(g, q, 1), *z = bd_node_in(g, q, 2), *y = bd_node_out(g, q, 0);
+    if (!s || !one_element(s) || s->dtype != BD_DT_FLOAT || !z || !one_element(z) ||
+        !is_8bit(z->dtype) || !y || y->dtype != z->dtype)
+        return;
+    int *in = bd_arena_alloc(&g->model->arena, 8 * sizeof *in);
+    if (!in) return;
+    memcpy(in, n->inputs, 6 * sizeof *in);
+    in[6] = q->inputs[1];
+    in[7] = q->inputs[2];
+    int at = bd_graph_value(g, n->outputs[0])->producer;
+    bd_graph_value(g, n->outputs[0])->producer = -1; /* the float values, now unused */
+    bd_graph_value(g, q->outputs[0])->producer = at;
+    n->inputs = in;
+    n->n_inputs = 8;
+    n->outputs[0] = q->outputs[0];
+    q->dead = true;
+}
+
 /* MatMul(DequantizeLinear(aq), DequantizeLinear(bq)) with B constant (a QDQ transformer's
  * weights), A's scale and zero point one value each, B's scale one value or one per column (the
  * DequantizeLinear's axis is B's last) and one zero point: the internal DequantizedMatMul of
@@ -118,9 +156,11 @@ static void rewrite_matmul(bd_graph *g, bd_node *n) {
     n->op = BD_OP_DEQUANTIZED_MATMUL;
     n->inputs = in;
     n->n_inputs = 6;
+    absorb_quantize(g, n);
 }
 
 void bd_dequantize_into_conv(bd_graph *g) {
+    bd_graph_count_uses(g);
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
         if (!n->dead && n->op == BD_OP_CONV) rewrite(g, n);

@@ -270,7 +270,7 @@ static bd_status transpose_extent(bd_diag *d, const bd_node *n, const window *w,
 bd_status bd_infer_conv_integer(bd_graph *g, bd_node *n, bd_diag *d) {
     bool q = n->op == BD_OP_QLINEAR_CONV, dq = n->op == BD_OP_DEQUANTIZED_CONV;
     bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, q ? 3 : 1);
-    bd_value *yz = q ? bd_node_in(g, n, 7) : NULL;
+    bd_value *yz = q || dq ? bd_node_in(g, n, 7) : NULL;
     bd_status s;
     if ((s = bd_need_present(d, n, x, 0, "x")) || (s = bd_need_present(d, n, w, q ? 3 : 1, "w")))
         return s;
@@ -547,8 +547,9 @@ bd_status bd_infer_matmul(bd_graph *g, bd_node *n, bd_diag *d) {
 
 /* MatMulInteger (A, B, zero points: an int32 product), QLinearMatMul (a, scale, zero point,
  * b, scale, zero point, then y's: quantized like y's zero point) and the internal
- * DequantizedMatMul (a, b, a's scale and zero point, b's: a float product, front/qdq_conv.c):
- * MatMul's shapes of 8-bit integers. */
+ * DequantizedMatMul (a, b, a's scale and zero point, b's: a float product, front/qdq_conv.c;
+ * with y's scale and zero point too, quantized like that zero point): MatMul's shapes of 8-bit
+ * integers. */
 bd_status bd_infer_matmul_integer(bd_graph *g, bd_node *n, bd_diag *d) {
     bool q = n->op == BD_OP_QLINEAR_MATMUL, dq = n->op == BD_OP_DEQUANTIZED_MATMUL;
     bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, q ? 3 : 1);
@@ -562,8 +563,9 @@ bd_status bd_infer_matmul_integer(bd_graph *g, bd_node *n, bd_diag *d) {
             return bd_node_fail(d, BD_ERR_INVALID, n, "input %d is %s, expected uint8 or int8",
                                 i ? (q ? 3 : 1) : 0, bd_dtype_name(v->dtype));
     }
-    return matmul_shape(g, n, d, a, b,
-                        dq ? BD_DT_FLOAT : q ? (yz && yz->dtype ? yz->dtype : a->dtype) : BD_DT_INT32);
+    int ydt = dq ? (yz && yz->dtype ? yz->dtype : BD_DT_FLOAT)
+                 : q ? (yz && yz->dtype ? yz->dtype : a->dtype) : BD_DT_INT32;
+    return matmul_shape(g, n, d, a, b, ydt);
 }
 
 /* ---- LSTM ---- */

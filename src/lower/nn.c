@@ -1245,9 +1245,12 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
 }
 
 /* The internal DequantizedMatMul (front/qdq_conv.c): inputs aq, bq, a_scale, a_zero, b_scale,
- * b_zero, each zero point one value (or absent) and b_scale one value or one per column of B.
- * The int32 MATMUL of the 8-bit operands less their zero points (the int8 kernels when B is
- * constant), then y = float(sum) * (a_scale * b_scale[n]) in float32. */
+ * b_zero, each zero point one value (or absent) and b_scale one value or one per column of B;
+ * then, when a QuantizeLinear was absorbed, y_scale and y_zero (one value each). The int32
+ * MATMUL of the 8-bit operands less their zero points (the int8 kernels when B is constant),
+ * then one elementwise nest: v = float(sum) * (a_scale * b_scale[n]) in float32, and with the
+ * QuantizeLinear y = saturate(round_half_even(v / y_scale) + y_zero), as bd_lower_quantize
+ * computes it. */
 bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -1257,8 +1260,8 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     for (int k = 0; k < n->n_inputs; k++)
         if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
     if ((s = bd_need_static(d, n, y, "output 0"))) return s;
-    int yr = y->rank, yv = n->outputs[0], in[6];
-    for (int k = 0; k < 6; k++) in[k] = bd_node_in(g, n, k) ? n->inputs[k] : -1;
+    int yr = y->rank, yv = n->outputs[0], ydt = y->dtype, in[8];
+    for (int k = 0; k < 8; k++) in[k] = k < n->n_inputs && bd_node_in(g, n, k) ? n->inputs[k] : -1;
     int64_t ydims[BD_MAX_RANK];
     for (int k = 0; k < yr; k++) ydims[k] = y->dims[k];
     /* (adding values moves every bd_value: only indices from here) */
@@ -1271,12 +1274,25 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
         bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
         if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(yr - 1, 1, 0, 0);
     }
+    bool requant = in[6] >= 0;
+    for (int k = 6; k <= 7 && requant; k++) { /* y's scale and zero point: one value each */
+        const bd_value *v = bd_graph_value(g, in[k]);
+        bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
+        if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
+    }
     bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
     int F = BD_DT_FLOAT;
     int scale = bd_expr_binary(e, BD_EXPR_MUL, F, bd_expr_load(e, 1, F), bd_expr_load(e, 2, F));
-    bd_expr_compact(e, bd_expr_binary(e, BD_EXPR_MUL, F,
-                                      bd_expr_cast(e, F, bd_expr_load(e, 0, BD_DT_INT32)), scale));
+    int v = bd_expr_binary(e, BD_EXPR_MUL, F, bd_expr_cast(e, F, bd_expr_load(e, 0, BD_DT_INT32)),
+                           scale);
+    if (requant) { /* (the cast to y's type saturates, NaN to 0) */
+        int zdt = bd_graph_value(g, in[7])->dtype;
+        v = bd_expr_unary(e, BD_EXPR_ROUND, F, bd_expr_binary(e, BD_EXPR_DIV, F, v, bd_expr_load(e, 3, F)));
+        v = bd_expr_cast(e, ydt, bd_expr_binary(e, BD_EXPR_ADD, F, v,
+                                                bd_expr_cast(e, F, bd_expr_load(e, 4, zdt))));
+    }
+    bd_expr_compact(e, v);
     return BD_OK;
 }
 
