@@ -252,39 +252,16 @@ def main():
             rng = np.random.default_rng(len(case))
             model = os.path.join(tmp, case + ".onnx")
             feeds = make_model(model, case, rng)
-            so = ort.SessionOptions()
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            want = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
-            for name, a in feeds.items():
-                np.save(os.path.join(tmp, "%s.%s.npy" % (case, name)), a)
             for mode in ("int8", "float"):
-                exe = os.path.join(tmp, "%s_%s" % (case, mode))
-                r = subprocess.run([args.bdc, "compile", model, "-o", exe, "--werror", "-q",
-                                    "--qdq", mode, "--target", args.target, "--dump=tiles"],
-                                   capture_output=True, text=True)
-                problem = None
-                if r.returncode:
-                    problem = "bdc compile exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])
-                elif ("'x_dq'" in r.stderr) != (mode == "float"):
-                    problem = "the program %s x_dq's DequantizeLinear" % (
-                        "still has" if mode == "int8" else "lacks")
-                elif ("int8 kernel" in r.stderr) != (mode == "int8" and args.target == "cpu" and
-                                                     CASES[case][3] == 1):
-                    problem = "the int8 kernel %s" % ("runs" if "int8 kernel" in r.stderr else
-                                                      "does not run")
-                if not problem:
-                    out = os.path.join(tmp, "out_" + case + mode)
-                    cmd = [exe, "--output-dir", out]
-                    for n in feeds:
-                        cmd += ["--input", "%s=%s" % (n, os.path.join(tmp, "%s.%s.npy" % (case, n)))]
-                    run = subprocess.run(cmd, capture_output=True, text=True)
-                    if run.returncode:
-                        problem = "run exit %d: %s" % (run.returncode, run.stderr.strip()[-300:])
-                    else:
-                        got = np.load(os.path.join(out, "y.npy"))
-                        err = float(np.abs(got - want).max())
-                        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-                            problem = "max abs err %.3g against onnxruntime" % err
+                kernel = mode == "int8" and args.target == "cpu" and CASES[case][3] == 1
+                def check(err, mode=mode, kernel=kernel):
+                    if ("'x_dq'" in err) != (mode == "float"):
+                        return "the program %s x_dq's DequantizeLinear" % (
+                            "still has" if mode == "int8" else "lacks")
+                    if ("int8 kernel" in err) != kernel:
+                        return "the int8 kernel %s" % ("runs" if "int8 kernel" in err else "does not run")
+                    return None
+                problem = run_case(args, tmp, case, model, feeds, mode, "tiles", check, close)
                 print("%s  %-16s --qdq %-5s %s" % ("FAIL" if problem else "PASS", case, mode,
                                                    problem or "matches onnxruntime"))
                 if problem:

@@ -161,6 +161,18 @@ static int spread_counts(int threads) {
     return n;
 }
 
+/* A convolution's tile: one image, `channels` output channels, `rows` output rows (2-D), the
+ * rest whole. */
+static void set_conv_tile(const bd_graph *g, bd_nest *nest, int64_t channels, int64_t rows) {
+    int64_t tile[BD_MAX_RANK];
+    for (int i = 0; i < nest->n_iter; i++)
+        tile[i] = nest->extent[i];
+    tile[0] = 1;
+    tile[1] = channels;
+    if (nest->n_iter > 3) tile[2] = rows;
+    bd_nest_set_tile(g, nest, tile);
+}
+
 /* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
  * (channel tile, row tile), in cycles of the AVX-512 kernel: a block computes mt x K x cols
  * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
@@ -199,13 +211,7 @@ static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int6
             }
         }
     }
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++)
-        tile[i] = nest->extent[i];
-    tile[0] = 1;
-    tile[1] = best_m;
-    if (nest->n_iter > 3) tile[2] = best_r;
-    bd_nest_set_tile(g, nest, tile);
+    set_conv_tile(g, nest, best_m, best_r);
     return best;
 }
 
@@ -578,13 +584,7 @@ static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int th
             }
         }
     }
-    int64_t tile[BD_MAX_RANK];
-    for (int i = 0; i < nest->n_iter; i++)
-        tile[i] = nest->extent[i];
-    tile[0] = 1;
-    tile[1] = best_m;
-    if (cp->nsp == 2) tile[2] = best_r;
-    bd_nest_set_tile(g, nest, tile);
+    set_conv_tile(g, nest, best_m, best_r);
 }
 
 static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, bool allow_i8_direct,
