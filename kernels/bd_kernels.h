@@ -197,8 +197,8 @@ int bd_i8_conv2d_direct_ok(const bd_conv2d_shape *s, const void *w, int w_signed
 /* x_scale NULL: an int32 result (w_scale and w_scales unused). requant: the tiles will be
  * bd_i8_conv2d_tile_requant's (bd_i8_conv2d_direct_ok must hold; a float result). */
 void bd_i8_conv2d_pack_w(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
-                         const float *x_scale, const float *w_scale, int64_t w_scales,
-                         int requant, void *packed);
+                         const float *x_scale, const float *w_scale, int64_t w_scales, int requant,
+                         void *packed);
 /* Scratch for bd_i8_conv2d_tile calls covering at most `oh_tile` output rows. */
 size_t bd_i8_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile);
 /* Output channels [oc0, oc1) x output rows [oh0, oh1) x all columns of batch item n; bias (M
@@ -215,10 +215,10 @@ typedef struct bd_i8_requant {
     int out_signed; /* y is int8, else uint8 */
 } bd_i8_requant;
 /* bd_i8_conv2d_tile of weights packed with requant, y (8-bit) requantized by rq. */
-void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_signed, int32_t x_zero,
-                               const void *wpacked, const float *bias, const bd_i8_requant *rq,
-                               void *y, int64_t n, int64_t oc0, int64_t oc1, int64_t oh0,
-                               int64_t oh1, void *scratch);
+void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_signed,
+                               int32_t x_zero, const void *wpacked, const float *bias,
+                               const bd_i8_requant *rq, void *y, int64_t n, int64_t oc0,
+                               int64_t oc1, int64_t oh0, int64_t oh1, void *scratch);
 
 #ifdef __cplusplus
 }

@@ -78,11 +78,11 @@ static int64_t k_of(const bd_conv2d_shape *s) {
 enum { DIRECT_MR = 8, DIRECT_PANEL = 32, DIRECT_PREFETCH = 4096 };
 
 typedef struct direct_geom {
-    int64_t G, S;         /* channel groups of 4; steps G * KH * KW */
+    int64_t G, S;           /* channel groups of 4; steps G * KH * KW */
     int64_t kh_off, kw_off; /* the largest tap offsets, in plane rows and columns */
-    int64_t Hq, Wq;       /* a plane's rows and columns */
-    int64_t plane;        /* a plane's stride in pixels (of 4 bytes), room for the last panel */
-    int64_t phases;       /* planes per group: sh * sw */
+    int64_t Hq, Wq;         /* a plane's rows and columns */
+    int64_t plane;          /* a plane's stride in pixels (of 4 bytes), room for the last panel */
+    int64_t phases;         /* planes per group: sh * sw */
 } direct_geom;
 
 static direct_geom direct_geometry(const bd_conv2d_shape *s, int64_t rows) {
@@ -105,7 +105,8 @@ static int64_t direct_scratch_bytes(const bd_conv2d_shape *s, int64_t rows) {
 }
 
 static size_t direct_weight_bytes(const bd_conv2d_shape *s) {
-    return (size_t)((s->M + DIRECT_MR - 1) / DIRECT_MR * DIRECT_MR * ((s->C + 3) / 4) * s->KH * s->KW * 4);
+    return (size_t)((s->M + DIRECT_MR - 1) / DIRECT_MR * DIRECT_MR * ((s->C + 3) / 4) * s->KH *
+                    s->KW * 4);
 }
 
 /* A 1x1 stride-1 convolution's im2col is a plain copy, and its GEMM stores fewer, longer runs:
@@ -142,15 +143,16 @@ static void direct_pack(const bd_conv2d_shape *s, const void *w, int w_signed, i
 }
 
 static void fill32(uint8_t *dst, uint32_t v, int64_t n) {
-    for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, &v, 4);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + 4 * i, &v, 4);
 }
 
 /* Plane columns [lo, hi) of one plane row: the bytes of 4 channel rows r[j] at columns
  * c * sw (r[j] already at the plane's first column), flipped, interleaved per pixel. Up to 15
  * pixels past hi may be written too (the caller pads them afterwards), reading no byte at or
  * past r[j] + room. */
-static void interleave_row(uint8_t *dst, const uint8_t *const r[4], int64_t lo, int64_t hi, int64_t sw,
-                           int64_t room, uint8_t flip) {
+static void interleave_row(uint8_t *dst, const uint8_t *const r[4], int64_t lo, int64_t hi,
+                           int64_t sw, int64_t room, uint8_t flip) {
     int64_t c = lo;
 #if BD_KERNELS_X86
     /* 16 pixels at a time: a stride-2 row is 32 bytes, its even ones kept */
@@ -162,7 +164,8 @@ static void interleave_row(uint8_t *dst, const uint8_t *const r[4], int64_t lo, 
                 v[j] = _mm_loadu_si128((const __m128i *)(r[j] + c));
             } else {
                 __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(r[j] + 2 * c)), even);
-                __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(r[j] + 2 * c + 16)), even);
+                __m128i b =
+                    _mm_and_si128(_mm_loadu_si128((const __m128i *)(r[j] + 2 * c + 16)), even);
                 v[j] = _mm_packus_epi16(a, b);
             }
             v[j] = _mm_xor_si128(v[j], f);
@@ -178,12 +181,13 @@ static void interleave_row(uint8_t *dst, const uint8_t *const r[4], int64_t lo, 
     (void)room;
 #endif
     for (; c < hi; c++)
-        for (int j = 0; j < 4; j++) dst[4 * c + j] = r[j][c * sw] ^ flip;
+        for (int j = 0; j < 4; j++)
+            dst[4 * c + j] = r[j][c * sw] ^ flip;
 }
 
 /* The planes of the tile's output rows [oh0, oh0 + rows), for every group and used phase. */
-static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const uint8_t *xn, int64_t oh0,
-                        uint8_t flip, uint8_t pad, uint8_t *planes) {
+static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const uint8_t *xn,
+                        int64_t oh0, uint8_t flip, uint8_t pad, uint8_t *planes) {
     int64_t sh = s->stride_h, sw = s->stride_w;
     uint32_t padv = pad * 0x01010101u;
     for (int64_t ph = 0; ph < sh; ph++)
@@ -195,8 +199,10 @@ static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const ui
             if (!used) continue;
             /* plane columns whose input column c * sw + pw - pl lies in [0, W): [lo, hi) */
             int64_t off = pw - s->pad_left, lo = 0, hi = d->Wq;
-            while (lo < hi && lo * sw + off < 0) lo++;
-            while (hi > lo && (hi - 1) * sw + off >= s->W) hi--;
+            while (lo < hi && lo * sw + off < 0)
+                lo++;
+            while (hi > lo && (hi - 1) * sw + off >= s->W)
+                hi--;
             for (int64_t g = 0; g < d->G; g++) {
                 uint8_t *plane = planes + (g * d->phases + ph * sw + pw) * d->plane * 4;
                 for (int64_t r = 0; r < d->Hq; r++) {
@@ -207,7 +213,7 @@ static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const ui
                         continue;
                     }
                     const uint8_t *src[4];
-                    int64_t room = INT64_MAX; /* bytes of the image readable from every src */
+                    int64_t room = INT64_MAX;     /* bytes of the image readable from every src */
                     for (int j = 0; j < 4; j++) { /* channels past C: any byte (zero weights) */
                         int64_t c = 4 * g + j < s->C ? 4 * g + j : s->C - 1;
                         int64_t at = (c * s->H + ih) * s->W + off, left = s->C * s->H * s->W - at;
@@ -234,7 +240,8 @@ static void direct_sums_portable(const int8_t *w, const uint8_t *x, const int64_
         for (int r = 0; r < DIRECT_MR; r++)
             for (int p = 0; p < lanes; p++)
                 acc[r * DIRECT_PANEL + p] += xs[4 * p] * w[4 * r] + xs[4 * p + 1] * w[4 * r + 1] +
-                                             xs[4 * p + 2] * w[4 * r + 2] + xs[4 * p + 3] * w[4 * r + 3];
+                                             xs[4 * p + 2] * w[4 * r + 2] +
+                                             xs[4 * p + 3] * w[4 * r + 3];
     }
 }
 
@@ -246,8 +253,8 @@ typedef struct direct_run {
 } direct_run;
 
 /* The runs of grid pixels [p0, pend), p0 a panel's first: the pixels ow < OW of each row. */
-static int direct_runs(const bd_conv2d_shape *s, const direct_geom *d, int64_t oh0, int64_t p0, int64_t pend,
-                       direct_run *runs) {
+static int direct_runs(const bd_conv2d_shape *s, const direct_geom *d, int64_t oh0, int64_t p0,
+                       int64_t pend, direct_run *runs) {
     int n = 0;
     for (int64_t p = p0; p < pend;) {
         int64_t r = p / d->Wq, ow = p % d->Wq;
@@ -271,7 +278,7 @@ typedef struct direct_out {
     const float *scale; /* NULL: an int32 result */
     const void *bias;
     const bd_i8_requant *rq;
-    void *y; /* batch item n's output */
+    void *y;           /* batch item n's output */
     int64_t plane_out; /* OH * OW */
 } direct_out;
 
@@ -295,13 +302,18 @@ static void direct_store_portable(const int32_t *acc, int64_t mb, int64_t m0, in
                 int32_t v = (int32_t)((uint32_t)a[runs[i].lane + l] - corr);
                 int64_t at = m * o->plane_out + runs[i].dst + l;
                 if (!o->scale) {
-                    ((int32_t *)o->y)[at] = (int32_t)((uint32_t)v + (uint32_t)(o->bias ? ((const int32_t *)o->bias)[m] : 0));
+                    ((int32_t *)o->y)[at] =
+                        (int32_t)((uint32_t)v +
+                                  (uint32_t)(o->bias ? ((const int32_t *)o->bias)[m] : 0));
                     continue;
                 }
                 float f = (float)v * o->scale[m] + (o->bias ? ((const float *)o->bias)[m] : 0.0f);
-                if (!o->rq) ((float *)o->y)[at] = f;
-                else if (o->rq->out_signed) ((int8_t *)o->y)[at] = (int8_t)requant_portable(f, o->rq);
-                else ((uint8_t *)o->y)[at] = (uint8_t)requant_portable(f, o->rq);
+                if (!o->rq)
+                    ((float *)o->y)[at] = f;
+                else if (o->rq->out_signed)
+                    ((int8_t *)o->y)[at] = (int8_t)requant_portable(f, o->rq);
+                else
+                    ((uint8_t *)o->y)[at] = (uint8_t)requant_portable(f, o->rq);
             }
     }
 }
@@ -320,9 +332,9 @@ static void direct_store_portable(const int32_t *acc, int64_t mb, int64_t m0, in
     _mm512_storeu_si512(acc + r * DIRECT_PANEL + 16, c##r##1);
 
 /* direct_sums_portable by vpdpbusd, the weights prefetched (they stream from memory). */
-static inline BD_I8_VNNI __attribute__((always_inline)) void direct_sums(const int8_t *w, const uint8_t *x,
-                                                                         const int64_t *off, int64_t S,
-                                                                         bool two, int32_t *acc) {
+static inline BD_I8_VNNI __attribute__((always_inline)) void
+direct_sums(const int8_t *w, const uint8_t *x, const int64_t *off, int64_t S, bool two,
+            int32_t *acc) {
     __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
             c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
             c70 = c00, c71 = c00;
@@ -330,33 +342,39 @@ static inline BD_I8_VNNI __attribute__((always_inline)) void direct_sums(const i
         const uint8_t *xs = x + off[st];
         _mm_prefetch((const char *)w + DIRECT_PREFETCH, _MM_HINT_T0);
         const __m512i x0 = _mm512_loadu_si512(xs), x1 = two ? _mm512_loadu_si512(xs + 64) : x0;
-        DIRECT_ROW(0) DIRECT_ROW(1) DIRECT_ROW(2) DIRECT_ROW(3)
-        DIRECT_ROW(4) DIRECT_ROW(5) DIRECT_ROW(6) DIRECT_ROW(7)
+        DIRECT_ROW(0)
+        DIRECT_ROW(1)
+        DIRECT_ROW(2) DIRECT_ROW(3) DIRECT_ROW(4) DIRECT_ROW(5) DIRECT_ROW(6) DIRECT_ROW(7)
     }
-    DIRECT_STORE(0) DIRECT_STORE(1) DIRECT_STORE(2) DIRECT_STORE(3)
-    DIRECT_STORE(4) DIRECT_STORE(5) DIRECT_STORE(6) DIRECT_STORE(7)
+    DIRECT_STORE(0)
+    DIRECT_STORE(1)
+    DIRECT_STORE(2) DIRECT_STORE(3) DIRECT_STORE(4) DIRECT_STORE(5) DIRECT_STORE(6) DIRECT_STORE(7)
 }
 
-static BD_I8_VNNI void direct_sums_vnni(const int8_t *w, const uint8_t *x, const int64_t *off, int64_t S,
-                                        bool two, int32_t *acc) {
-    if (two) direct_sums(w, x, off, S, true, acc);
-    else direct_sums(w, x, off, S, false, acc);
+static BD_I8_VNNI void direct_sums_vnni(const int8_t *w, const uint8_t *x, const int64_t *off,
+                                        int64_t S, bool two, int32_t *acc) {
+    if (two)
+        direct_sums(w, x, off, S, true, acc);
+    else
+        direct_sums(w, x, off, S, false, acc);
 }
 
 /* direct_store_portable 16 lanes at a time, masked to each run; the 8-bit results narrowed in a
  * register and stored by a byte mask (vpmovdb to memory is slow on Zen). Taken with VNNI, which
  * every AVX-512 CPU that has it pairs with BW and VL. (Computing each half panel once and storing
  * its runs from that register under shifted masks measured slower on a Zen 5 core.) */
-static __attribute__((target("avx512f,avx512bw,avx512vl"))) void direct_store_avx512(
-    const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, const direct_run *runs, int n_runs,
-    const direct_out *o) {
+static __attribute__((target("avx512f,avx512bw,avx512vl"))) void
+direct_store_avx512(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, const direct_run *runs,
+                    int n_runs, const direct_out *o) {
     const bd_i8_requant *rq = o->rq;
     const float qlo = rq && rq->out_signed ? -128.0f : 0.0f;
     for (int64_t m = m0; m < m1; m++) {
         const int32_t *a = acc + (m - mb) * DIRECT_PANEL;
-        const __m512i corr = _mm512_set1_epi32((int32_t)((uint32_t)o->xzu * (uint32_t)o->rowsum[m]));
+        const __m512i corr =
+            _mm512_set1_epi32((int32_t)((uint32_t)o->xzu * (uint32_t)o->rowsum[m]));
         if (!o->scale) {
-            const __m512i b = _mm512_sub_epi32(_mm512_set1_epi32(o->bias ? ((const int32_t *)o->bias)[m] : 0), corr);
+            const __m512i b = _mm512_sub_epi32(
+                _mm512_set1_epi32(o->bias ? ((const int32_t *)o->bias)[m] : 0), corr);
             int32_t *ym = (int32_t *)o->y + m * o->plane_out;
             for (int i = 0; i < n_runs; i++) {
                 const __mmask16 k = (__mmask16)((1u << runs[i].count) - 1u);
@@ -383,7 +401,8 @@ static __attribute__((target("avx512f,avx512bw,avx512vl"))) void direct_store_av
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             f = _mm512_add_ps(f, _mm512_set1_ps(rq->zero));
             f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(qlo)), _mm512_set1_ps(qlo + 255.0f));
-            _mm_mask_storeu_epi8((int8_t *)o->y + at, k, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(f)));
+            _mm_mask_storeu_epi8((int8_t *)o->y + at, k,
+                                 _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(f)));
         }
     }
 }
@@ -411,8 +430,8 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, con
     o->xzu = xzu;
     void (*sums)(const int8_t *, const uint8_t *, const int64_t *, int64_t, bool, int32_t *) =
         direct_sums_portable;
-    void (*store)(const int32_t *, int64_t, int64_t, int64_t, const direct_run *, int, const direct_out *) =
-        direct_store_portable;
+    void (*store)(const int32_t *, int64_t, int64_t, int64_t, const direct_run *, int,
+                  const direct_out *) = direct_store_portable;
 #if BD_KERNELS_X86
     if (direct_vnni()) {
         sums = direct_sums_vnni;
@@ -444,10 +463,10 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, con
             int n_runs = direct_runs(s, &d, oh0, p0, pend, runs);
             if (!n_runs) continue;
             sums(blocks_w + mb * d.S * 4, planes + p0 * 4, off, d.S, pend - p0 > 16, acc);
-            store(acc, mb, mb > oc0 ? mb : oc0, mb + DIRECT_MR < oc1 ? mb + DIRECT_MR : oc1, runs, n_runs, o);
+            store(acc, mb, mb > oc0 ? mb : oc0, mb + DIRECT_MR < oc1 ? mb + DIRECT_MR : oc1, runs,
+                  n_runs, o);
         }
 }
-
 
 int bd_i8_conv2d_shape_ok(const bd_conv2d_shape *s) {
     return bd_conv2d_shape_valid(s) && s->group == 1 && s->winograd == 0 &&
@@ -457,7 +476,6 @@ int bd_i8_conv2d_shape_ok(const bd_conv2d_shape *s) {
 static size_t im2col_weight_bytes(const bd_conv2d_shape *s) {
     return (size_t)(s->M * round_up(k_of(s), 4));
 }
-
 
 size_t bd_i8_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     size_t a = im2col_weight_bytes(s), b = direct_weight_bytes(s);
@@ -470,8 +488,8 @@ int bd_i8_conv2d_direct_ok(const bd_conv2d_shape *s, const void *w, int w_signed
 }
 
 void bd_i8_conv2d_pack_w(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
-                         const float *x_scale, const float *w_scale, int64_t w_scales,
-                         int requant, void *packed) {
+                         const float *x_scale, const float *w_scale, int64_t w_scales, int requant,
+                         void *packed) {
     BD_KCHECK(bd_i8_conv2d_shape_ok(s) && (!x_scale || (w_scale && (w_scales == 1 || w_scales == s->M))));
     int64_t K = k_of(s), K4 = round_up(K, 4);
     unsigned char *base = packed;
@@ -516,7 +534,8 @@ static i8c_scratch scratch_layout(const bd_conv2d_shape *s, int64_t rows) {
 
 size_t bd_i8_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     i8c_scratch l = scratch_layout(s, oh_tile);
-    size_t im2col = (size_t)(64 + l.col_bytes + l.packed_bytes) + bd_i8_gemm_scratch_bytes(round_up(k_of(s), 4));
+    size_t im2col = (size_t)(64 + l.col_bytes + l.packed_bytes) +
+                    bd_i8_gemm_scratch_bytes(round_up(k_of(s), 4));
     size_t direct = (size_t)direct_scratch_bytes(s, oh_tile);
     return im2col > direct ? im2col : direct;
 }
@@ -618,8 +637,9 @@ void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, in
     if (oc0 == oc1 || oh0 == oh1) return;
     if (h.direct) {
         const int32_t *rowsum = (const int32_t *)(base + I8C_HDR);
-        direct_out o = {rowsum, 0, h.scaled ? (const float *)(rowsum + s->M) : NULL, bias, NULL,
-                        (int32_t *)y + n * s->M * s->OH * s->OW, s->OH * s->OW};
+        direct_out o = {rowsum,       0,    h.scaled ? (const float *)(rowsum + s->M) : NULL,
+                        bias,         NULL, (int32_t *)y + n * s->M * s->OH * s->OW,
+                        s->OH * s->OW};
         direct_tile(s, base, (const uint8_t *)x + n * s->C * s->H * s->W, x_signed, x_zero, &o, oc0,
                     oc1, oh0, oh1, scratch);
         return;
@@ -668,10 +688,10 @@ void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, in
     }
 }
 
-void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_signed, int32_t x_zero,
-                               const void *wpacked, const float *bias, const bd_i8_requant *rq,
-                               void *y, int64_t n, int64_t oc0, int64_t oc1, int64_t oh0,
-                               int64_t oh1, void *scratch) {
+void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_signed,
+                               int32_t x_zero, const void *wpacked, const float *bias,
+                               const bd_i8_requant *rq, void *y, int64_t n, int64_t oc0,
+                               int64_t oc1, int64_t oh0, int64_t oh1, void *scratch) {
     const unsigned char *base = wpacked;
     i8c_hdr h;
     memcpy(&h, base, sizeof h);
@@ -680,8 +700,9 @@ void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_si
               0 <= oh0 && oh0 <= oh1 && oh1 <= s->OH);
     if (oc0 == oc1 || oh0 == oh1) return;
     const int32_t *rowsum = (const int32_t *)(base + I8C_HDR);
-    direct_out o = {rowsum, 0, (const float *)(rowsum + s->M), bias, rq,
-                    (uint8_t *)y + n * s->M * s->OH * s->OW, s->OH * s->OW};
-    direct_tile(s, base, (const uint8_t *)x + n * s->C * s->H * s->W, x_signed, x_zero, &o, oc0, oc1,
-                oh0, oh1, scratch);
+    direct_out o = {rowsum,       0,  (const float *)(rowsum + s->M),
+                    bias,         rq, (uint8_t *)y + n * s->M * s->OH * s->OW,
+                    s->OH * s->OW};
+    direct_tile(s, base, (const uint8_t *)x + n * s->C * s->H * s->W, x_signed, x_zero, &o, oc0,
+                oc1, oh0, oh1, scratch);
 }

@@ -48,8 +48,8 @@ static int64_t round_up(int64_t v, int64_t m) {
 
 static _Atomic int g_isa;      /* 0: not chosen yet */
 static _Atomic int g_cpu_mask; /* bit i: ISA i supported; 0: not probed yet */
-enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9 }; /* AVX-512 VNNI and AVX-VNNI (vpdpbusd), beside
-                                                 * the ISA bits */
+/* AVX-512 VNNI and AVX-VNNI (vpdpbusd), beside the ISA bits */
+enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9 };
 static _Atomic int g_avx_vnni_off;
 
 static int cpu_mask(void) {
@@ -65,7 +65,8 @@ static int cpu_mask(void) {
             m |= 1 << CPU_VNNI_BIT;
         /* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (not every compiler's builtin knows it) */
         unsigned a, b, c, d;
-        if (avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1)) m |= 1 << CPU_AVX_VNNI_BIT;
+        if (avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1))
+            m |= 1 << CPU_AVX_VNNI_BIT;
 #endif
         atomic_store_explicit(&g_cpu_mask, m, memory_order_relaxed);
     }
@@ -82,7 +83,8 @@ int bd_kernels_cpu_has_vnni(void) {
 }
 
 int bd_kernels_cpu_has_avx_vnni(void) {
-    return ((cpu_mask() >> CPU_AVX_VNNI_BIT) & 1) && !atomic_load_explicit(&g_avx_vnni_off, memory_order_relaxed);
+    return ((cpu_mask() >> CPU_AVX_VNNI_BIT) & 1) &&
+           !atomic_load_explicit(&g_avx_vnni_off, memory_order_relaxed);
 }
 
 int bd_kernels_avx_vnni_off(int off) {

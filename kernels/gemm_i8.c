@@ -225,31 +225,34 @@ static __attribute__((target("avx2"))) void tile_avx2(const uint8_t *a, int64_t 
 /* tile_avx2's product by AVX-VNNI's vpdpbusd on ymm: 4 rows x 32 columns (16 accumulators) at a
  * time, twice; per k group 4 loads of B, 4 broadcasts of A's 4 bytes, 16 vpdpbusd. Rows past mr
  * are zeros of the packed copy (in-place A always has 8 rows), computed and not stored. */
-static __attribute__((target("avx2,avxvnni"))) void tile_avxvnni(const uint8_t *a, int64_t rs, int64_t qs,
-                                                                  const int8_t *bp, int64_t groups,
-                                                                  int mr, int j0, int j1, int32_t za,
-                                                                  const int32_t *colsum, int32_t *C,
-                                                                  int64_t ldc) {
+static __attribute__((target("avx2,avxvnni"))) void
+tile_avxvnni(const uint8_t *a, int64_t rs, int64_t qs, const int8_t *bp, int64_t groups, int mr,
+             int j0, int j1, int32_t za, const int32_t *colsum, int32_t *C, int64_t ldc) {
     for (int r0 = 0; r0 < mr; r0 += 4) {
         __m256i acc[4][4];
         for (int r = 0; r < 4; r++)
-            for (int i = 0; i < 4; i++) acc[r][i] = _mm256_setzero_si256();
+            for (int i = 0; i < 4; i++)
+                acc[r][i] = _mm256_setzero_si256();
         for (int64_t q = 0; q < groups; q++) {
             const int8_t *b = bp + q * 4 * I8_NR;
             __m256i bv[4];
-            for (int i = 0; i < 4; i++) bv[i] = _mm256_loadu_si256((const __m256i *)(b + 32 * i));
+            for (int i = 0; i < 4; i++)
+                bv[i] = _mm256_loadu_si256((const __m256i *)(b + 32 * i));
             for (int r = 0; r < 4; r++) {
                 int32_t four;
                 memcpy(&four, a + (r0 + r) * rs + q * qs, 4);
                 const __m256i av = _mm256_set1_epi32(four);
-                for (int i = 0; i < 4; i++) acc[r][i] = _mm256_dpbusd_avx_epi32(acc[r][i], av, bv[i]);
+                for (int i = 0; i < 4; i++)
+                    acc[r][i] = _mm256_dpbusd_avx_epi32(acc[r][i], av, bv[i]);
             }
         }
         for (int r = 0; r < 4 && r0 + r < mr; r++) {
             int32_t sums[I8_NR];
-            for (int i = 0; i < 4; i++) _mm256_storeu_si256((__m256i *)(sums + 8 * i), acc[r][i]);
+            for (int i = 0; i < 4; i++)
+                _mm256_storeu_si256((__m256i *)(sums + 8 * i), acc[r][i]);
             for (int j = j0; j < j1; j++)
-                C[(r0 + r) * ldc + j] = (int32_t)((uint32_t)sums[j] - (uint32_t)za * (uint32_t)colsum[j]);
+                C[(r0 + r) * ldc + j] =
+                    (int32_t)((uint32_t)sums[j] - (uint32_t)za * (uint32_t)colsum[j]);
         }
     }
 }
@@ -312,7 +315,8 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
 #if BD_KERNELS_X86
     bd_kernels_isa isa = bd_kernels_get_isa();
     if (isa == BD_KERNELS_ISA_AVX512 && bd_kernels_cpu_has_vnni()) tile = tile_vnni;
-    else if (isa >= BD_KERNELS_ISA_AVX2) tile = bd_kernels_cpu_has_avx_vnni() ? tile_avxvnni : tile_avx2;
+    else if (isa >= BD_KERNELS_ISA_AVX2)
+        tile = bd_kernels_cpu_has_avx_vnni() ? tile_avxvnni : tile_avx2;
 #endif
     for (int64_t i0 = 0; i0 < M; i0 += I8_MR) {
         int mr = (int)(M - i0 < I8_MR ? M - i0 : I8_MR);

@@ -101,8 +101,9 @@ static bd_node *sole_reader(bd_graph *g, int v) {
  * dies. */
 static void absorb_quantize(bd_graph *g, bd_node *n) {
     bd_node *q = sole_reader(g, n->outputs[0]);
-    if (!q || q->op != BD_OP_QUANTIZE_LINEAR || q->n_outputs != 1 || q->inputs[0] != n->outputs[0] ||
-        bd_attr_int(q, "block_size", 0) != 0 || bd_attr_int(q, "precision", 0) != 0)
+    if (!q || q->op != BD_OP_QUANTIZE_LINEAR || q->n_outputs != 1 ||
+        q->inputs[0] != n->outputs[0] || bd_attr_int(q, "block_size", 0) != 0 ||
+        bd_attr_int(q, "precision", 0) != 0)
         return;
     const bd_value *s = bd_node_in(g, q, 1), *z = bd_node_in(g, q, 2), *y = bd_node_out(g, q, 0);
     if (!s || !one_element(s) || s->dtype != BD_DT_FLOAT || !z || !one_element(z) ||
@@ -136,7 +137,8 @@ static void rewrite_matmul(bd_graph *g, bd_node *n) {
     if (!qa || !qb) return;
     const bd_value *sa = bd_node_in(g, qa, 1), *za = bd_node_in(g, qa, 2);
     const bd_value *bq = bd_node_in(g, qb, 0), *sb = bd_node_in(g, qb, 1);
-    if (!one_element(sa) || (za && !one_element(za)) || !bq->constant || bq->rank != b->rank) return;
+    if (!one_element(sa) || (za && !one_element(za)) || !bq->constant || bq->rank != b->rank)
+        return;
     if (!one_element(sb)) { /* per column: a 1-D scale along B's last axis */
         int axis;
         if (sb->rank != 1 || !bd_norm_axis(bd_attr_int(qb, "axis", 1), bq->rank, &axis) ||
@@ -163,7 +165,9 @@ void bd_dequantize_into_conv(bd_graph *g) {
     bd_graph_count_uses(g);
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
-        if (!n->dead && n->op == BD_OP_CONV) rewrite(g, n);
-        else if (!n->dead && n->op == BD_OP_MATMUL) rewrite_matmul(g, n);
+        if (!n->dead && n->op == BD_OP_CONV)
+            rewrite(g, n);
+        else if (!n->dead && n->op == BD_OP_MATMUL)
+            rewrite_matmul(g, n);
     }
 }

@@ -17,7 +17,9 @@
 
 #include "front/passes.h"
 
-static bool is_8bit(int dt) { return dt == BD_DT_INT8 || dt == BD_DT_UINT8; }
+static bool is_8bit(int dt) {
+    return dt == BD_DT_INT8 || dt == BD_DT_UINT8;
+}
 
 /* The one constant element of v as a double, or NAN. */
 static double constant_of(const bd_value *v) {
@@ -28,8 +30,8 @@ static double constant_of(const bd_value *v) {
 static bool same_quantization(bd_graph *g, const bd_node *a, const bd_node *b) {
     double sa = constant_of(bd_node_in(g, a, 1)), sb = constant_of(bd_node_in(g, b, 1));
     const bd_value *za = bd_node_in(g, a, 2), *zb = bd_node_in(g, b, 2);
-    if (!(sa == sb && sa >= FLT_MIN && sa <= FLT_MAX / 256) || bd_node_in(g, a, 1)->dtype != BD_DT_FLOAT ||
-        bd_node_in(g, b, 1)->dtype != BD_DT_FLOAT)
+    if (!(sa == sb && sa >= FLT_MIN && sa <= FLT_MAX / 256) ||
+        bd_node_in(g, a, 1)->dtype != BD_DT_FLOAT || bd_node_in(g, b, 1)->dtype != BD_DT_FLOAT)
         return false;
     if (!za || !zb) return !za && !zb;
     return za->dtype == zb->dtype && constant_of(za) == constant_of(zb);
@@ -53,7 +55,8 @@ static void rewrite(bd_graph *g, int at) {
     const bd_value *x = bd_node_in(g, pool, 0);
     if (!x || x->producer < 0 || x->dtype != BD_DT_FLOAT) return;
     bd_node *dq = bd_graph_node(g, x->producer);
-    if (dq->dead || dq->op != BD_OP_DEQUANTIZE_LINEAR || bd_attr_int(dq, "block_size", 0) != 0) return;
+    if (dq->dead || dq->op != BD_OP_DEQUANTIZE_LINEAR || bd_attr_int(dq, "block_size", 0) != 0)
+        return;
     const bd_value *xq = bd_node_in(g, dq, 0);
     bd_node *q = sole_reader(g, pool->outputs[0]);
     if (!xq || !is_8bit(xq->dtype) || !q || q->op != BD_OP_QUANTIZE_LINEAR || q->n_outputs != 1 ||

@@ -1261,9 +1261,11 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
         if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
     if ((s = bd_need_static(d, n, y, "output 0"))) return s;
     int yr = y->rank, yv = n->outputs[0], ydt = y->dtype, in[8];
-    for (int k = 0; k < 8; k++) in[k] = k < n->n_inputs && bd_node_in(g, n, k) ? n->inputs[k] : -1;
+    for (int k = 0; k < 8; k++)
+        in[k] = k < n->n_inputs && bd_node_in(g, n, k) ? n->inputs[k] : -1;
     int64_t ydims[BD_MAX_RANK];
-    for (int k = 0; k < yr; k++) ydims[k] = y->dims[k];
+    for (int k = 0; k < yr; k++)
+        ydims[k] = y->dims[k];
     /* (adding values moves every bd_value: only indices from here) */
     int c = bd_lower_temp(g, BD_DT_INT32, yr, ydims);
     matmul_values(p, node, false, in[0], in[1], -1, in[3], in[5], c);
@@ -1272,7 +1274,8 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     for (int k = 2; k <= 4; k += 2) { /* the scales: b's along y's last dim (B's columns) */
         const bd_value *v = bd_graph_value(g, in[k]);
         bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
-        if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(yr - 1, 1, 0, 0);
+        if (v->rank == 1)
+            o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(yr - 1, 1, 0, 0);
     }
     bool requant = in[6] >= 0;
     for (int k = 6; k <= 7 && requant; k++) { /* y's scale and zero point: one value each */
@@ -1288,9 +1291,11 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
                            scale);
     if (requant) { /* (the cast to y's type saturates, NaN to 0) */
         int zdt = bd_graph_value(g, in[7])->dtype;
-        v = bd_expr_unary(e, BD_EXPR_ROUND, F, bd_expr_binary(e, BD_EXPR_DIV, F, v, bd_expr_load(e, 3, F)));
-        v = bd_expr_cast(e, ydt, bd_expr_binary(e, BD_EXPR_ADD, F, v,
-                                                bd_expr_cast(e, F, bd_expr_load(e, 4, zdt))));
+        v = bd_expr_unary(e, BD_EXPR_ROUND, F,
+                          bd_expr_binary(e, BD_EXPR_DIV, F, v, bd_expr_load(e, 3, F)));
+        v = bd_expr_cast(
+            e, ydt,
+            bd_expr_binary(e, BD_EXPR_ADD, F, v, bd_expr_cast(e, F, bd_expr_load(e, 4, zdt))));
     }
     bd_expr_compact(e, v);
     return BD_OK;

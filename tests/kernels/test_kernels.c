@@ -872,9 +872,9 @@ static void test_i8_conv_all(void) {
             for (int a = 0; a < nch; a++)
                 for (int r = 0; r < nrow; r++) {
                     if (requant) {
-                        bd_i8_conv2d_tile_requant(&s, x, x_signed, x_zero, wp, with_bias ? fbias : NULL,
-                                                  &rq, yq + 1, n, ch[a], ch[a + 1], rows[r], rows[r + 1],
-                                                  sc.p);
+                        bd_i8_conv2d_tile_requant(&s, x, x_signed, x_zero, wp,
+                                                  with_bias ? fbias : NULL, &rq, yq + 1, n, ch[a],
+                                                  ch[a + 1], rows[r], rows[r + 1], sc.p);
                         continue;
                     }
                     bd_i8_conv2d_tile(&s, x, x_signed, x_zero, wp,
@@ -904,13 +904,14 @@ static void test_i8_conv_all(void) {
                             float f = (float)(int32_t)want * k + (with_bias ? fbias[m] : 0.0f), gf;
                             if (requant) { /* then the clamp and QuantizeLinear's steps */
                                 f = f < rq.lo ? rq.lo : f > rq.hi ? rq.hi : f;
-                                float q = nearbyintf(f / rq.scale) + rq.zero, qlo = q_signed ? -128.0f : 0.0f;
+                                float q = nearbyintf(f / rq.scale) + rq.zero,
+                                      qlo = q_signed ? -128.0f : 0.0f;
                                 q = q < qlo ? qlo : q > qlo + 255.0f ? qlo + 255.0f : q;
                                 uint8_t gq = yq[1 + ((n * s.M + m) * s.OH + oh) * s.OW + ow];
                                 int32_t wantq = (int32_t)q, gotq = q_signed ? (int8_t)gq : gq;
                                 if (gotq == wantq) continue;
-                                printf("FAIL i8 conv (requantized): %d, want %d (%g)\n", gotq, wantq,
-                                       (double)f);
+                                printf("FAIL i8 conv (requantized): %d, want %d (%g)\n", gotq,
+                                       wantq, (double)f);
                                 ok = 0;
                                 continue;
                             }

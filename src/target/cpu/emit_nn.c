@@ -192,9 +192,9 @@ static void emit_conv_i8(bd_emitter *e, const bd_nest *n, const bd_conv_params *
         return;
     }
     bd_emit(e, "const int32_t zx = %s;", zero_point(e, n, cp->x_zero, "int32_t"));
-    const char *args = bd_emit_str(e, "&sh, %s, %d, zx, S->packed[%d], %s", operand_ptr(e, n, cp->x),
-                                   x->dtype == BD_DT_INT8, slot,
-                                   cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL");
+    const char *args =
+        bd_emit_str(e, "&sh, %s, %d, zx, S->packed[%d], %s", operand_ptr(e, n, cp->x),
+                    x->dtype == BD_DT_INT8, slot, cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL");
     const char *rows = cp->nsp == 2 ? "lo[2], hi[2]" : "0, 1";
     if (requant) {
         double lo, hi;

@@ -512,12 +512,14 @@ static bool i8_conv_fits(const bd_graph *g, const bd_nest *nest, int64_t K) {
 
 /* The int8 kernel's direct path (kernels/conv2d_i8.c), taken on AVX-512 VNNI when every
  * w - w_zero fits int8 and the convolution is not 1x1 with unit strides; the tiler counts on it
- * when bd_program.i8_direct says the target CPU has VNNI. Mirrors of its geometry: tap offsets, plane width, plane stride. */
+ * when bd_program.i8_direct says the target CPU has VNNI. Mirrors of its geometry: tap offsets,
+ * plane width, plane stride. */
 typedef struct i8_direct_geom {
     int64_t G, S, Wq, plane, phases;
 } i8_direct_geom;
 
-static i8_direct_geom i8_direct_geometry(const bd_conv_params *cp, int64_t C, int64_t rows, int64_t OW) {
+static i8_direct_geom i8_direct_geometry(const bd_conv_params *cp, int64_t C, int64_t rows,
+                                         int64_t OW) {
     int nsp = cp->nsp;
     int64_t kh = nsp == 2 ? cp->kernel[0] : 1, kw = cp->kernel[nsp - 1];
     int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
@@ -532,7 +534,8 @@ static i8_direct_geom i8_direct_geometry(const bd_conv_params *cp, int64_t C, in
     return d;
 }
 
-static int64_t i8_direct_scratch_bound(const bd_conv_params *cp, int64_t C, int64_t rows, int64_t OW) {
+static int64_t i8_direct_scratch_bound(const bd_conv_params *cp, int64_t C, int64_t rows,
+                                       int64_t OW) {
     i8_direct_geom d = i8_direct_geometry(cp, C, rows, OW);
     return 64 + round_up(d.S * 8, 64) + d.G * d.phases * d.plane * 4 + 8 * 32 * 4;
 }
@@ -610,8 +613,10 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
     cp->i8_direct = false;
     if (cp->i8_packed) { /* direct, or an im2col GEMM like the float one, on the int8 kernel */
         cp->i8_direct = allow_i8_direct && i8_direct_taken(g, nest);
-        if (cp->i8_direct) i8_direct_tiling(g, nest, C, threads);
-        else conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
+        if (cp->i8_direct)
+            i8_direct_tiling(g, nest, C, threads);
+        else
+            conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
         int64_t rows = nsp == 2 ? nest->tile[2] : 1, OW = y->dims[1 + nsp];
         nest->scratch_bytes = imax64(i8_conv_scratch_bound(C * ksize, rows, OW),
                                      i8_direct_scratch_bound(cp, C, rows, OW));
