@@ -178,16 +178,21 @@ static void set_conv_tile(const bd_graph *g, bd_nest *nest, int64_t channels, in
  * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
  * ones); it re-packs (implicit im2col) its K x cols input columns, once per group it meets, at
  * about 0.8 cycle an element (measured on ResNet-18); and it pays a fixed dispatch cost. The
- * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped. */
+ * winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped.
+ * lanes16: the layer runs on the kernels' 16-lane direct convolution, whose granules are 16
+ * channels x 8 pixels and which packs no im2col; its tile is chosen by that (a 7x7 image split
+ * in rows of 4 and 3 leaves one thread idle an eighth of the layer, 16 channels at a time do
+ * not), while the cost returned, which wino_tiling compares with Winograd's (fitted against it),
+ * stays the GEMM's. */
 static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg,
-                               int64_t group, int threads) {
+                               int64_t group, bool lanes16, int threads) {
     int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
     int64_t inner = 1;
     for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++)
         inner *= nest->extent[i];
     int64_t N = nest->extent[0];
-    int64_t best_m = M, best_r = OH;
-    double best = -1;
+    int64_t best_m = M, best_r = OH, best16_m = M, best16_r = OH;
+    double best = -1, best16 = -1;
     for (int64_t km = 1; km <= 16; km++) {
         int64_t mt = ceil_div(M, km);
         if (group > 1)
@@ -202,16 +207,23 @@ static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int6
             int64_t m_eff = group > 1 ? ceil_div(mt, Mg) * round_up(Mg, 12) : round_up(mt, 12);
             double gemm = (double)m_eff * (double)K * (double)round_up(cols, 32) / 32.0;
             double pack = 0.8 * (double)K * (double)cols * (double)(group > 1 ? mt / Mg : 1);
-            double cost = gemm + pack + 20000.0;
-            double total = spread_cost(N * km * kr, cost, threads);
+            double total = spread_cost(N * km * kr, gemm + pack + 20000.0, threads);
             if (best < 0 || total < best * 0.999) {
                 best = total;
                 best_m = mt;
                 best_r = rows;
             }
+            double direct16 = (double)round_up(mt, 16) * (double)K * (double)round_up(cols, 8) / 32.0 +
+                              0.2 * (double)K * (double)cols + 20000.0;
+            double total16 = spread_cost(N * km * kr, direct16, threads);
+            if (lanes16 && (best16 < 0 || total16 < best16 * 0.999)) {
+                best16 = total16;
+                best16_m = mt;
+                best16_r = rows;
+            }
         }
     }
-    set_conv_tile(g, nest, best_m, best_r);
+    set_conv_tile(g, nest, lanes16 ? best16_m : best_m, lanes16 ? best16_r : best_r);
     return best;
 }
 
@@ -616,14 +628,17 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         if (cp->i8_direct)
             i8_direct_tiling(g, nest, C, threads);
         else
-            conv_gemm_tiling(g, nest, C * ksize, M, 1, threads);
+            conv_gemm_tiling(g, nest, C * ksize, M, 1, false, threads);
         int64_t rows = nsp == 2 ? nest->tile[2] : 1, OW = y->dims[1 + nsp];
         nest->scratch_bytes = imax64(i8_conv_scratch_bound(C * ksize, rows, OW),
                                      i8_direct_scratch_bound(cp, C, rows, OW));
         return;
     }
     if (cp->packed && !depthwise) {
-        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, threads);
+        /* the kernels' 16-lane direct convolution (kernels/conv2d.c is_conv8d, on AVX-512):
+         * ungrouped, 16 output channels at a time, windows up to 7x7 but not 1x1 */
+        bool lanes16 = group == 1 && M % 16 == 0 && ksize > 1 && ksize <= 49;
+        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, lanes16, threads);
         if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct, threads);
     } else if (cp->packed)
         dwconv_tiling(g, nest, ksize);
@@ -678,7 +693,7 @@ static void tile_conv_transpose(const bd_graph *g, bd_nest *nest, int threads) {
                      y->dims[2 + i] == x->dims[2 + i] * cp->kernel[i];
     if (cp->packed) {
         int64_t C = x->dims[1], M = y->dims[1], OH = y->dims[2], OW = y->dims[3];
-        conv_gemm_tiling(g, nest, C, M, 1, threads);
+        conv_gemm_tiling(g, nest, C, M, 1, false, threads);
         int64_t rows = imin64(round_up(nest->tile[2], cp->kernel[0]), OH);
         int64_t tile[BD_MAX_RANK] = {1, nest->tile[1], rows, OW};
         bd_nest_set_tile(g, nest, tile);
