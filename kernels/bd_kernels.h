@@ -51,6 +51,10 @@ int bd_kernels_isa_supported(bd_kernels_isa isa);
  * vpmaddwd; off != 0 keeps them on vpmaddwd (tests use this to cover both). Returns 1 when the
  * CPU has AVX-VNNI. Not meant to race with running kernels. */
 int bd_kernels_avx_vnni_off(int off);
+/* The AVX-512 kernels' 8-bit matrix products run on AMX tiles (tdpbusd) where the CPU and OS
+ * allow it; off != 0 keeps them on AVX-512 VNNI (tests use this to cover both). Returns 1 when
+ * AMX-INT8 is usable here. Not meant to race with running kernels. */
+int bd_kernels_amx_off(int off);
 /* "portable", "avx2", "avx512" or "auto". */
 const char *bd_kernels_isa_name(bd_kernels_isa isa);
 /* Name of the micro-kernel in use, e.g. "bd_f32_gemm_avx2_6x16". */

@@ -38,6 +38,8 @@ static inline void *bd_align64(void *p) {
 int bd_kernels_cpu_has_vnni(void);
 /* 1 when the CPU has AVX-VNNI and bd_kernels_avx_vnni_off has not turned it off. */
 int bd_kernels_cpu_has_avx_vnni(void);
+/* 1 when AMX-INT8 is usable (CPU, OS, permission) and bd_kernels_amx_off has not turned it off. */
+int bd_kernels_cpu_has_amx(void);
 
 /* bd_i8_gemm_pack_b for a B that is already B' = B ^ flip (0, or 0x80: uint8 less 128), K a
  * multiple of 4 and N of 32 (gemm_i8.c; the int8 convolution's im2col slices, packed per tile). */

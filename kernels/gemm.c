@@ -20,6 +20,7 @@
  * The micro-kernel and the blocking sizes come from a descriptor per instruction set (portable C
  * here, AVX2 in gemm_avx2.c, AVX-512 in gemm_avx512.c), chosen at run time.
  */
+#define _GNU_SOURCE /* syscall(), for the AMX permission request */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,10 @@
 #if BD_KERNELS_X86
 #include <cpuid.h>
 #include <xmmintrin.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 _Noreturn void bd_kernels_fail(const char *file, int line, const char *what) {
@@ -48,9 +53,29 @@ static int64_t round_up(int64_t v, int64_t m) {
 
 static _Atomic int g_isa;      /* 0: not chosen yet */
 static _Atomic int g_cpu_mask; /* bit i: ISA i supported; 0: not probed yet */
-/* AVX-512 VNNI and AVX-VNNI (vpdpbusd), beside the ISA bits */
-enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9 };
-static _Atomic int g_avx_vnni_off;
+/* AVX-512 VNNI, AVX-VNNI (vpdpbusd) and AMX-INT8 (tdpbusd), beside the ISA bits */
+enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9, CPU_AMX_BIT = 10 };
+static _Atomic int g_avx_vnni_off, g_amx_off;
+
+#if BD_KERNELS_X86
+/* AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), the tile state enabled by the OS
+ * (XCR0 bits 17 and 18), and, on Linux, this process's permission to use it: the kernel grants
+ * the tile data state only on request (arch_prctl ARCH_REQ_XCOMP_PERM), once per process. */
+static int cpu_has_amx_int8(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return 0; /* OSXSAVE: xgetbv works */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo >> 17 & 3) != 3) return 0;
+#if defined(__linux__)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return 0;
+#endif
+}
+#endif
 
 static int cpu_mask(void) {
     int m = atomic_load_explicit(&g_cpu_mask, memory_order_relaxed);
@@ -67,6 +92,7 @@ static int cpu_mask(void) {
         unsigned a, b, c, d;
         if (avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1))
             m |= 1 << CPU_AVX_VNNI_BIT;
+        if ((m >> CPU_VNNI_BIT & 1) && cpu_has_amx_int8()) m |= 1 << CPU_AMX_BIT;
 #endif
         atomic_store_explicit(&g_cpu_mask, m, memory_order_relaxed);
     }
@@ -90,6 +116,15 @@ int bd_kernels_cpu_has_avx_vnni(void) {
 int bd_kernels_avx_vnni_off(int off) {
     atomic_store_explicit(&g_avx_vnni_off, off != 0, memory_order_relaxed);
     return (cpu_mask() >> CPU_AVX_VNNI_BIT) & 1;
+}
+
+int bd_kernels_cpu_has_amx(void) {
+    return ((cpu_mask() >> CPU_AMX_BIT) & 1) && !atomic_load_explicit(&g_amx_off, memory_order_relaxed);
+}
+
+int bd_kernels_amx_off(int off) {
+    atomic_store_explicit(&g_amx_off, off != 0, memory_order_relaxed);
+    return (cpu_mask() >> CPU_AMX_BIT) & 1;
 }
 
 const char *bd_kernels_isa_name(bd_kernels_isa isa) {

@@ -18,6 +18,9 @@
  * bytes per k group), zero past K and past the last row. Stores mask the columns outside
  * [n0, n1) and skip the padding rows.
  *
+ * With AMX-INT8 (and the AVX-512 kernels chosen), whole 32-row blocks of C when K is a multiple
+ * of 64 are computed on AMX tiles from the same packed B (gemm_amx), the rest by the VNNI tile.
+ *
  * Without AVX-512 VNNI (or when the AVX-512 kernels are not chosen): an AVX2 tile, by AVX-VNNI's
  * vpdpbusd on ymm where the CPU has it, else by vpmaddwd on sign-extended int16, when the AVX2
  * kernels are chosen; else the same loops in plain C. */
@@ -295,6 +298,75 @@ static BD_VNNI void tile_vnni(const uint8_t *a, int64_t rs, int64_t qs, const in
     I8_ROW_STORE(4) I8_ROW_STORE(5) I8_ROW_STORE(6) I8_ROW_STORE(7)
 }
 
+/* AMX: 32 x 32 blocks of C in four 16 x 16 int32 tiles (tmm0-3), from two 16-row tiles of A
+ * (tmm4-5: 64 bytes of k per row, read in place at any lda) and the panel's two 16-column halves
+ * (tmm6-7): a k group's 128 bytes are 32 columns x 4 bytes, so 16 groups of one half are a tile
+ * of 16 rows of 64 bytes at a stride of 128, exactly tdpbusd's B layout. uint8 A takes tdpbusd,
+ * int8 A tdpbssd on its own bytes (za is then a_zero itself). K must be a multiple of 64; rows
+ * past the last whole 32 are left to the caller. The tiles go through a buffer on the stack to
+ * take the zero-point correction and the column mask. Returns the rows done. */
+typedef struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+#define AMX_K_LOOP(dp)                                                                             \
+    for (int64_t k = 0; k < K; k += 64) {                                                          \
+        _tile_loadd(4, a + k, lda);                                                                \
+        _tile_loadd(5, a + 16 * lda + k, lda);                                                     \
+        _tile_loadd(6, bp + k * I8_NR, 4 * I8_NR);                                                 \
+        _tile_loadd(7, bp + k * I8_NR + 64, 4 * I8_NR);                                            \
+        dp(0, 4, 6);                                                                               \
+        dp(1, 4, 7);                                                                               \
+        dp(2, 5, 6);                                                                               \
+        dp(3, 5, 7);                                                                               \
+    }
+
+static __attribute__((target("avx512f,amx-tile,amx-int8"))) int64_t
+gemm_amx(int64_t M, int64_t n0, int64_t n1, int64_t K, const uint8_t *A, int64_t lda, int a_signed,
+         int32_t za, const int8_t *panels, int64_t k4, const int32_t *colsum, int32_t *C, int64_t ldc) {
+    amx_config cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    int32_t out[4][16 * 16] __attribute__((aligned(64)));
+    const __m512i vza = _mm512_set1_epi32(za);
+    int64_t rows = M / 32 * 32;
+    for (int64_t p0 = n0 / I8_NR * I8_NR; p0 < n1; p0 += I8_NR) {
+        int j0 = (int)(n0 > p0 ? n0 - p0 : 0), j1 = (int)(n1 - p0 < I8_NR ? n1 - p0 : I8_NR);
+        uint32_t cols = (j1 - j0 >= 32 ? 0xffffffffu : ((1u << (j1 - j0)) - 1u)) << j0;
+        const __mmask16 mask[2] = {(__mmask16)(cols & 0xffff), (__mmask16)(cols >> 16)};
+        const __m512i corr[2] = {_mm512_mullo_epi32(vza, _mm512_loadu_si512(colsum + p0)),
+                                 _mm512_mullo_epi32(vza, _mm512_loadu_si512(colsum + p0 + 16))};
+        const int8_t *bp = panels + p0 * k4;
+        for (int64_t i0 = 0; i0 < rows; i0 += 32) {
+            const uint8_t *a = A + i0 * lda;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            if (a_signed)
+                AMX_K_LOOP(_tile_dpbssd)
+            else
+                AMX_K_LOOP(_tile_dpbusd)
+            _tile_stored(0, out[0], 64);
+            _tile_stored(1, out[1], 64);
+            _tile_stored(2, out[2], 64);
+            _tile_stored(3, out[3], 64);
+            for (int r = 0; r < 32; r++)
+                for (int h = 0; h < 2; h++)
+                    _mm512_mask_storeu_epi32(
+                        C + (i0 + r) * ldc + p0 + 16 * h, mask[h],
+                        _mm512_sub_epi32(_mm512_load_si512(out[r / 16 * 2 + h] + r % 16 * 16), corr[h]));
+        }
+    }
+    _tile_release();
+    return rows;
+}
+
 #endif
 
 void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const void *A, int64_t lda,
@@ -314,11 +386,18 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
                  const int32_t *, int32_t *, int64_t) = tile_portable;
 #if BD_KERNELS_X86
     bd_kernels_isa isa = bd_kernels_get_isa();
-    if (isa == BD_KERNELS_ISA_AVX512 && bd_kernels_cpu_has_vnni()) tile = tile_vnni;
-    else if (isa >= BD_KERNELS_ISA_AVX2)
+    int64_t done = 0; /* rows the AMX tiles took */
+    if (isa == BD_KERNELS_ISA_AVX512 && bd_kernels_cpu_has_vnni()) {
+        tile = tile_vnni;
+        if (M >= 32 && K % 64 == 0 && bd_kernels_cpu_has_amx())
+            done = gemm_amx(M, n0, n1, K, A, lda, a_signed, a_zero, panels, k4, colsum, C, ldc);
+    } else if (isa >= BD_KERNELS_ISA_AVX2) {
         tile = bd_kernels_cpu_has_avx_vnni() ? tile_avxvnni : tile_avx2;
+    }
+#else
+    const int64_t done = 0;
 #endif
-    for (int64_t i0 = 0; i0 < M; i0 += I8_MR) {
+    for (int64_t i0 = done; i0 < M; i0 += I8_MR) {
         int mr = (int)(M - i0 < I8_MR ? M - i0 : I8_MR);
         /* full row tiles of uint8 A with whole k groups read A in place; the others (int8 A is
          * flipped there) a zero-padded copy */

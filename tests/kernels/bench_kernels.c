@@ -465,13 +465,19 @@ int main(int argc, char **argv) {
             bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
             /* the int8 BERT's products (MatMulInteger), then a large square; only the AVX-512
              * tile gets a percentage of the (AVX-512) VNNI peak. The AVX2 tile runs on AVX-VNNI
-             * where the CPU has it, then again on vpmaddwd. */
+             * where the CPU has it, then again on vpmaddwd; the AVX-512 one on AMX tiles where
+             * the CPU has them, then again on VNNI. */
             double i8_peak = isas[i] == BD_KERNELS_ISA_AVX512 ? peak_i8 : 0;
+            int avx2 = isas[i] == BD_KERNELS_ISA_AVX2, avx512 = isas[i] == BD_KERNELS_ISA_AVX512;
             for (int off = 0; off < 2; off++) {
-                if (off && (isas[i] != BD_KERNELS_ISA_AVX2 || !bd_kernels_avx_vnni_off(1))) break;
-                if (isas[i] == BD_KERNELS_ISA_AVX2)
+                if (off && !(avx2 && bd_kernels_avx_vnni_off(1)) && !(avx512 && bd_kernels_amx_off(1)))
+                    break;
+                if (avx2)
                     printf("  (8-bit products by %s)\n", off || !bd_kernels_avx_vnni_off(0) ?
                                                           "vpmaddwd" : "AVX-VNNI vpdpbusd");
+                if (avx512)
+                    printf("  (8-bit products by %s)\n", off || !bd_kernels_amx_off(0) ?
+                                                          "AVX-512 VNNI vpdpbusd" : "AMX tdpbusd where K allows");
                 bench_i8_gemm(128, 256, 256, i8_peak);
                 bench_i8_gemm(128, 1024, 256, i8_peak);
                 bench_i8_gemm(128, 256, 1024, i8_peak);
@@ -479,6 +485,7 @@ int main(int argc, char **argv) {
                 bench_i8_gemm(1024, 1024, 1024, i8_peak);
             }
             bd_kernels_avx_vnni_off(0);
+            bd_kernels_amx_off(0);
         }
         for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
             if (!only || strstr(layers[l].name, only)) {

@@ -732,11 +732,12 @@ static void test_deconv_all(void) {
 /* Random shapes, signedness and zero points, column tiles cut at random points, rows with a
  * stride past K; compared exactly with an int64 reference, guard cells around every row. */
 static void test_i8_gemm_all(void) {
-    static const int64_t Ms[] = {1, 3, 8, 9, 17, 40}, Ns[] = {1, 5, 31, 32, 33, 70, 100},
-                         Ks[] = {1, 3, 4, 5, 64, 131, 300};
+    /* 32 rows and more with K a multiple of 64 take the AMX tiles where the CPU has them */
+    static const int64_t Ms[] = {1, 3, 8, 9, 17, 40, 32, 75}, Ns[] = {1, 5, 31, 32, 33, 70, 100},
+                         Ks[] = {1, 3, 4, 5, 64, 131, 300, 128, 256};
     int cases = g_quick ? 12 : 60, bad_cases = 0;
     for (int t = 0; t < cases; t++) {
-        int64_t M = Ms[irand(6)], N = Ns[irand(7)], K = Ks[irand(7)];
+        int64_t M = Ms[irand(8)], N = Ns[irand(7)], K = Ks[irand(9)];
         int64_t lda = K + irand(3), ldb = N + irand(2), ldc = N + 3;
         int a_signed = (int)irand(2), b_signed = (int)irand(2);
         int32_t a_zero = a_signed ? (int32_t)irand(256) - 128 : (int32_t)irand(256);
@@ -1086,6 +1087,13 @@ int main(int argc, char **argv) {
             test_i8_conv_all();
         }
         bd_kernels_avx_vnni_off(0);
+        /* the AVX-512 8-bit products on AMX tiles (above, where the CPU has them) and by VNNI */
+        if (isas[i] == BD_KERNELS_ISA_AVX512 && bd_kernels_amx_off(1)) {
+            printf("the AVX-512 8-bit products again without AMX:\n");
+            test_i8_gemm_all();
+            test_i8_conv_all();
+        }
+        bd_kernels_amx_off(0);
     }
     bd_kernels_set_isa(BD_KERNELS_ISA_AUTO);
     printf("%d passed, %d failed\n", g_passed, g_failed);
