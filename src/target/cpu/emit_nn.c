@@ -1314,10 +1314,13 @@ bd_status bd_emit_body_LSTM(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     }
     /* With the weights packed, each product is shared with the pool's idle threads by columns
      * (bdrt_help): at batch 1 a step reads all of R, 1 MB at hidden 256, which one core streams
-     * from L3 while two keep a half each in their own L2. At least 64 columns a part. */
+     * from L3 while two keep a half each in their own L2. At least 64 columns a part, and no
+     * sharing below 64K multiply-adds a step: a step of hidden 64 (16K) takes less time than
+     * handing it over, and the tiny LSTM ran 2x slower at 2 threads than at 1. */
+    int64_t max_parts = H4 / 64 > 1 && H4 * H >= 65536 ? H4 / 64 : 1;
     if (lp->packed)
         bd_emit(e, "const int64_t parts = bdrt_help_threads() < %lld ? bdrt_help_threads() : %lld;",
-                ll(H4 / 64 > 1 ? H4 / 64 : 1), ll(H4 / 64 > 1 ? H4 / 64 : 1));
+                ll(max_parts), ll(max_parts));
 #define PROJ(M, XPTR, OUT)                                                                         \
     (lp->packed ? bd_emit_str(e, "{ bd_cols_job cj = {%s, %lld, %lld, %lld, %lld, parts, %s, %s, %s, %s, gs, thread, S->scratch, S->scratch_stride}; " \
                                  "bdrt_help(parts, bd_cols_part, &cj); }",                          \
