@@ -102,6 +102,18 @@ static bool one_value(bd_graph *g, int v) {
     return x->rank == 0 || (x->rank == 1 && x->dims[0] == 1);
 }
 
+/* Reads a quantization value v (a scale or zero point) into nest and returns its operand index: a
+ * scalar or [1] is broadcast, a longer 1-D v is one per index of iteration dim `along` (a channel
+ * or column); along < 0: v is one value, broadcast whatever its length. */
+static int quant_operand(bd_graph *g, bd_nest *nest, int v, int along) {
+    const bd_value *x = bd_graph_value(g, v);
+    int at = nest->n_operands;
+    bd_operand *o = bd_nest_operand(nest, v, false, x->rank);
+    if (x->rank == 1)
+        o->dims[0] = x->dims[0] == 1 || along < 0 ? affine(-1, 0, 0, 0) : affine(along, 1, 0, 0);
+    return at;
+}
+
 /* ---------------------------------------------------------------- Conv */
 
 /* The quantization operands of an 8-bit convolution (values, -1: none): one-value zero points of
@@ -125,12 +137,7 @@ static void conv_tail_operands(bd_graph *g, bd_nest *nest, bd_conv_params *cp, i
     int values[4] = {q->x_zero, q->w_zero, q->x_scale, q->w_scale};
     int *ops[4] = {&cp->x_zero, &cp->w_zero, &cp->x_scale, &cp->w_scale};
     for (int k = 0; k < 4; k++) {
-        *ops[k] = -1;
-        if (values[k] < 0) continue;
-        const bd_value *v = bd_graph_value(g, values[k]);
-        *ops[k] = nest->n_operands;
-        bd_operand *o = bd_nest_operand(nest, values[k], false, v->rank);
-        if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(1, 1, 0, 0);
+        *ops[k] = values[k] < 0 ? -1 : quant_operand(g, nest, values[k], 1);
     }
     cp->y = nest->n_operands;
     bd_access_identity(bd_nest_operand(nest, yv, true, rank), 0);
@@ -504,11 +511,7 @@ static void matmul_values(bd_program *p, int node, bool gemm, int av, int bv, in
     }
     int zero[2] = {zav, zbv}, *zero_op[2] = {&mp->a_zero, &mp->b_zero};
     for (int k = 0; k < 2; k++) {
-        if (zero[k] < 0) continue;
-        const bd_value *z = bd_graph_value(g, zero[k]);
-        *zero_op[k] = nest->n_operands;
-        bd_operand *o = bd_nest_operand(nest, zero[k], false, z->rank);
-        if (z->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
+        if (zero[k] >= 0) *zero_op[k] = quant_operand(g, nest, zero[k], -1);
     }
     mp->y = nest->n_operands;
     bd_access_identity(bd_nest_operand(nest, yv, true, y->rank), 0);
@@ -1143,12 +1146,7 @@ static int minus_zero_point(bd_program *p, int node, int v, int zp, int along) {
     int out = bd_lower_temp(g, BD_DT_INT32, r, dims);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, out));
     bd_access_identity(bd_nest_operand(nest, v, false, r), 0);
-    if (zp >= 0) {
-        const bd_value *z = bd_graph_value(g, zp);
-        bd_operand *o = bd_nest_operand(nest, zp, false, z->rank);
-        if (z->rank == 1)
-            o->dims[0] = z->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(along, 1, 0, 0);
-    }
+    if (zp >= 0) quant_operand(g, nest, zp, along);
     bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
     int a = bd_expr_cast(e, BD_DT_INT32, bd_expr_load(e, 0, xd));
@@ -1212,16 +1210,9 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
     bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
     int scales[3] = {in[1], in[4], in[6]};
-    for (int k = 0; k < 3; k++) {
-        const bd_value *v = bd_graph_value(g, scales[k]);
-        bd_operand *o = bd_nest_operand(nest, scales[k], false, v->rank);
-        if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
-    }
-    if (in[7] >= 0) {
-        const bd_value *v = bd_graph_value(g, in[7]);
-        bd_operand *o = bd_nest_operand(nest, in[7], false, v->rank);
-        if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
-    }
+    for (int k = 0; k < 3; k++)
+        quant_operand(g, nest, scales[k], -1);
+    if (in[7] >= 0) quant_operand(g, nest, in[7], -1);
     bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
     int F = BD_DT_FLOAT, D = BD_DT_DOUBLE;
@@ -1271,18 +1262,11 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     matmul_values(p, node, false, in[0], in[1], -1, in[3], in[5], c);
     bd_nest *nest = bd_nest_begin(p, node, BD_BODY_ELEMENTWISE, bd_graph_value(g, yv));
     bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
-    for (int k = 2; k <= 4; k += 2) { /* the scales: b's along y's last dim (B's columns) */
-        const bd_value *v = bd_graph_value(g, in[k]);
-        bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
-        if (v->rank == 1)
-            o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(yr - 1, 1, 0, 0);
-    }
+    for (int k = 2; k <= 4; k += 2) /* the scales: b's along y's last dim (B's columns) */
+        quant_operand(g, nest, in[k], yr - 1);
     bool requant = in[6] >= 0;
-    for (int k = 6; k <= 7 && requant; k++) { /* y's scale and zero point: one value each */
-        const bd_value *v = bd_graph_value(g, in[k]);
-        bd_operand *o = bd_nest_operand(nest, in[k], false, v->rank);
-        if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
-    }
+    for (int k = 6; k <= 7 && requant; k++) /* y's scale and zero point: one value each */
+        quant_operand(g, nest, in[k], -1);
     bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
     int F = BD_DT_FLOAT;
@@ -1316,10 +1300,8 @@ static int centered_double(bd_program *p, int node, int v, int zp) {
     bd_access_identity(bd_nest_operand(nest, v, false, r), 0);
     int zd = 0;
     if (zp >= 0) {
-        const bd_value *z = bd_graph_value(g, zp);
-        zd = z->dtype;
-        bd_operand *o = bd_nest_operand(nest, zp, false, z->rank);
-        if (z->rank == 1) o->dims[0] = z->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(0, 1, 0, 0);
+        zd = bd_graph_value(g, zp)->dtype;
+        quant_operand(g, nest, zp, 0);
     }
     bd_access_identity(bd_nest_operand(nest, out, true, r), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
@@ -1403,16 +1385,9 @@ bd_status bd_lower_conv_integer(bd_program *p, int node, bd_diag *d) {
     bd_access_identity(bd_nest_operand(nest, c, false, yr), 0);
     int scales[3] = {in[1], in[4], in[6]}, F = BD_DT_FLOAT, D = BD_DT_DOUBLE;
     if (q) {
-        for (int k = 0; k < 3; k++) {
-            const bd_value *v = bd_graph_value(g, scales[k]);
-            bd_operand *o = bd_nest_operand(nest, scales[k], false, v->rank);
-            if (v->rank == 1) o->dims[0] = v->dims[0] == 1 ? affine(-1, 0, 0, 0) : affine(1, 1, 0, 0);
-        }
-        if (in[7] >= 0) {
-            const bd_value *v = bd_graph_value(g, in[7]);
-            bd_operand *o = bd_nest_operand(nest, in[7], false, v->rank);
-            if (v->rank == 1) o->dims[0] = affine(-1, 0, 0, 0);
-        }
+        for (int k = 0; k < 3; k++)
+            quant_operand(g, nest, scales[k], 1);
+        if (in[7] >= 0) quant_operand(g, nest, in[7], -1);
     }
     bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
