@@ -53,23 +53,33 @@ static bool weight_zero(bd_graph *g, const bd_node *q, int *out) {
     return t->numel == 1 || first == 0;
 }
 
+/* What Conv and MatMul ask of their two DequantizeLinears: qx's (the activation's) scale and zero
+ * point one value each; qw's input constant, of rank `rank`, its scale one value or 1-D along
+ * that input's axis `axis` (W's output channels, B's columns); its zero point one value
+ * (*zw, -1: none). */
+static bool dq_operands_fit(bd_graph *g, const bd_node *qx, const bd_node *qw, int rank, int axis,
+                            int *zw) {
+    const bd_value *sx = bd_node_in(g, qx, 1), *zx = bd_node_in(g, qx, 2);
+    const bd_value *wq = bd_node_in(g, qw, 0), *sw = bd_node_in(g, qw, 1);
+    if (!one_element(sx) || (zx && !one_element(zx)) || !wq->constant || wq->rank != rank)
+        return false;
+    if (!one_element(sw)) {
+        int at;
+        if (sw->rank != 1 || !bd_norm_axis(bd_attr_int(qw, "axis", 1), wq->rank, &at) ||
+            at != axis || sw->dims[0] != wq->dims[axis])
+            return false;
+    }
+    return weight_zero(g, qw, zw);
+}
+
 static void rewrite(bd_graph *g, bd_node *n) {
     const bd_value *x = bd_node_in(g, n, 0), *w = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
     if (!y || y->constant || y->dtype != BD_DT_FLOAT || !w || !w->constant || w->rank < 3) return;
     bd_node *qx = dequantize_of(g, x), *qw = dequantize_of(g, w);
     if (!qx || !qw || x->constant) return;
-    const bd_value *sx = bd_node_in(g, qx, 1), *zx = bd_node_in(g, qx, 2);
-    const bd_value *wq = bd_node_in(g, qw, 0), *sw = bd_node_in(g, qw, 1);
-    if (!one_element(sx) || (zx && !one_element(zx)) || !wq->constant || wq->rank != w->rank)
-        return;
-    if (!one_element(sw)) { /* per output channel: a 1-D scale along W's axis 0 */
-        int axis;
-        if (sw->rank != 1 || !bd_norm_axis(bd_attr_int(qw, "axis", 1), wq->rank, &axis) ||
-            axis != 0 || sw->dims[0] != wq->dims[0])
-            return;
-    }
-    int zw;
-    if (!weight_zero(g, qw, &zw)) return;
+    int zw; /* W's scale one value or one per output channel (axis 0) */
+    if (!dq_operands_fit(g, qx, qw, w->rank, 0, &zw)) return;
+    const bd_value *zx = bd_node_in(g, qx, 2);
     int *in = bd_arena_alloc(&g->model->arena, 7 * sizeof *in);
     if (!in) return;
     in[0] = qx->inputs[0];
@@ -135,18 +145,9 @@ static void rewrite_matmul(bd_graph *g, bd_node *n) {
         return;
     bd_node *qa = dequantize_of(g, a), *qb = dequantize_of(g, b);
     if (!qa || !qb) return;
-    const bd_value *sa = bd_node_in(g, qa, 1), *za = bd_node_in(g, qa, 2);
-    const bd_value *bq = bd_node_in(g, qb, 0), *sb = bd_node_in(g, qb, 1);
-    if (!one_element(sa) || (za && !one_element(za)) || !bq->constant || bq->rank != b->rank)
-        return;
-    if (!one_element(sb)) { /* per column: a 1-D scale along B's last axis */
-        int axis;
-        if (sb->rank != 1 || !bd_norm_axis(bd_attr_int(qb, "axis", 1), bq->rank, &axis) ||
-            axis != bq->rank - 1 || sb->dims[0] != bq->dims[bq->rank - 1])
-            return;
-    }
-    int zb;
-    if (!weight_zero(g, qb, &zb)) return;
+    int zb; /* B's scale one value or one per column (its last axis) */
+    if (!dq_operands_fit(g, qa, qb, b->rank, b->rank - 1, &zb)) return;
+    const bd_value *za = bd_node_in(g, qa, 2);
     int *in = bd_arena_alloc(&g->model->arena, 6 * sizeof *in);
     if (!in) return;
     in[0] = qa->inputs[0];
