@@ -227,7 +227,31 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
         a += SA ? 1 : 12;                                                                          \
         if (!D) b += 32;                                                                           \
     } while (0)
-    if (ep->stream_a && !SA)
+    if (R == 1 && !D) {
+        /* One row (a matrix-vector product, as a classifier's Gemm at batch 1): each vector's
+         * FMAs form one dependent chain, one step per FMA latency. Four chains over alternate k
+         * steps, summed at the end, run at the load ports' rate instead. */
+        __m512 p0 = _mm512_setzero_ps(), p1 = p0, q0 = p0, q1 = p0, r0 = p0, r1 = p0;
+        const int64_t as = SA ? 1 : 12;
+        int64_t k = 0;
+        for (; k + 4 <= kc; k += 4, a += 4 * as, b += 128) {
+            const __m512 x0 = _mm512_set1_ps(a[0]), x1 = _mm512_set1_ps(a[as]);
+            const __m512 x2 = _mm512_set1_ps(a[2 * as]), x3 = _mm512_set1_ps(a[3 * as]);
+            c00 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b), c00);
+            p0 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b + 32), p0);
+            q0 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(b + 64), q0);
+            r0 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(b + 96), r0);
+            if (NV > 1) {
+                c01 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b + 16), c01);
+                p1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b + 48), p1);
+                q1 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(b + 80), q1);
+                r1 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(b + 112), r1);
+            }
+        }
+        for (; k < kc; k++) K_STEP(0);
+        c00 = _mm512_add_ps(_mm512_add_ps(c00, p0), _mm512_add_ps(q0, r0));
+        c01 = _mm512_add_ps(_mm512_add_ps(c01, p1), _mm512_add_ps(q1, r1));
+    } else if (ep->stream_a && !SA)
         for (int64_t k = 0; k < kc; k++) K_STEP(1);
     else
         for (int64_t k = 0; k < kc; k++) K_STEP(0);
