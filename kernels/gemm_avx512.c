@@ -345,55 +345,32 @@ static BD_AVX512 void bd_f32_conv_direct_avx512_12x32(int64_t kc, const float *a
 
 /* ---- direct convolution, 16 output channels in the lanes -------------------------------------- */
 
-/* Eight pixels of one 16-channel block, activated, to e (16 floats per pixel). */
-BD_INLINE BD_AVX512 void act_store8(float *e, __m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 v4,
-                                    __m512 v5, __m512 v6, __m512 v7, int act, __m512 lo,
-                                    __m512 hi) {
-    _mm512_store_ps(e, act16(v0, act, lo, hi));
-    _mm512_store_ps(e + 16, act16(v1, act, lo, hi));
-    _mm512_store_ps(e + 32, act16(v2, act, lo, hi));
-    _mm512_store_ps(e + 48, act16(v3, act, lo, hi));
-    _mm512_store_ps(e + 64, act16(v4, act, lo, hi));
-    _mm512_store_ps(e + 80, act16(v5, act, lo, hi));
-    _mm512_store_ps(e + 96, act16(v6, act, lo, hi));
-    _mm512_store_ps(e + 112, act16(v7, act, lo, hi));
-}
-
 /* bd_f32_conv8d_avx2's scheme at twice the width: the same input rows with 8 channels
  * interleaved (conv8_rows.h), weights packed for blocks of 16 output channels, and per step two
- * blocks x eight pixels (16 accumulators): two weight loads and eight broadcasts for 16 FMAs.
- * Pixel i of a group reads from px[i]; a last group's pixels past npix recompute pixel 0 into the
- * spare end of o0 / o1 (16 floats a pixel). */
-BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int KW_,
-                                        const bd_conv8d_job *j, const float *rows, int64_t npix,
-                                        int64_t rs, int64_t bs, int64_t ncb, int clast,
-                                        const float *w, int64_t wob, __m512 bias0, __m512 bias1,
-                                        float *o0, float *o1) {
+ * blocks x NP (8, or 4 for a last short group) pixels: two weight loads and NP broadcasts for
+ * 2 NP FMAs. Pixel i of the group reads from px[i] and is stored at o0 / o1 + 16 i. */
+BD_INLINE BD_AVX512 void conv16d_group(const int NOB, const int NP, const int KH_, const int KW_,
+                                       const bd_conv8d_job *j, const float *const px[8],
+                                       int64_t rs, int64_t bs, int64_t ncb, int clast,
+                                       const float *w, int64_t wob, __m512 bias0, __m512 bias1,
+                                       float *o0, float *o1) {
     const bd_conv2d_shape *s = j->s;
-    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW, OW = s->OW;
+    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW;
     const int64_t cs = KH_ > 0 ? 8 : s->dil_w * 8, hs = s->dil_h * rs;
-    const int64_t ps = s->stride_w * 8, prow = s->stride_h * rs;
     const __m512 lo = _mm512_set1_ps(j->act_min), hi = _mm512_set1_ps(j->act_max);
-    int64_t row = 0, col = 0; /* of pixel g, stepped without divisions */
-    for (int64_t g = 0; g < npix; g += 8) {
-        const float *px[8];
-        for (int i = 0, r = (int)row, c = (int)col; i < 8; i++) {
-            px[i] = g + i < npix ? rows + r * prow + c * ps : rows;
-            if (++c == OW) c = 0, r++;
-        }
-        for (col += 8; col >= OW; col -= OW)
-            row++;
-        /* named accumulators: as an array, some were kept on the stack */
-        __m512 a0 = bias0, a1 = bias0, a2 = bias0, a3 = bias0, a4 = bias0, a5 = bias0, a6 = bias0,
-               a7 = bias0;
-        __m512 b0 = bias1, b1 = bias1, b2 = bias1, b3 = bias1, b4 = bias1, b5 = bias1, b6 = bias1,
-               b7 = bias1;
-        const float *wp = w;
-        /* one input channel c of the tap at off: two weight loads, eight broadcasts, 16 FMAs */
+    /* named accumulators: as an array, some were kept on the stack */
+    __m512 a0 = bias0, a1 = bias0, a2 = bias0, a3 = bias0, a4 = bias0, a5 = bias0, a6 = bias0,
+           a7 = bias0;
+    __m512 b0 = bias1, b1 = bias1, b2 = bias1, b3 = bias1, b4 = bias1, b5 = bias1, b6 = bias1,
+           b7 = bias1;
+    const float *wp = w;
+    /* one input channel c of the tap at off: two weight loads, NP broadcasts, 2 NP FMAs */
 #define BD_STEP(i, A, B)                                                                           \
-    x = _mm512_set1_ps(px[i][off + c]);                                                            \
-    A = _mm512_fmadd_ps(wa, x, A);                                                                 \
-    if (NOB == 2) B = _mm512_fmadd_ps(wb, x, B);
+    if (i < NP) {                                                                                  \
+        x = _mm512_set1_ps(px[i][off + c]);                                                        \
+        A = _mm512_fmadd_ps(wa, x, A);                                                             \
+        if (NOB == 2) B = _mm512_fmadd_ps(wb, x, B);                                               \
+    }
 #define BD_CHANNEL                                                                                 \
     {                                                                                              \
         const __m512 wa = _mm512_loadu_ps(wp);                                                     \
@@ -408,25 +385,55 @@ BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int 
         BD_STEP(6, a6, b6)                                                                         \
         BD_STEP(7, a7, b7)                                                                         \
     }
-        const int64_t nfull = clast == 8 ? ncb : ncb - 1;
-        for (int64_t cb = 0; cb < nfull; cb++)
-            for (int64_t kh = 0; kh < KH; kh++)
-                for (int64_t kw = 0; kw < KW; kw++) {
-                    const int64_t off = cb * bs + kh * hs + kw * cs;
-                    for (int c = 0; c < 8; c++, wp += 16)
-                        BD_CHANNEL
-                }
-        if (nfull < ncb) /* a last partial block: its channels, then past its padding */
-            for (int64_t kh = 0; kh < KH; kh++)
-                for (int64_t kw = 0; kw < KW; kw++, wp += (8 - clast) * 16) {
-                    const int64_t off = nfull * bs + kh * hs + kw * cs;
-                    for (int c = 0; c < clast; c++, wp += 16)
-                        BD_CHANNEL
-                }
+    const int64_t nfull = clast == 8 ? ncb : ncb - 1;
+    for (int64_t cb = 0; cb < nfull; cb++)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                const int64_t off = cb * bs + kh * hs + kw * cs;
+                for (int c = 0; c < 8; c++, wp += 16)
+                    BD_CHANNEL
+            }
+    if (nfull < ncb) /* a last partial block: its channels, then past its padding */
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++, wp += (8 - clast) * 16) {
+                const int64_t off = nfull * bs + kh * hs + kw * cs;
+                for (int c = 0; c < clast; c++, wp += 16)
+                    BD_CHANNEL
+            }
 #undef BD_CHANNEL
 #undef BD_STEP
-        act_store8(o0 + g * 16, a0, a1, a2, a3, a4, a5, a6, a7, j->act, lo, hi);
-        if (NOB == 2) act_store8(o1 + g * 16, b0, b1, b2, b3, b4, b5, b6, b7, j->act, lo, hi);
+    const __m512 va[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, vb[8] = {b0, b1, b2, b3, b4, b5, b6, b7};
+    for (int i = 0; i < NP; i++) {
+        _mm512_store_ps(o0 + 16 * i, act16(va[i], j->act, lo, hi));
+        if (NOB == 2) _mm512_store_ps(o1 + 16 * i, act16(vb[i], j->act, lo, hi));
+    }
+}
+
+/* The npix output pixels of a chunk in groups of 8; a last group's pixels past npix recompute
+ * pixel 0 into the spare end of o0 / o1 (16 floats a pixel), and one of at most 4 pixels
+ * computes only 4 (a 7x7 plane is 6 groups of 8 and one of 1). */
+BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int KW_,
+                                        const bd_conv8d_job *j, const float *rows, int64_t npix,
+                                        int64_t rs, int64_t bs, int64_t ncb, int clast,
+                                        const float *w, int64_t wob, __m512 bias0, __m512 bias1,
+                                        float *o0, float *o1) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t OW = s->OW, ps = s->stride_w * 8, prow = s->stride_h * rs;
+    int64_t row = 0, col = 0; /* of pixel g, stepped without divisions */
+    for (int64_t g = 0; g < npix; g += 8) {
+        const float *px[8];
+        for (int i = 0, r = (int)row, c = (int)col; i < 8; i++) {
+            px[i] = g + i < npix ? rows + r * prow + c * ps : rows;
+            if (++c == OW) c = 0, r++;
+        }
+        for (col += 8; col >= OW; col -= OW)
+            row++;
+        if (npix - g <= 4)
+            conv16d_group(NOB, 4, KH_, KW_, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+                          o0 + g * 16, o1 + g * 16);
+        else
+            conv16d_group(NOB, 8, KH_, KW_, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+                          o0 + g * 16, o1 + g * 16);
     }
 }
 
