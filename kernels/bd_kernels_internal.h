@@ -178,7 +178,8 @@ static inline int64_t bd_conv8d_chunk_rows(const bd_conv2d_shape *s) {
     return r < 1 ? 1 : r > 16 ? 16 : r;
 }
 /* Output pixels per output block in a chunk: its rows' pixels, rounded up to the kernels'
- * groups (6 or 8 pixels: a multiple of 24), and 8 more (rows are read back in blocks of 8). */
+ * groups (6 pixels on AVX2, 12 on AVX-512 with a last one of 4, 8 or 12: a multiple of 24 covers
+ * both), and 8 more (rows are read back in blocks of 8). */
 static inline int64_t bd_conv8d_out_pixels(const bd_conv2d_shape *s) {
     return (bd_conv8d_chunk_rows(s) * s->OW + 23) / 24 * 24 + 8;
 }
