@@ -60,6 +60,8 @@ typedef struct bd_ukr_epi {
                           * (the AVX2 one, at half the FMA rate, measured no gain) */
     int64_t lda;         /* 0: a is a packed MR-row panel; else (kernels with a_in_place) a is A
                           * read in place: row r at a + r * lda, k consecutive */
+    int stream_b;        /* b is a pre-packed operand read here for the first time in this call
+                          * (the first row tile of its panel): prefetched as stream_a is */
 } bd_ukr_epi;
 
 /* How far ahead a kernel prefetches a streamed A panel: 3 KiB, 64 steps of k of a 12-row panel,

@@ -603,7 +603,7 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
             const int first = pc == 0, last = pc + kc >= Kd;
             for (int64_t i0 = m_lo; i0 < m_hi; i0 += mr) {
                 bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i0 - m_lo) : NULL, !first,
-                                 last ? act : BD_ACT_NONE, act_min, act_max, 32, 1, 0};
+                                 last ? act : BD_ACT_NONE, act_min, act_max, 32, 1, 0, 0};
                 kd->ukr_direct(kc, apacked + (i0 / mr) * Kd * mr + pc * mr, xp + j0, boff + pc,
                                c + (i0 - m_lo) * ldc, ldc, (int)imin(mr, m_hi - i0), &out, &ep);
             }

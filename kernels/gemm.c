@@ -402,14 +402,15 @@ typedef struct macro_args {
     int load_c, act;
     float lo, hi;
     int stream_a; /* ap is a pre-packed operand */
+    int stream_b; /* bp is a pre-packed operand */
     int64_t lda;  /* ap is A read in place (astride = MR rows of it), or 0 */
     float *tmp;
 } macro_args;
 
 static void macro_kernel(const macro_args *g) {
     const int mr = g->kd->mr, nr = g->kd->nr;
-    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr, g->stream_a, g->lda};
-    const bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr, g->stream_a, g->lda};
+    bd_ukr_epi e = {NULL, NULL, g->load_c, g->act, g->lo, g->hi, nr, g->stream_a, g->lda, 0};
+    bd_ukr_epi plain = {NULL, NULL, 0, BD_ACT_NONE, 0.0f, 0.0f, nr, g->stream_a, g->lda, 0};
     for (int64_t jp = 0; jp * nr < g->coff + g->ncols; jp++) {
         int j_lo = jp == 0 ? g->coff : 0;
         int j_hi = (int)imin(nr, g->coff + g->ncols - jp * nr);
@@ -418,6 +419,7 @@ static void macro_kernel(const macro_args *g) {
         /* a column edge that fits in half a tile computes only that half */
         bd_ukr_fn ukr = j_hi <= nr / 2 && g->kd->ukr_half ? g->kd->ukr_half : g->kd->ukr;
         for (int64_t ip = 0; ip * mr < g->roff + g->mrows; ip++) {
+            e.stream_b = plain.stream_b = g->stream_b && ip == 0;
             int i_lo = ip == 0 ? g->roff : 0;
             int i_hi = (int)imin(mr, g->roff + g->mrows - ip * mr);
             int64_t ci = ip * mr + i_lo - g->roff;
@@ -468,6 +470,7 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
     g.ldc = ldc;
     g.tmp = tmp;
     g.stream_a = a->packed != NULL;
+    g.stream_b = b->packed != NULL;
     g.lda = a_raw ? a_raw->ld : 0;
     for (int64_t jc = n0; jc < n1;) {
         /* a pre-packed B is blocked on its own panel grid */
