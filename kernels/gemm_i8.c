@@ -34,6 +34,8 @@
 #endif
 
 enum { I8_MR = 8, I8_NR = 32, I8_HDR = 64, I8_MAGIC = 0x38693862 /* "b8i8" */ };
+/* Bytes of packed B a column block of the VNNI loop runs over (in L2 with A and C). */
+enum { I8_B_BLOCK = 256 * 1024 };
 
 typedef struct i8_hdr {
     int32_t magic, pad;
@@ -397,17 +399,25 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
 #else
     const int64_t done = 0;
 #endif
-    for (int64_t i0 = done; i0 < M; i0 += I8_MR) {
-        int mr = (int)(M - i0 < I8_MR ? M - i0 : I8_MR);
-        /* full row tiles of uint8 A with whole k groups read A in place; the others (int8 A is
-         * flipped there) a zero-padded copy */
-        bool direct = mr == I8_MR && K % 4 == 0 && !a_signed;
-        const uint8_t *a = direct ? (const uint8_t *)A + i0 * lda : ap;
-        if (!direct) pack_a_rows(A, lda, a_signed, i0, mr, K, k4, ap);
-        for (int64_t p0 = n0 / I8_NR * I8_NR; p0 < n1; p0 += I8_NR) {
-            int j0 = (int)(n0 > p0 ? n0 - p0 : 0), j1 = (int)(n1 - p0 < I8_NR ? n1 - p0 : I8_NR);
-            tile(a, direct ? lda : 4, direct ? 4 : 4 * I8_MR, panels + p0 * k4, k4 / 4, mr, j0, j1, za,
-                 colsum + p0, C + i0 * ldc + p0, ldc);
+    /* Columns in blocks of panels of about I8_B_BLOCK bytes, each run by every row tile while it
+     * stays in L2: row tiles over the whole of B read it from memory (or L3) once per 8 rows. */
+    const int64_t p_first = n0 / I8_NR * I8_NR;
+    int64_t block = I8_B_BLOCK / (k4 * I8_NR) * I8_NR;
+    if (block < I8_NR) block = I8_NR;
+    for (int64_t b0 = p_first; b0 < n1; b0 += block) {
+        const int64_t b1 = b0 + block < n1 ? b0 + block : n1;
+        for (int64_t i0 = done; i0 < M; i0 += I8_MR) {
+            int mr = (int)(M - i0 < I8_MR ? M - i0 : I8_MR);
+            /* full row tiles of uint8 A with whole k groups read A in place; the others (int8 A
+             * is flipped there) a zero-padded copy */
+            bool direct = mr == I8_MR && K % 4 == 0 && !a_signed;
+            const uint8_t *a = direct ? (const uint8_t *)A + i0 * lda : ap;
+            if (!direct) pack_a_rows(A, lda, a_signed, i0, mr, K, k4, ap);
+            for (int64_t p0 = b0; p0 < b1; p0 += I8_NR) {
+                int j0 = (int)(n0 > p0 ? n0 - p0 : 0), j1 = (int)(n1 - p0 < I8_NR ? n1 - p0 : I8_NR);
+                tile(a, direct ? lda : 4, direct ? 4 : 4 * I8_MR, panels + p0 * k4, k4 / 4, mr, j0,
+                     j1, za, colsum + p0, C + i0 * ldc + p0, ldc);
+            }
         }
     }
 }

@@ -484,6 +484,8 @@ int main(int argc, char **argv) {
                 bench_i8_gemm(128, 1024, 256, i8_peak);
                 bench_i8_gemm(128, 256, 1024, i8_peak);
                 bench_i8_gemm(128, 768, 768, i8_peak);
+                bench_i8_gemm(128, 3072, 768, i8_peak); /* BERT-base's FFN: B outgrows L2 */
+                bench_i8_gemm(128, 768, 3072, i8_peak);
                 bench_i8_gemm(1024, 1024, 1024, i8_peak);
             }
             bd_kernels_avx_vnni_off(0);
