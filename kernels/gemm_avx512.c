@@ -554,6 +554,8 @@ BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
     const bd_conv2d_shape *s = j->s;
     if (s->KH == 3 && s->KW == 3 && s->dil_w == 1)
         conv16d_run(3, 3, j);
+    else if (s->KH == 7 && s->KW == 7 && s->dil_w == 1 && s->C / s->group <= 8)
+        conv16d_run(7, 7, j); /* stems of 3 channels: 3-9% faster with the taps unrolled */
     else if (s->KH == 1 && s->KW == 1)
         conv16d_run(1, 1, j);
     else
