@@ -443,23 +443,18 @@ BD_INLINE BD_AVX512 void conv16d_group(const int NOB, const int NP, const int KH
 #undef BD_STORE
 }
 
-/* The groups of 8 and 4, apart: inlined next to the main loop, the 4-pixel one cost it 5-9% on
- * the 3x3 layers (register allocation), where no such group occurs. */
+/* The last group of a chunk, of 8 or 4 pixels, apart: inlined next to the main loop, a 4-pixel
+ * group cost it 5-9% on the 3x3 layers (register allocation), where no such group occurs. */
 static BD_AVX512 __attribute__((noinline)) void
-conv16d_group8(int nob, const bd_conv8d_job *j, const float *const px[12], int64_t rs, int64_t bs,
-               int64_t ncb, int clast, const float *w, int64_t wob, __m512 bias0, __m512 bias1,
-               float *o0, float *o1) {
-    if (nob == 2)
+conv16d_last_group(int nob, int np, const bd_conv8d_job *j, const float *const px[12], int64_t rs,
+                   int64_t bs, int64_t ncb, int clast, const float *w, int64_t wob, __m512 bias0,
+                   __m512 bias1, float *o0, float *o1) {
+    if (nob == 2 && np == 8)
         conv16d_group(2, 8, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
-    else
-        conv16d_group(1, 8, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
-}
-static BD_AVX512 __attribute__((noinline)) void
-conv16d_group4(int nob, const bd_conv8d_job *j, const float *const px[12], int64_t rs, int64_t bs,
-               int64_t ncb, int clast, const float *w, int64_t wob, __m512 bias0, __m512 bias1,
-               float *o0, float *o1) {
-    if (nob == 2)
+    else if (nob == 2)
         conv16d_group(2, 4, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+    else if (np == 8)
+        conv16d_group(1, 8, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
     else
         conv16d_group(1, 4, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
 }
@@ -484,12 +479,9 @@ BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int 
         }
         for (col += np; col >= OW; col -= OW)
             row++;
-        if (np == 4)
-            conv16d_group4(NOB, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0 + g * 16,
-                           o1 + g * 16);
-        else if (np == 8)
-            conv16d_group8(NOB, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0 + g * 16,
-                           o1 + g * 16);
+        if (np < 12)
+            conv16d_last_group(NOB, np, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+                               o0 + g * 16, o1 + g * 16);
         else
             conv16d_group(NOB, 12, KH_, KW_, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
                           o0 + g * 16, o1 + g * 16);
