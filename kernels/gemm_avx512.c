@@ -160,6 +160,8 @@ BD_INLINE BD_AVX512 void store_runs(float *cr, __m512 v0, __m512 v1, const float
     }
 }
 
+enum { STREAM_A = 1, STREAM_B = 2 };
+
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
 #define ACC_ZERO(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps()
 #define ACC_FMA(r)                                                                                 \
@@ -207,7 +209,8 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
     }
-#define K_STEP(prefetch)                                                                           \
+/* stream: which pre-packed operand the step prefetches (0: none, STREAM_A, STREAM_B) */
+#define K_STEP(stream)                                                                             \
     do {                                                                                           \
         const float *bk = D ? b + boff[k] : b;                                                     \
         __m512 b0 = _mm512_loadu_ps(bk);                                                           \
@@ -224,9 +227,9 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
         ACC_FMA(9);                                                                                \
         ACC_FMA(10);                                                                               \
         ACC_FMA(11);                                                                               \
-        if (prefetch == 1) /* (an integer address: it may lie past the panel) */                  \
+        if (stream == STREAM_A) /* (an integer address: it may lie past the panel) */             \
             _mm_prefetch((const char *)((uintptr_t)a + 4 * BD_STREAM_A_FLOATS), _MM_HINT_T0);     \
-        if (prefetch == 2) {                                                                       \
+        if (stream == STREAM_B) {                                                                  \
             _mm_prefetch((const char *)((uintptr_t)b + 4 * BD_STREAM_A_FLOATS), _MM_HINT_T0);     \
             _mm_prefetch((const char *)((uintptr_t)b + 4 * BD_STREAM_A_FLOATS + 64), _MM_HINT_T0);\
         }                                                                                          \
@@ -258,9 +261,9 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
         c00 = _mm512_add_ps(_mm512_add_ps(c00, p0), _mm512_add_ps(q0, r0));
         c01 = _mm512_add_ps(_mm512_add_ps(c01, p1), _mm512_add_ps(q1, r1));
     } else if (ep->stream_a && !SA)
-        for (int64_t k = 0; k < kc; k++) K_STEP(1);
+        for (int64_t k = 0; k < kc; k++) K_STEP(STREAM_A);
     else if (ep->stream_b && !D)
-        for (int64_t k = 0; k < kc; k++) K_STEP(2);
+        for (int64_t k = 0; k < kc; k++) K_STEP(STREAM_B);
     else
         for (int64_t k = 0; k < kc; k++) K_STEP(0);
 #undef K_STEP

@@ -400,7 +400,9 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
     const int64_t done = 0;
 #endif
     /* Columns in blocks of panels of about I8_B_BLOCK bytes, each run by every row tile while it
-     * stays in L2: row tiles over the whole of B read it from memory (or L3) once per 8 rows. */
+     * stays in L2: row tiles over the whole of B read it from memory (or L3) once per 8 rows. A
+     * row tile that is copied (int8 A, a last partial tile) is copied again per block: 8 x K
+     * bytes against 8 x K x (block columns) products. */
     const int64_t p_first = n0 / I8_NR * I8_NR;
     int64_t block = I8_B_BLOCK / (k4 * I8_NR) * I8_NR;
     if (block < I8_NR) block = I8_NR;
