@@ -56,6 +56,9 @@ bdc_add_test(real_run_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py 
 # Generated graphs (CNN and attention families), every fusion x schedule mode, against
 # onnxruntime; a longer sweep is `tests/test_random_graphs.py --seeds N --first S`.
 bdc_add_test(random_graphs COMMAND ${BDC_PYTHON} tests/test_random_graphs.py --seeds 8 -j 1)
+# Sibling convolutions stacked by --fusion block: which stack, and every case against
+# onnxruntime under both schedules and random block orders.
+bdc_add_test(horizontal COMMAND ${BDC_PYTHON} tests/test_horizontal.py LABELS "sanitize")
 # The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
 bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)
 bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)
@@ -80,6 +83,9 @@ bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --targ
              --sample 6 -j 1)
 bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl
              --schedule block --sample 6 -j 1)
+# GoogLeNet's stacked sibling convolutions (--fusion block) on the GPU printer.
+bdc_add_test(gpu_opencl_real_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
+             --schedule block --fusion block googlenet)
 # --branches fuse (small independent siblings in one kernel) on the branchy models.
 bdc_add_test(gpu_opencl_real_fuse COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl --schedule op
              --branches fuse googlenet squeezenet1_1 shufflenet_v2_x1_0 densenet121)

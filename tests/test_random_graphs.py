@@ -10,7 +10,8 @@ case), from one of two families:
              convolutions, ReLU, SiLU (x * sigmoid x), max and average pooling, branches that
              fork from one tensor and join by Add or Concat, residual Adds to an earlier tensor,
              broadcasting Muls by per-channel constants, squeeze-excitation (global pool, 1x1
-             convs, sigmoid, broadcast Mul), channel reductions;
+             convs, sigmoid, broadcast Mul), channel reductions, Inception-like sibling convs of
+             one input (the horizontal fusion's candidates, alike and not);
   attention  a [1, S, D] sequence through multi-head self-attention (Q/K/V projections with
              bias, Reshape + Transpose into heads, Q K^T / sqrt(d), Softmax, x V, back), a
              GELU MLP, residual Adds and layer norms written out of ReduceMean/Sub/Pow/Sqrt/Div
@@ -74,7 +75,8 @@ def cnn_graph(b, rng):
     for _ in range(int(rng.integers(4, 9))):
         c, h = shapes[cur]
         kind = rng.choice(["conv3", "conv1", "dw", "stride", "pool", "branch_add",
-                           "branch_concat", "residual", "se", "silu", "scale", "reduce"])
+                           "branch_concat", "residual", "se", "silu", "scale", "reduce",
+                           "inception"])
         if kind in ("conv3", "conv1", "dw", "stride"):
             k = 1 if kind == "conv1" else 3
             groups = c if kind == "dw" else 1
@@ -106,6 +108,30 @@ def cnn_graph(b, rng):
             else:
                 y = b.op("Concat", outs, axis=1)
                 shapes[y] = (2 * c, h)
+        elif kind == "inception":
+            # sibling convs of one input: 1x1s (and a 3x3) with or without bias, each followed
+            # by Relu, LeakyRelu or nothing, some by a 3x3 conv; those alike are stacked
+            # (--fusion block), the others must stay apart
+            outs, total = [], 0
+            with_bias = rng.random() < 0.5
+            for _ in range(int(rng.integers(2, 5))):
+                k = 3 if rng.random() < 0.2 else 1
+                m = int(rng.choice([4, 8, c]))
+                ins = [cur, b.weights(m, c, k, k)]
+                if with_bias or rng.random() < 0.1:
+                    ins.append(b.weights(m, scale=0.1))
+                y = b.op("Conv", ins, kernel_shape=[k, k], pads=[k // 2] * 4)
+                act = rng.choice(["Relu", "Relu", "Relu", "LeakyRelu", "none"])
+                if act == "LeakyRelu":
+                    y = b.op("LeakyRelu", [y], alpha=0.1)
+                elif act == "Relu":
+                    y = b.op("Relu", [y])
+                if rng.random() < 0.4:
+                    y = b.op("Conv", [y, b.weights(m, m, 3, 3)], kernel_shape=[3, 3], pads=[1] * 4)
+                outs.append(y)
+                total += m
+            y = b.op("Concat", outs, axis=1)
+            shapes[y] = (total, h)
         elif kind == "residual":
             same = [t for t in history if shapes[t] == (c, h) and t != cur]
             if not same:

@@ -179,7 +179,7 @@ static bool inside_region(const bd_program *p, int x, int64_t *lo, int64_t *hi) 
 }
 
 /* The edge from producer pi (its operand wk writes the value read, or a value written into it
- * in place) to consumer ci's read operand k. */
+ * in place, or the container the value read is a slice of) to consumer ci's read operand k. */
 static void edge_build(const bd_program *p, int pi, int wk, int ci, int k, int64_t *hits,
                        bd_deps *out) {
     bd_graph *g = p->graph;
@@ -210,7 +210,13 @@ static void edge_build(const bd_program *p, int pi, int wk, int ci, int k, int64
         for (int j = 0; j < v->rank; j++) empty |= rlo[j] > rhi[j];
         if (root != o->value && !empty) view_region(rv, v, rlo, rhi, xlo, xhi);
         else memcpy(xlo, rlo, sizeof xlo), memcpy(xhi, rhi, sizeof xhi);
-        if (written != root && !empty) empty = !inside_region(p, written, xlo, xhi);
+        if (written != root && !empty) {
+            if (p->inside_of && p->inside_of[root] == written) { /* a slice read, its container written */
+                xlo[p->inside_axis[root]] += p->inside_at[root];
+                xhi[p->inside_axis[root]] += p->inside_at[root];
+            } else
+                empty = !inside_region(p, written, xlo, xhi);
+        }
         bool any = !empty && pull_back(wv, xlo, xhi, pn, w, blo, bhi);
         if (e->rank == 0) {
             e->lo[b] = any ? 0 : 1;
@@ -312,7 +318,12 @@ bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d) {
                 again = !cn->operands[j].write && cn->operands[j].value == o->value &&
                         memcmp(cn->operands[j].dims, o->dims, sizeof o->dims) == 0;
             if (again) continue;
-            for (int w = last[bd_program_root(p, o->value)]; w >= 0; w = prev[w]) {
+            /* a slice of a container written whole (siblings.c) is written by the container's
+             * writer; a concat part has a writer of its own */
+            int root = bd_program_root(p, o->value), first = last[root];
+            if (first < 0 && p->inside_of && p->inside_of[root] >= 0)
+                first = last[p->inside_of[root]];
+            for (int w = first; w >= 0; w = prev[w]) {
                 int pi = w % ((int)nn * BD_NEST_MAX_OPERANDS) / BD_NEST_MAX_OPERANDS;
                 const bd_nest *pn = &BD_VEC_AT(&p->nests, bd_nest, pi);
                 if (pn->n_blocks == 0) continue;

@@ -47,6 +47,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     p->i8_direct = opts->i8_direct;
     bd_status s = bd_lower(g, p, d); /* verifies */
     if (!s && dumps->lower) bd_program_dump(p, stderr);
+    if (!s) bd_fuse_siblings(p);
     if (!s) s = t->tile(p, d); /* verifies */
     if (!s) s = bd_fuse(p, d); /* verifies */
     if (!s) bd_make_views(p);

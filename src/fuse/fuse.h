@@ -24,6 +24,11 @@ bd_status bd_fuse(bd_program *p, bd_diag *d);
 /* --dump=fuse: every fusion decision, taken or not, and why. */
 void bd_fusion_dump(const bd_program *p, FILE *f);
 
+/* siblings.c: with fusion block, convolutions of the same input and window, each followed by the
+ * same activation alone (an Inception block's 1x1 branches), become one convolution over their
+ * stacked weights and one activation; each branch's output is a slice of the stacked output
+ * (inside_of). Runs after lowering, before tiling. */
+void bd_fuse_siblings(bd_program *p);
 /* views.c: Reshape-family copies whose output need not own its bytes become views of their
  * input (bd_program.view_of); their nests are removed. Runs after bd_fuse, with fusion op or block. */
 void bd_make_views(bd_program *p);

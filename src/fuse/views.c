@@ -79,13 +79,16 @@ void bd_concat_in_place(bd_program *p) {
     if (p->fusion == BD_FUSION_NONE) return;
     bd_graph *g = p->graph;
     size_t nv = g->values.len, kept = 0;
-    p->inside_of = malloc((nv + 1) * sizeof *p->inside_of);
-    p->inside_axis = malloc((nv + 1) * sizeof *p->inside_axis);
-    p->inside_at = malloc((nv + 1) * sizeof *p->inside_at);
     bool *holds = calloc(nv + 1, sizeof *holds); /* a value something is written into */
-    BD_ASSERT(p->inside_of && p->inside_axis && p->inside_at && holds);
-    for (size_t v = 0; v < nv; v++)
-        p->inside_of[v] = -1;
+    BD_ASSERT(holds);
+    if (!p->inside_of) { /* siblings.c may have placed slices already */
+        p->inside_of = malloc((nv + 1) * sizeof *p->inside_of);
+        p->inside_axis = malloc((nv + 1) * sizeof *p->inside_axis);
+        p->inside_at = malloc((nv + 1) * sizeof *p->inside_at);
+        BD_ASSERT(p->inside_of && p->inside_axis && p->inside_at);
+        for (size_t v = 0; v < nv; v++)
+            p->inside_of[v] = -1;
+    }
     for (size_t i = 0; i < p->nests.len; i++) {
         bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         int axis;

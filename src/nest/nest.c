@@ -350,7 +350,7 @@ void bd_program_dump(const bd_program *p, FILE *f) {
                     bd_quote(bd_graph_value(g, p->view_of[v])->name));
     for (size_t v = 0; p->inside_of && v < g->values.len; v++)
         if (p->inside_of[v] >= 0)
-            fprintf(f, "in place: t%zu '%s' is written into t%d '%s' at %lld along dim %d\n", v,
+            fprintf(f, "in place: t%zu '%s' is stored in t%d '%s' at %lld along dim %d\n", v,
                     bd_quote(bd_graph_value(g, (int)v)->name), p->inside_of[v],
                     bd_quote(bd_graph_value(g, p->inside_of[v])->name),
                     (long long)p->inside_at[v], p->inside_axis[v]);

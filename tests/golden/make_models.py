@@ -6,7 +6,8 @@ Usage: make_models.py OUTDIR
 
 Each model exercises a different family of access maps and tilings: convolution windows and
 epilogue fusion (conv_chain, residual), matrix products with a broadcast bias and an elementwise
-tail (mlp_gelu), two branches joined by Concat pieces (branches_concat), a transpose/reshape
+tail (mlp_gelu), two branches joined by Concat pieces (branches_concat), sibling 1x1 convs that
+--fusion block stacks into one (siblings), a transpose/reshape
 remap into a FULL softmax axis (transpose_softmax), padding into a strided pooling window
 (pad_maxpool), a resized spatial dim (resize), and reversed slices and Split pieces (slice_split).
 Weights come from a fixed seed and the files are deterministic; test_golden.sh caches them keyed
@@ -112,6 +113,23 @@ def branches_concat():
          weight(r, "bb", [16])])
 
 
+def siblings():
+    """Two 1x1 convs of one input, each with a Relu, one before a 3x3 conv: stacked into one
+    conv by --fusion block, each branch then a slice of its output."""
+    r = rng("siblings")
+    return model("siblings", [
+        helper.make_node("Conv", ["x", "wa", "ba"], ["a"], name="reduce_a", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["a"], ["ra"], name="relu_a"),
+        helper.make_node("Conv", ["x", "wb", "bb"], ["b"], name="reduce_b", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["b"], ["rb"], name="relu_b"),
+        helper.make_node("Conv", ["rb", "wc"], ["c"], name="conv3x3", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["ra", "c"], ["y"], name="add"),
+    ], [("x", [1, 16, 8, 8])], [("y", [1, 8, 8, 8])],
+        [weight(r, "wa", [8, 16, 1, 1]), weight(r, "ba", [8]), weight(r, "wb", [16, 16, 1, 1]),
+         weight(r, "bb", [16]), weight(r, "wc", [8, 16, 3, 3])])
+
+
 def transpose_softmax():
     """Transpose (a permuted map), Reshape (mixing dims), Softmax over the last axis (FULL)."""
     return model("transpose_softmax", [
@@ -152,8 +170,8 @@ def slice_split():
          const_i64("steps", [-1]), const_i64("split", [4, 6])])
 
 
-MODELS = [conv_chain, residual, mlp_gelu, branches_concat, transpose_softmax, pad_maxpool, resize,
-          slice_split]
+MODELS = [conv_chain, residual, mlp_gelu, branches_concat, siblings, transpose_softmax, pad_maxpool,
+          resize, slice_split]
 
 
 def main():
