@@ -165,13 +165,7 @@ typedef struct slice {
 /* Places the slices, once every value is made (the arrays are sized by the value count). */
 static void place_slices(bd_program *p, const bd_vec *slices) {
     BD_ASSERT(!p->inside_of);
-    size_t nv = p->graph->values.len;
-    p->inside_of = malloc((nv + 1) * sizeof *p->inside_of);
-    p->inside_axis = malloc((nv + 1) * sizeof *p->inside_axis);
-    p->inside_at = malloc((nv + 1) * sizeof *p->inside_at);
-    BD_ASSERT(p->inside_of && p->inside_axis && p->inside_at);
-    for (size_t v = 0; v < nv; v++)
-        p->inside_of[v] = -1;
+    bd_program_inside_init(p);
     for (size_t i = 0; i < slices->len; i++) {
         const slice *s = &BD_VEC_AT(slices, slice, i);
         p->inside_of[s->value] = s->container;

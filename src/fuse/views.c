@@ -81,14 +81,7 @@ void bd_concat_in_place(bd_program *p) {
     size_t nv = g->values.len, kept = 0;
     bool *holds = calloc(nv + 1, sizeof *holds); /* a value something is written into */
     BD_ASSERT(holds);
-    if (!p->inside_of) { /* siblings.c may have placed slices already */
-        p->inside_of = malloc((nv + 1) * sizeof *p->inside_of);
-        p->inside_axis = malloc((nv + 1) * sizeof *p->inside_axis);
-        p->inside_at = malloc((nv + 1) * sizeof *p->inside_at);
-        BD_ASSERT(p->inside_of && p->inside_axis && p->inside_at);
-        for (size_t v = 0; v < nv; v++)
-            p->inside_of[v] = -1;
-    }
+    if (!p->inside_of) bd_program_inside_init(p); /* siblings.c may have placed slices */
     for (size_t i = 0; i < p->nests.len; i++) {
         bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         int axis;

@@ -147,6 +147,10 @@ typedef struct bd_program {
     bd_arena arena; /* tables the nests point to (Resize sampling tables) */
 } bd_program;
 
+/* Allocates inside_of, inside_axis and inside_at for every value of the graph, nothing inside
+ * anything (the passes that place values inside others call it once every value is made). */
+void bd_program_inside_init(bd_program *p);
+
 /* The value whose storage v uses: v itself, or the root of the view v is (fuse/views.c). */
 static inline int bd_program_root(const bd_program *p, int v) {
     return p->view_of && p->view_of[v] >= 0 ? p->view_of[v] : v;

@@ -356,6 +356,16 @@ void bd_program_dump(const bd_program *p, FILE *f) {
                     (long long)p->inside_at[v], p->inside_axis[v]);
 }
 
+void bd_program_inside_init(bd_program *p) {
+    size_t nv = p->graph->values.len;
+    p->inside_of = malloc((nv + 1) * sizeof *p->inside_of);
+    p->inside_axis = malloc((nv + 1) * sizeof *p->inside_axis);
+    p->inside_at = malloc((nv + 1) * sizeof *p->inside_at);
+    BD_ASSERT(p->inside_of && p->inside_axis && p->inside_at);
+    for (size_t v = 0; v < nv; v++)
+        p->inside_of[v] = -1;
+}
+
 bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
     for (size_t v = 0; p->view_of && v < p->graph->values.len; v++)
         BD_ASSERT(p->view_of[v] < 0 || p->view_of[p->view_of[v]] < 0); /* roots are not views */
