@@ -209,7 +209,10 @@ static void print_help(const bdrt_model *m) {
         "  --profile FILE     run once untimed, then once recording every block: FILE gets a\n"
         "                     Chrome/Perfetto trace (JSON: one event per block, one row per\n"
         "                     thread; open it in ui.perfetto.dev or chrome://tracing), and a\n"
-        "                     table of time per nest (each nest is one fusion group) is printed\n"
+        "                     table of time per nest (each nest is one fusion group) is printed;\n"
+        "                     with --benchmark N [--warmup W], W untimed runs (default 1) then N\n"
+        "                     recorded ones: the table gives each nest's median over the N runs\n"
+        "                     (one run's times vary by a third), the trace the last run\n"
         "  --info             print the inputs and outputs (dtypes, shapes, output file names)\n"
         "                     and exit without reading inputs\n"
         "  --help, --version\n"
@@ -298,8 +301,8 @@ static int parse_args(int argc, char **argv, const bdrt_model *m, options *o) {
     if (rc < 0 && o->warmup >= 0 && o->bench < 0) rc = usage_error("--warmup needs --benchmark");
     if (rc < 0 && o->profile && m->device_api)
         rc = usage_error("--profile records the CPU's blocks: a GPU model has none (use --benchmark)");
-    if (rc < 0 && o->profile && o->bench >= 0)
-        rc = usage_error("--profile records one run: it does not go with --benchmark");
+    if (rc < 0 && o->profile && o->bench > 1000)
+        rc = usage_error("--profile records at most 1000 runs (--benchmark)");
     if (rc < 0 && o->json && o->bench < 0 && !o->info)
         rc = usage_error("--json needs --benchmark or --info");
     /* Positional paths fill the inputs not named, in order. */
@@ -788,21 +791,71 @@ static int nest_of(const bdrt_model *m, bdrt_task_fn fn) {
     return -1;
 }
 
-/* One untimed run, one recorded run; the trace into path (temporary name, then renamed), the
- * per-nest table on stdout. */
+/* The median of v[0 .. n) (sorted in place). */
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Records `runs` runs: per nest its busy and span time of each run into busy/span[nest * runs +
+ * r], the wall time of each into wall[r]; the last run's events stay recorded (*ev, *n). */
+static int profile_runs(const bdrt_model *m, void *inst, const void *const *in, void *const *out,
+                        int runs, double *busy, double *span, double *wall,
+                        const bdrt_profile_event **ev, size_t *n, size_t *dropped) {
+    nest_time *nt = calloc((size_t)m->n_nests + 1, sizeof *nt);
+    if (!nt) return -1;
+    int rc = 0;
+    for (int r = 0; r < runs && !rc; r++) {
+        if (r) bdrt_profile_free();
+        if (bdrt_profile_begin((size_t)1 << 20)) {
+            free(nt);
+            return -1;
+        }
+        double t0 = now_ms();
+        rc = run_model(m, inst, in, out);
+        wall[r] = now_ms() - t0;
+        *n = bdrt_profile_end(ev, dropped);
+        memset(nt, 0, (size_t)m->n_nests * sizeof *nt);
+        for (size_t i = 0; i < *n; i++) {
+            int k = nest_of(m, (*ev)[i].fn);
+            if (k < 0) continue;
+            nest_time *x = &nt[k];
+            if (!x->blocks || (*ev)[i].t0_us < x->first_us) x->first_us = (*ev)[i].t0_us;
+            if (!x->blocks || (*ev)[i].t1_us > x->last_us) x->last_us = (*ev)[i].t1_us;
+            x->blocks++;
+            x->busy_us += (*ev)[i].t1_us - (*ev)[i].t0_us;
+        }
+        for (int k = 0; k < m->n_nests; k++) {
+            busy[(size_t)k * runs + r] = nt[k].busy_us;
+            span[(size_t)k * runs + r] = nt[k].last_us - nt[k].first_us;
+        }
+    }
+    free(nt);
+    return rc;
+}
+
+/* `warm` untimed runs, `runs` recorded ones; the last one's trace into path (temporary name,
+ * then renamed), the per-nest table (medians over the runs) on stdout. */
 static int profile(const bdrt_model *m, void *inst, const void *const *in, void *const *out,
-                   const char *path, int threads) {
-    int rc = run_model(m, inst, in, out);
+                   const char *path, int threads, int runs, long long warm) {
+    int rc = 0;
+    for (long long i = 0; i < warm && !rc; i++) rc = run_model(m, inst, in, out);
     if (rc) return rc;
-    if (bdrt_profile_begin((size_t)1 << 20)) {
+    size_t cells = (size_t)(m->n_nests + 1) * (size_t)runs;
+    double *busy = malloc(cells * sizeof *busy), *span = malloc(cells * sizeof *span),
+           *wall = malloc((size_t)runs * sizeof *wall);
+    const bdrt_profile_event *ev = NULL;
+    size_t dropped = 0, n = 0;
+    if (!busy || !span || !wall ||
+        (rc = profile_runs(m, inst, in, out, runs, busy, span, wall, &ev, &n, &dropped)) < 0) {
+        free(busy);
+        free(span);
+        free(wall);
+        bdrt_profile_free();
         bdrt_errorf("out of memory for the profile");
         return BDRT_EXIT_IO;
     }
-    double t0 = now_ms();
-    rc = run_model(m, inst, in, out);
-    double wall_ms = now_ms() - t0;
-    const bdrt_profile_event *ev;
-    size_t dropped, n = bdrt_profile_end(&ev, &dropped);
+    double wall_ms = median_of(wall, runs);
     nest_time *nt = calloc((size_t)m->n_nests + 1, sizeof *nt);
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
@@ -832,14 +885,14 @@ static int profile(const bdrt_model *m, void *inst, const void *const *in, void 
                        "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"nest\": %d, \"block\": %lld}}%s\n",
                     ev[i].thread, ev[i].t0_us, ev[i].t1_us - ev[i].t0_us, k,
                     (long long)ev[i].block, i + 1 < n ? "," : "");
-            if (k < 0) continue;
-            nest_time *x = &nt[k];
-            if (!x->blocks || ev[i].t0_us < x->first_us) x->first_us = ev[i].t0_us;
-            if (!x->blocks || ev[i].t1_us > x->last_us) x->last_us = ev[i].t1_us;
-            x->blocks++;
-            x->busy_us += ev[i].t1_us - ev[i].t0_us;
+            if (k >= 0) nt[k].blocks++;
         }
         fprintf(f, "]}\n");
+        for (int k = 0; k < m->n_nests; k++) { /* the medians over the runs */
+            nt[k].busy_us = median_of(busy + (size_t)k * runs, runs);
+            nt[k].first_us = 0;
+            nt[k].last_us = median_of(span + (size_t)k * runs, runs);
+        }
         if (fflush(f) || ferror(f)) {
             bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
             rc = BDRT_EXIT_IO;
@@ -855,21 +908,28 @@ static int profile(const bdrt_model *m, void *inst, const void *const *in, void 
     }
     if (f && rc) remove(tmp);
     if (!rc) {
-        double busy = 0;
-        for (int i = 0; i < m->n_nests; i++) busy += nt[i].busy_us;
+        double in_blocks = 0;
+        for (int i = 0; i < m->n_nests; i++) in_blocks += nt[i].busy_us;
         qsort(nt, (size_t)m->n_nests, sizeof *nt, cmp_busy);
-        printf("profile '%s': one run, %.3f ms wall, %d thread%s, %.3f ms in blocks (%.0f%% of "
-               "%d x wall)%s; trace in %s\n", q(m->name), wall_ms, threads, threads == 1 ? "" : "s",
-               busy / 1e3, wall_ms > 0 ? 100.0 * busy / 1e3 / (wall_ms * threads) : 0.0, threads,
+        char what[64];
+        if (runs == 1) snprintf(what, sizeof what, "one run");
+        else snprintf(what, sizeof what, "median of %d runs", runs);
+        printf("profile '%s': %s, %.3f ms wall, %d thread%s, %.3f ms in blocks (%.0f%% of "
+               "%d x wall)%s; trace of the last run in %s\n", q(m->name), what, wall_ms, threads,
+               threads == 1 ? "" : "s", in_blocks / 1e3,
+               wall_ms > 0 ? 100.0 * in_blocks / 1e3 / (wall_ms * threads) : 0.0, threads,
                dropped ? " (some blocks not recorded)" : "", q(path));
         printf("%10s %7s %7s %11s  %s\n", "ms", "share", "blocks", "span ms", "nest");
         for (int i = 0; i < m->n_nests && nt[i].blocks; i++)
             printf("%10.3f %6.1f%% %7lld %11.3f  %s\n", nt[i].busy_us / 1e3,
-                   busy > 0 ? 100.0 * nt[i].busy_us / busy : 0.0, nt[i].blocks,
+                   in_blocks > 0 ? 100.0 * nt[i].busy_us / in_blocks : 0.0, nt[i].blocks,
                    (nt[i].last_us - nt[i].first_us) / 1e3, q(m->nest_names[nt[i].nest]));
     }
     free(nt);
     free(tmp);
+    free(busy);
+    free(span);
+    free(wall);
     bdrt_profile_free();
     return rc;
 }
@@ -997,7 +1057,8 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
     if (batch && m->set_batch) m->set_batch(inst, batch);
     if (o.profile)
         rc = profile(m, inst, (const void *const *)in, out, o.profile,
-                     o.threads > 0 ? o.threads : bdrt_cpu_count());
+                     o.threads > 0 ? o.threads : bdrt_cpu_count(), o.bench > 0 ? (int)o.bench : 1,
+                     o.warmup >= 0 ? o.warmup : 1);
     else if (o.bench > 0)
         rc = benchmark(m, inst, (const void *const *)in, out, &o);
     else

@@ -184,7 +184,16 @@ m.ir_version = 8
 save(m, sys.argv[1])
 PY
 check huge-output-cap 4 "graph outputs included.*largest tensor 'y'" "$bdc" compile "$tmp/huge.onnx" -o "$tmp/huge"
-check profile-with-benchmark 1 "does not go with --benchmark" "$tmp/sample" models/sample.input.npy --profile "$tmp/t.json" --benchmark 2
+# --profile with --benchmark N: the table's medians over N recorded runs, the last run's trace
+"$bdc" analyze models/sample.onnx --json "$tmp/analyze.json" >/dev/null 2>&1
+check profile-runs 0 "median of 3 runs" "$tmp/sample" models/sample.input.npy --profile "$tmp/t3.json" --benchmark 3 --warmup 0
+check profile-runs-trace 0 "^one run's blocks$" /usr/bin/python3 -c '
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+blocks = json.load(open(sys.argv[2]))["totals"]["blocks"]
+print("one run\x27s blocks" if len(ev) == blocks else "%d events, %d blocks" % (len(ev), blocks))
+' "$tmp/t3.json" "$tmp/analyze.json"
+check profile-too-many-runs 1 "at most 1000 runs" "$tmp/sample" models/sample.input.npy --profile "$tmp/t.json" --benchmark 1001
 
 # The weights ride appended to the executable (runtime/bdrt.h): a copy elsewhere runs, a file
 # that lost them (strip rewrites the ELF without them, or cut short) says so and exits 4.
