@@ -73,11 +73,18 @@ static int is_pointwise(const bd_conv2d_shape *s) {
  * 28x28 ones level, its 14x14 and 7x7 ones 7-13% faster, where the GEMM's 32-column tiles
  * fit the pixels worst) and those of more than 512 outputs (SqueezeNet's 1000-class 13x13 one
  * 10% slower direct), while every other shape measured ran 1.0x to 2x faster direct
- * (bdckernels_bench). */
+ * (bdckernels_bench). Also left to the GEMM on AVX-512: windows of at most 36 products per output
+ * (3-channel 3x3 stems) at stride 1 or with at least 48 outputs, where the transposing store of
+ * the 16 lanes outweighs the few FMAs before it: 3->16 and 3->32 3x3 1.5-1.7x faster as GEMMs,
+ * SqueezeNet's 3->64 3x3/2 1.3x, 3->48 3x3/2 1.25x; MobileNetV2's 3->32 3x3/2 measured level
+ * alone and 1.15x slower in the model, so it stays; 3-channel 7x7 stems (147 products) run
+ * 1.15x faster direct. */
 static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
+    const int few_products = kd->conv8d_lanes == 16 && s->KH * s->KW > 1 &&
+                             Cg * s->KH * s->KW <= 36 && (s->stride_h == 1 || Mg >= 48);
     return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
-           !is_group8(kd, s) &&
+           !is_group8(kd, s) && !few_products &&
            !(is_pointwise(s) &&
              (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
 }
