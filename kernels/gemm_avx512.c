@@ -366,7 +366,8 @@ static BD_AVX512 void bd_f32_conv_direct_avx512_12x32(int64_t kc, const float *a
  * group of a block reads them from memory, and ResNet-18's 512-channel 7x7 layers (9.4 MB of
  * weights each) took 1.3x their time without it. */
 BD_INLINE BD_AVX512 void conv16d_group(const int NOB, const int NP, const int KH_, const int KW_,
-                                       const bd_conv8d_job *j, const float *const px[12],
+                                       const int CONTIG, const bd_conv8d_job *j,
+                                       const float *const px[12],
                                        int64_t rs, int64_t bs, int64_t ncb, int clast,
                                        const float *w, int64_t wob, __m512 bias0, __m512 bias1,
                                        float *o0, float *o1) {
@@ -383,7 +384,7 @@ BD_INLINE BD_AVX512 void conv16d_group(const int NOB, const int NP, const int KH
     /* one input channel c of the tap at off: two weight loads, NP broadcasts, 2 NP FMAs */
 #define BD_STEP(i, A, B)                                                                           \
     if (i < NP) {                                                                                  \
-        x = _mm512_set1_ps(px[i][off + c]);                                                        \
+        x = _mm512_set1_ps(CONTIG ? px[0][8 * i + off + c] : px[i][off + c]);                      \
         A = _mm512_fmadd_ps(wa, x, A);                                                             \
         if (NOB == 2) B = _mm512_fmadd_ps(wb, x, B);                                               \
     }
@@ -453,13 +454,13 @@ conv16d_last_group(int nob, int np, const bd_conv8d_job *j, const float *const p
                    int64_t bs, int64_t ncb, int clast, const float *w, int64_t wob, __m512 bias0,
                    __m512 bias1, float *o0, float *o1) {
     if (nob == 2 && np == 8)
-        conv16d_group(2, 8, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+        conv16d_group(2, 8, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
     else if (nob == 2)
-        conv16d_group(2, 4, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+        conv16d_group(2, 4, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
     else if (np == 8)
-        conv16d_group(1, 8, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+        conv16d_group(1, 8, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
     else
-        conv16d_group(1, 4, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+        conv16d_group(1, 4, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
 }
 
 /* The npix output pixels of a chunk in groups of 12, the last one of 4, 8 or 12 (the fewest
@@ -472,6 +473,9 @@ BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int 
                                         float *o0, float *o1) {
     const bd_conv2d_shape *s = j->s;
     const int64_t OW = s->OW, ps = s->stride_w * 8, prow = s->stride_h * rs;
+    /* a 1x1 stride-1 window: pixel p's interleaved channels are at rows + 8 p, so a group's
+     * twelve broadcasts take one base address (twelve pointers left too few registers) */
+    const int contig = KH_ == 1 && KW_ == 1 && s->stride_h == 1 && s->stride_w == 1;
     int64_t row = 0, col = 0; /* of pixel g, stepped without divisions */
     for (int64_t g = 0; g < npix;) {
         const int np = npix - g <= 4 ? 4 : npix - g <= 8 ? 8 : 12;
@@ -485,8 +489,11 @@ BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int 
         if (np < 12)
             conv16d_last_group(NOB, np, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
                                o0 + g * 16, o1 + g * 16);
+        else if (contig)
+            conv16d_group(NOB, 12, 1, 1, 1, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+                          o0 + g * 16, o1 + g * 16);
         else
-            conv16d_group(NOB, 12, KH_, KW_, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+            conv16d_group(NOB, 12, KH_, KW_, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
                           o0 + g * 16, o1 + g * 16);
         g += np;
     }
