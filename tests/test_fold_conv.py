@@ -10,7 +10,9 @@ Each case is a small model built with onnx.helper (weights as initializers, data
 generator seeded by the case name): a Conv followed by BatchNormalization (with and without a
 Conv bias, opsets 9 and 15, grouped and depthwise, a Relu after it, its output a graph output
 or not), by Mul or Add with a per-channel or scalar constant on either side, or chains of them;
-and the cases that must not fold: a Conv output with a second reader, constants that broadcast
+and the cases that must not fold: a BatchNormalization after no Conv (with the Relu or Clip
+after it, which it takes into its epilogue unless its output is also read), a Conv output with
+a second reader, constants that broadcast
 along the spatial or batch axes, a BatchNormalization whose var + epsilon is negative (its NaN
 must survive), a Conv with weights that are a graph input. Also DequantizeLinear of constant
 weights before a Conv or MatMul (per-channel int8 with an int32 bias, scalar uint8), which
@@ -155,6 +157,20 @@ def cases():
     out.append(Case("keep/add-batch-broadcast", 13, (1, c, 6, 6),
                     [conv("x", "c"), helper.make_node("Add", ["c", "k"], ["y"])],
                     {**w, "k": normal(2, m, 1, 1)}, ["y"], folds=0))
+    # a BatchNormalization after no Conv (DenseNet's, on a Concat) stays, and takes the Relu or
+    # Clip after it into its own epilogue (fuse.c)
+    out.append(Case("keep/bn-after-concat-relu", 15, (1, c, 7, 9),
+                    [helper.make_node("Concat", ["x", "x"], ["cc"], axis=1),
+                     helper.make_node("BatchNormalization", ["cc", "scale", "bias", "mean", "var"],
+                                      ["n"], epsilon=1e-3),
+                     helper.make_node("Relu", ["n"], ["y"])],
+                    bn_params(2 * c), ["y"], folds=0))
+    out.append(Case("keep/bn-clip-graph-output", 15, (1, c, 5, 5),
+                    [helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+                                      ["n"], epsilon=1e-3),
+                     helper.make_node("Clip", ["n", "lo", "hi"], ["y"])],
+                    {**bn_params(c), "lo": np.array(0.0), "hi": np.array(0.5)}, ["n", "y"],
+                    folds=0))
     out.append(Case("keep/bn-negative-var", 15, (1, c, 6, 6),
                     [conv("x", "c"), bn("c", "y")], {**w, **bn_params(m, var_offset=-3.0)},
                     ["y"], folds=0))

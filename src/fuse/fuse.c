@@ -324,9 +324,16 @@ static bool ready_before(const fuse_index *ix, int v, int before) {
 static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead) {
     bd_graph *g = p->graph;
     bd_nest *n = nest_at(p, i);
-    if (n->body != BD_BODY_CONV && n->body != BD_BODY_CONV_TRANSPOSE && n->body != BD_BODY_MATMUL)
+    /* a BatchNormalization not folded into a Conv (DenseNet's, before its convolutions) takes
+     * only the activation after it */
+    const bool norm = n->body == BD_BODY_NORM && n->params.norm.kind == BD_NORM_BATCH &&
+                      n->params.norm.mean_out < 0 && n->params.norm.inv_out < 0;
+    if (n->body != BD_BODY_CONV && n->body != BD_BODY_CONV_TRANSPOSE && n->body != BD_BODY_MATMUL &&
+        !norm)
         return;
-    int *y = n->body == BD_BODY_MATMUL ? &n->params.matmul.y : &n->params.conv.y;
+    int *y = n->body == BD_BODY_MATMUL ? &n->params.matmul.y
+             : norm                    ? &n->params.norm.y
+                                       : &n->params.conv.y;
     const bd_value *ref = bd_graph_value(g, n->operands[*y].value);
     if (ref->constant || ref->dtype != BD_DT_FLOAT || !bd_value_shape_known(ref)) return;
     int cur = n->operands[*y].value, other, c;
@@ -350,7 +357,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         }
     }
     /* a residual Add */
-    if ((c = sole_reader(ix, cur)) >= 0 &&
+    if (!norm && (c = sole_reader(ix, cur)) >= 0 &&
         binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i) &&
         same_float_shape(bd_graph_value(g, other), ref)) {
         n->epi.residual = insert_before_output(n, y, nest_at(p, c), other);

@@ -11,6 +11,8 @@
  *     with constant bounds), or SiLU written as Mul(x, Sigmoid(x)) (both nests absorbed; x read
  *     by exactly those two, the expression op SILU): the epilogue's expression, composed from
  *     the absorbed nest's.
+ * A BatchNormalization nest (NORM) that no Conv took in (DenseNet's, on a Concat) absorbs only
+ * the activation, which its printers apply before the store.
  * A tensor added must be computed before the absorbing nest. The nest then writes the last
  * absorbed nest's output, the absorbed nests are removed, and the intermediate values are never
  * stored. The decisions read only the nests (bodies, expressions, access maps) and the values'

@@ -83,7 +83,8 @@ enum { BD_NEST_MAX_OPERANDS = 16 };
 
 /* What a nest applies to each value it computes before storing it. Fusion (fuse/fuse.c) fills it
  * when a nest absorbs the elementwise consumers of its output; only bodies whose printers apply
- * epilogues (CONV, CONV_TRANSPOSE, MATMUL) get one. */
+ * epilogues get one (CONV, CONV_TRANSPOSE, MATMUL; NORM, BatchNormalization's, an activation
+ * only). */
 typedef struct bd_epilogue {
     int residual; /* operand added to the value (an absorbed residual Add), -1: none */
     bd_expr act;  /* then this expression of LOAD 0 (the value): an absorbed activation; n == 0: none */

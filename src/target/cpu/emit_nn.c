@@ -1091,7 +1091,8 @@ static void emit_batchnorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
             bd_emit(e, "const %s a = (%s)ad, b = (%s)((double)Pbias[p] - (double)Pm[p] * ad);", T, T, T);
         }
     }
-    bd_emit(e, "Y[base + s] = X[base + s] * a + b;");
+    bd_emit(e, "const %s v = X[base + s] * a + b;", T);
+    bd_emit(e, "Y[base + s] = %s;", act_expr(e, n, "v")); /* an absorbed activation (fuse.c) */
     for (int i = 2; i < r; i++) bd_emit_close(e, NULL);
     bd_emit_close(e, NULL);
     bd_emit_close(e, NULL);

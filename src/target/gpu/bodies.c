@@ -800,11 +800,12 @@ static void body_batchnorm(bd_gpu_printer *g, const bd_nest *n, const bd_norm_pa
     for (int k = 2; k < r; k++) inner = S("%s + i%d * %lld", inner, k, ll(xs[k]));
     L("const int64_t p = %s;", np->per_activation ? S("i1 * %lld + %s", ll(np->inner), inner) : (r > 1 ? "i1" : "0"));
     if (np->folded) {
-        L("Y[xo] = X[xo] * Pa[p] + Pb[p];");
+        L("const %s v = X[xo] * Pa[p] + Pb[p];", T);
     } else {
         L("const double ad = (double)Ps[p] / sqrt((double)Pv[p] + %s);", bd_print_float(&g->pr, np->epsilon, BD_DT_DOUBLE));
-        L("Y[xo] = X[xo] * (%s)ad + (%s)((double)Pbias[p] - (double)Pm[p] * ad);", T, T);
+        L("const %s v = X[xo] * (%s)ad + (%s)((double)Pbias[p] - (double)Pm[p] * ad);", T, T, T);
     }
+    L("Y[xo] = %s;", act(g, n, "v")); /* an absorbed activation (fuse.c) */
     close_elements(g);
 }
 
