@@ -244,26 +244,32 @@ def run_case(case, bdc, fusion):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def run_cases(cases, run, verbose):
+    """Runs run(case) -> (ok, detail) on every case: one line each, then `N passed, M failed`;
+    the exit status (1 if any failed or none ran)."""
+    passed = failed = 0
+    for case in cases:
+        try:
+            ok, detail = run(case)
+        except Exception as e:  # noqa: BLE001 - a broken case fails alone, with its reason
+            ok, detail = False, "%s: %s" % (type(e).__name__, e)
+        if ok:
+            passed += 1
+            print("ok %s%s" % (case.name, " (%s)" % detail if verbose else ""))
+        else:
+            failed += 1
+            print("FAIL %s: %s" % (case.name, detail))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or not passed else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bdc", default=os.environ.get("BDC", os.path.join(REPO, "build", "bdc")))
     ap.add_argument("--fusion", default="op", choices=["op", "none"])
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
-    passed = failed = 0
-    for case in cases():
-        try:
-            ok, detail = run_case(case, args.bdc, args.fusion)
-        except Exception as e:  # noqa: BLE001 - a broken case fails alone, with its reason
-            ok, detail = False, "%s: %s" % (type(e).__name__, e)
-        if ok:
-            passed += 1
-            print("ok %s%s" % (case.name, " (%s)" % detail if args.v else ""))
-        else:
-            failed += 1
-            print("FAIL %s: %s" % (case.name, detail))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed or not passed else 0
+    return run_cases(cases(), lambda case: run_case(case, args.bdc, args.fusion), args.v)
 
 
 if __name__ == "__main__":

@@ -34,17 +34,20 @@ import zlib
 
 import numpy as np
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-RTOL, ATOL = 1e-4, 1e-5
-TIMEOUT_S = 120
+sys.path.insert(0, HERE)
+# the model builder (Case.model) and helpers of the fold tests, with their tolerances
+from test_fold_conv import ATOL, REPO, RTOL, TIMEOUT_S, first_line, run_cases  # noqa: E402
+from test_fold_conv import Case as FoldCase  # noqa: E402
 
 
-class Case:
+class Case(FoldCase):
+    """A graph of x built conv by conv (FoldCase.model writes it out, at opset 17)."""
+
     def __init__(self, name, x_shape, stacks):
-        self.name, self.stacks = name, stacks
+        self.name, self.stacks, self.opset = name, stacks, 17
         self.rng = np.random.default_rng(zlib.crc32(name.encode()))
         self.feeds = {"x": self.rng.standard_normal(x_shape).astype(np.float32)}
         self.c = x_shape[1]
@@ -80,18 +83,6 @@ class Case:
         y = self.fresh(op_type.lower())
         self.nodes.append(helper.make_node(op_type, ins, [y], name=y, **attrs))
         return y
-
-    def model(self):
-        graph = helper.make_graph(
-            self.nodes, self.name.replace("/", "_"),
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
-             for n, a in self.feeds.items()],
-            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in self.outputs],
-            [numpy_helper.from_array(a, n) for n, a in self.consts.items()])
-        opsets = [helper.make_opsetid("", 17)]
-        m = helper.make_model(graph, opset_imports=opsets, producer_name="test_horizontal")
-        m.ir_version = 8
-        return m
 
 
 def cases():
@@ -152,11 +143,6 @@ def cases():
     c.outputs.append(c.op("Concat", [c.conv("x", 8, 8), c.conv("x", 8, 4)], axis=1))
     out.append(c)
     return out
-
-
-def first_line(text):
-    lines = [l for l in (text or "").splitlines() if l.strip()]
-    return lines[0][:300] if lines else ""
 
 
 def run(cmd, env=None):
@@ -221,20 +207,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
-    passed = failed = 0
-    for case in cases():
-        try:
-            ok, detail = run_case(case, args.bdc, args.seeds)
-        except Exception as e:  # noqa: BLE001 - a broken case fails alone, with its reason
-            ok, detail = False, "%s: %s" % (type(e).__name__, e)
-        if ok:
-            passed += 1
-            print("ok %s%s" % (case.name, " (%s)" % detail if args.v else ""))
-        else:
-            failed += 1
-            print("FAIL %s: %s" % (case.name, detail))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed or not passed else 0
+    return run_cases(cases(), lambda case: run_case(case, args.bdc, args.seeds), args.v)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,13 @@ bool bd_graph_has_subgraphs(const bd_graph *g) {
     return false;
 }
 
+bool bd_graph_is_output(const bd_graph *g, int v) {
+    if (BD_VEC_AT(&g->values, bd_value, v).flags & BD_VALUE_OUTPUT) return true;
+    for (size_t i = 0; i < g->outputs.len; i++)
+        if (BD_VEC_AT(&g->outputs, int, i) == v) return true;
+    return false;
+}
+
 void bd_graph_count_uses(bd_graph *g) {
     for (size_t i = 0; i < g->values.len; i++) BD_VEC_AT(&g->values, bd_value, i).n_uses = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {

@@ -176,6 +176,8 @@ bd_graph *bd_graph_new(bd_model *m, bd_graph *parent, const char *name);
 int bd_graph_add_value(bd_graph *g, const char *name); /* new value; caller checks duplicates */
 int bd_graph_find_value(const bd_graph *g, const char *name);
 void bd_graph_count_uses(bd_graph *g);
+/* Whether value v is a graph output: listed among the outputs or flagged BD_VALUE_OUTPUT. */
+bool bd_graph_is_output(const bd_graph *g, int v);
 /* Node n holds a subgraph (If/Loop/Scan bodies). */
 bool bd_node_has_subgraph(const bd_node *n);
 /* A live node of g holds a subgraph (an If/Loop/Scan left in place), whose nodes read values of

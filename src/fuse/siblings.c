@@ -27,13 +27,6 @@ static bd_nest *nest_at(bd_program *p, int i) {
     return &BD_VEC_AT(&p->nests, bd_nest, i);
 }
 
-static bool is_graph_output(const bd_graph *g, int v) {
-    if (bd_graph_value((bd_graph *)g, v)->flags & BD_VALUE_OUTPUT) return true;
-    for (size_t i = 0; i < g->outputs.len; i++)
-        if (BD_VEC_AT(&g->outputs, int, i) == v) return true;
-    return false;
-}
-
 /* The nests reading value v (each once), into out (at most max); how many there are. */
 static int readers_of(bd_program *p, int v, int *out, int max) {
     int n = 0;
@@ -68,7 +61,7 @@ static bool stackable_conv(const bd_program *p, const bd_nest *c) {
     return x->dtype == BD_DT_FLOAT && y->dtype == BD_DT_FLOAT && y->rank == 4 && y->dims[0] == 1 &&
            float_constant(g, c->operands[cp->w].value) &&
            (cp->b < 0 || float_constant(g, c->operands[cp->b].value)) &&
-           !is_graph_output(g, c->operands[cp->y].value);
+           !bd_graph_is_output(g, c->operands[cp->y].value);
 }
 
 /* The activation nest reading conv c's output alone: an elementwise nest of one input read
@@ -82,7 +75,7 @@ static int activation_after(bd_program *p, const bd_nest *c) {
         !bd_access_is_identity(&a->operands[1], a->n_iter))
         return -1;
     const bd_value *yv = bd_graph_value(p->graph, y), *rv = bd_graph_value(p->graph, a->operands[1].value);
-    if (rv->dtype != BD_DT_FLOAT || rv->rank != yv->rank || is_graph_output(p->graph, a->operands[1].value))
+    if (rv->dtype != BD_DT_FLOAT || rv->rank != yv->rank || bd_graph_is_output(p->graph, a->operands[1].value))
         return -1;
     for (int k = 0; k < yv->rank; k++)
         if (rv->dims[k] != yv->dims[k]) return -1;

@@ -19,12 +19,6 @@
 
 #include "fuse/fuse.h"
 
-static bool is_graph_output(const bd_graph *g, int v) {
-    for (size_t i = 0; i < g->outputs.len; i++)
-        if (BD_VEC_AT(&g->outputs, int, i) == v) return true;
-    return false;
-}
-
 void bd_make_views(bd_program *p) {
     if (p->fusion == BD_FUSION_NONE) return; /* the one-nest-per-node baseline */
     bd_graph *g = p->graph;
@@ -41,7 +35,7 @@ void bd_make_views(bd_program *p) {
             const bd_value *xv = bd_graph_value(g, x), *yv = bd_graph_value(g, y);
             int root = bd_program_root(p, x);
             if (xv->dtype == yv->dtype && !bd_graph_value(g, root)->constant &&
-                !is_graph_output(g, y) && !(yv->flags & BD_VALUE_OUTPUT)) {
+                !bd_graph_is_output(g, y)) {
                 p->view_of[y] = root;
                 continue; /* the nest goes */
             }
@@ -93,10 +87,9 @@ void bd_concat_in_place(bd_program *p) {
             bool contiguous = true;
             for (int k = 0; k < axis; k++) contiguous &= yv->dims[k] == 1;
             bool writable = bd_program_root(p, x) == x && p->inside_of[x] < 0 && !holds[x] &&
-                            !xv->constant && !(xv->flags & (BD_VALUE_INPUT | BD_VALUE_OUTPUT)) &&
-                            !is_graph_output(g, x);
+                            !xv->constant && !(xv->flags & BD_VALUE_INPUT) && !bd_graph_is_output(g, x);
             bool container = bd_program_root(p, y) == y && p->inside_of[y] < 0 && !yv->constant &&
-                             !(yv->flags & (BD_VALUE_INPUT | BD_VALUE_OUTPUT)) && !is_graph_output(g, y);
+                             !(yv->flags & BD_VALUE_INPUT) && !bd_graph_is_output(g, y);
             /* x written by a nest before this one (not a graph input, which has no writer) */
             bool written = false;
             for (size_t j = 0; j < i && !written; j++) {

@@ -7,9 +7,9 @@
  * reshape, fuse/views.c) has its root's storage, and its uses count as the root's. With fusion
  * op or block, an elementwise nest (or an inference BatchNormalization) whose input dies in it
  * and is read exactly where the output is written writes its output in place, over that input
- * (in_place_of). Per-thread scratch is the
- * largest any nest asks for. The activation cap (--max-activations) is checked here, before any
- * code exists. Printers read the plan; they decide nothing about memory. */
+ * (in_place_of). Per-thread scratch is the largest any nest asks for. The activation cap
+ * (--max-activations) is checked here, before any code exists. Printers read the plan; they
+ * decide nothing about memory. */
 #ifndef BD_PLAN_H
 #define BD_PLAN_H
 

@@ -304,13 +304,8 @@ static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double dire
     cp->winograd = best_m;
 }
 
-/* Depthwise convolutions: channels are independent and cheap, so blocks are channel ranges
- * (rows stay whole: a row cut re-reads the window's halo), about 256K multiply-adds each, at least
- * two when there is work for two threads; rows are cut only when there are too few channels.
- * Channel ranges are multiples of 16 (of 8 below 16 channels): the kernels put 16 (AVX-512) or 8
- * (AVX2) in their lanes. */
-/* A depthwise convolution's tile: whole lane blocks of channels (16, the AVX-512 kernel's; 8 or
- * all below that) by output rows, by a small search: a block costs its outputs' taps, the input
+/* A depthwise convolution's tile: whole lane blocks of channels (16 for the AVX-512 kernel's
+ * lanes, which the AVX2 one's 8 divide; 8 or all below that) by output rows, by a small search: a block costs its outputs' taps, the input
  * rows it interleaves (its rows and the window's halo), and a fixed dispatch cost, spread over 1,
  * 2, ... threads (spread_cost). Cutting the channels into about work / 2^18 blocks rounded to
  * the lanes left MobileNetV2's 144-channel 28x28 layer in 3 blocks, one thread doing two of them
