@@ -109,6 +109,30 @@ typedef struct bd_dw_job {
 } bd_dw_job;
 typedef void (*bd_dw_fn)(const bd_dw_job *job);
 
+/* Depthwise convolutions on the channels' own planes, a row's output columns in the lanes (16
+ * at a time): no transposes, for images wide enough to fill the lanes (bd_dw_planes_ok). */
+typedef struct bd_dw_planes_job {
+    const bd_conv2d_shape *s;
+    const float *x;    /* the first channel's input plane; planes H*W apart */
+    float *y;          /* its output plane; planes OH*OW apart */
+    const float *w;    /* KH*KW taps per channel */
+    const float *bias; /* per channel, or NULL */
+    int64_t nch;       /* channels */
+    int64_t oh0, oh1;  /* output rows */
+    int act;
+    float act_min, act_max;
+} bd_dw_planes_job;
+typedef void (*bd_dw_planes_fn)(const bd_dw_planes_job *job);
+
+/* Windows up to 3x3, column stride 1 or 2, no dilation, outputs at least 14 columns wide (a
+ * 14-column row fills 14 of 16 lanes; 7x7 images stay with the channels in the lanes). 5x5
+ * windows stay there too: their 25 weights and the row sums outgrow the registers, and
+ * EfficientNet-B0's 5x5 layers at 28x28 and 14x14 ran 10-20% slower on the planes. */
+static inline int bd_dw_planes_ok(const bd_conv2d_shape *s) {
+    return s->OW >= 14 && s->KH <= 3 && s->KW <= 3 && (s->stride_w == 1 || s->stride_w == 2) &&
+           s->dil_h == 1 && s->dil_w == 1;
+}
+
 /* Depthwise and narrow grouped convolutions with 8 output channels in the vector lanes: per
  * chunk of BD_CONV8_CHUNK output rows, the input rows the chunk reads are transposed into a
  * channel-interleaved copy (column j, lane c = input plane c's column j - pad_left, zeros in the
@@ -179,11 +203,12 @@ static inline int64_t bd_conv8d_chunk_rows(const bd_conv2d_shape *s) {
     int64_t r = (32768 / (per_row > 0 ? per_row : 1) - halo) / s->stride_h + 1;
     return r < 1 ? 1 : r > 16 ? 16 : r;
 }
-/* Output pixels per output block in a chunk: its rows' pixels, rounded up to the kernels'
- * groups (6 pixels on AVX2, 12 on AVX-512 with a last one of 4, 8 or 12: a multiple of 24 covers
- * both), and 8 more (rows are read back in blocks of 8). */
+/* Output pixels per output block in a chunk: its rows' pixels (counting the columns of the
+ * input rows, which AVX-512 computes at stride 1), rounded up to the kernels' groups (6 pixels on
+ * AVX2, 12 on AVX-512 with a last one of 4, 8 or 12: a multiple of 24 covers both), and 8 more
+ * (rows are read back in blocks of 8). */
 static inline int64_t bd_conv8d_out_pixels(const bd_conv2d_shape *s) {
-    return (bd_conv8d_chunk_rows(s) * s->OW + 23) / 24 * 24 + 8;
+    return (bd_conv8d_chunk_rows(s) * bd_conv8_cols(s) + 23) / 24 * 24 + 8;
 }
 /* The chunk's interleaved rows, 8 spare pixels after them (written in blocks of 8), and two
  * output blocks' pixels of up to 16 lanes. */
@@ -210,6 +235,7 @@ typedef struct bd_gemm_kernel {
     int a_in_place;              /* ukr/ukr_half honour bd_ukr_epi.lda (A unpacked) */
     int conv8d_lanes;            /* 8 or 16: conv8d's output block (BD_PACK_CONV8's lanes) */
     int conv8_dw_lanes;          /* 8 or 16: the channels conv8 takes at once when depthwise */
+    bd_dw_planes_fn dw_planes;   /* depthwise where bd_dw_planes_ok (before conv8), or NULL */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -229,6 +255,7 @@ void bd_f32_conv8_avx2(const bd_conv8_job *job);
 void bd_f32_conv8_avx512(const bd_conv8_job *job);
 void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
 void bd_f32_conv16d_avx512(const bd_conv8d_job *job);
+void bd_f32_dw_planes_avx512(const bd_dw_planes_job *job);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */

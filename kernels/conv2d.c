@@ -448,6 +448,21 @@ static void dw_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const fl
     const int64_t H = s->H, W = s->W, sw = s->stride_w;
     const dw_geom g0 = dw_geometry(s, DW_CHUNK);
     BD_KCHECK(scratch != NULL);
+    if (kd->dw_planes && bd_dw_planes_ok(s)) {
+        bd_dw_planes_job jp = {s,
+                               x + (n * s->C + oc0) * H * W,
+                               y + (n * s->M + oc0) * s->OH * s->OW,
+                               w + oc0 * g0.taps,
+                               bias ? bias + oc0 : NULL,
+                               oc1 - oc0,
+                               oh0,
+                               oh1,
+                               act,
+                               lo,
+                               hi};
+        kd->dw_planes(&jp);
+        return;
+    }
     if (kd->conv8) {
         conv8_tile(kd, s, x, w, bias, y, n, oc0, oc1, oh0, oh1, act, lo, hi, scratch);
         return;

@@ -511,7 +511,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 bd_f32_conv8d_avx2,
                                                 0,
                                                 8,
-                                                8};
+                                                8,
+                                                NULL};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

@@ -465,17 +465,18 @@ conv16d_last_group(int nob, int np, const bd_conv8d_job *j, const float *const p
 
 /* The npix output pixels of a chunk in groups of 12, the last one of 4, 8 or 12 (the fewest
  * that hold what is left: a 7x7 plane was 6 groups of 8 and one of 1 padded to 8); its pixels
- * past npix recompute pixel 0 into the spare end of o0 / o1 (16 floats a pixel). */
-BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int KW_,
+ * past npix recompute pixel 0 into the spare end of o0 / o1 (16 floats a pixel).
+ * wide (stride 1): the pixels are the chunk's columns of interleaved input rows, cols a row, the
+ * KW - 1 past OW computed and never stored, so that pixel p reads rows + 8 p and a whole group
+ * takes one base address: with twelve pointers, gcc kept them in vector registers and moved
+ * them back for each channel, on the FMA port. */
+BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int KW_, const int wide,
                                         const bd_conv8d_job *j, const float *rows, int64_t npix,
                                         int64_t rs, int64_t bs, int64_t ncb, int clast,
                                         const float *w, int64_t wob, __m512 bias0, __m512 bias1,
                                         float *o0, float *o1) {
     const bd_conv2d_shape *s = j->s;
-    const int64_t OW = s->OW, ps = s->stride_w * 8, prow = s->stride_h * rs;
-    /* a 1x1 stride-1 window: pixel p's interleaved channels are at rows + 8 p, so a group's
-     * twelve broadcasts take one base address (twelve pointers left too few registers) */
-    const int contig = KH_ == 1 && KW_ == 1 && s->stride_h == 1 && s->stride_w == 1;
+    const int64_t OW = wide ? rs / 8 : s->OW, ps = s->stride_w * 8, prow = s->stride_h * rs;
     int64_t row = 0, col = 0; /* of pixel g, stepped without divisions */
     for (int64_t g = 0; g < npix;) {
         const int np = npix - g <= 4 ? 4 : npix - g <= 8 ? 8 : 12;
@@ -489,8 +490,8 @@ BD_INLINE BD_AVX512 void conv16d_pixels(const int NOB, const int KH_, const int 
         if (np < 12)
             conv16d_last_group(NOB, np, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
                                o0 + g * 16, o1 + g * 16);
-        else if (contig)
-            conv16d_group(NOB, 12, 1, 1, 1, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+        else if (wide && g + 12 <= npix)
+            conv16d_group(NOB, 12, KH_, KW_, 1, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
                           o0 + g * 16, o1 + g * 16);
         else
             conv16d_group(NOB, 12, KH_, KW_, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
@@ -522,6 +523,9 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
     const int64_t rows_max = (R - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
     const int64_t bs = rows_max * rs, wob = ncb * taps * 128, opix = bd_conv8d_out_pixels(s);
     float *o0 = j->scratch, *o1 = o0 + opix * 16, *rows = o1 + opix * 16;
+    /* conv16d_pixels' wide mode where the columns computed past OW are at most an eighth */
+    const int wide = s->stride_h == 1 && s->stride_w == 1 && (cols - OW) * 8 <= OW;
+    const int64_t npix_of_row = wide ? cols : OW;
     for (int64_t r0 = j->oh0; r0 < j->oh1; r0 += R) {
         const int64_t nr = j->oh1 - r0 < R ? j->oh1 - r0 : R;
         const int64_t rows_in = (nr - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
@@ -534,19 +538,24 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
             const int two = m0 + 16 < j->m_hi;
             const __m512 bias0 = conv16d_bias(j, m0), bias1 = two ? conv16d_bias(j, m0 + 16) : bias0;
             const float *w = j->w + m0 / 16 * wob;
-            if (two)
-                conv16d_pixels(2, KH_, KW_, j, rows, nr * OW, rs, bs, ncb, clast, w, wob, bias0,
+            const int64_t npix = (nr - 1) * npix_of_row + OW;
+            if (two && wide)
+                conv16d_pixels(2, KH_, KW_, 1, j, rows, npix, rs, bs, ncb, clast, w, wob, bias0,
+                               bias1, o0, o1);
+            else if (two)
+                conv16d_pixels(2, KH_, KW_, 0, j, rows, npix, rs, bs, ncb, clast, w, wob, bias0,
                                bias1, o0, o1);
             else
-                conv16d_pixels(1, KH_, KW_, j, rows, nr * OW, rs, bs, ncb, clast, w, wob, bias0,
-                               bias0, o0, o1);
+                conv16d_pixels(1, KH_, KW_, wide, j, rows, npix, rs, bs, ncb, clast, w, wob,
+                               bias0, bias0, o0, o1);
             const int64_t lo0 = j->m_lo > m0 ? j->m_lo - m0 : 0;
             const int64_t hi0 = j->m_hi - m0 < 16 ? j->m_hi - m0 : 16;
             const int64_t hi1 = j->m_hi - m0 - 16 < 16 ? j->m_hi - m0 - 16 : 16;
             for (int64_t o = 0; o < nr; o++) {
                 float *yrow = j->y + m0 * OHW + (r0 + o) * OW;
-                conv16d_store_row(o0 + o * OW * 16, OW, yrow, OHW, lo0, hi0);
-                if (two) conv16d_store_row(o1 + o * OW * 16, OW, yrow + 16 * OHW, OHW, 0, hi1);
+                conv16d_store_row(o0 + o * npix_of_row * 16, OW, yrow, OHW, lo0, hi0);
+                if (two)
+                    conv16d_store_row(o1 + o * npix_of_row * 16, OW, yrow + 16 * OHW, OHW, 0, hi1);
             }
         }
     }
@@ -562,6 +571,106 @@ BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
         conv16d_run(1, 1, j);
     else
         conv16d_run(0, 0, j);
+}
+
+/* ---- depthwise convolution on the planes ---------------------------------------------------- */
+
+/* Per channel, per block of 16 output columns, DW_ROWS output rows at a time: each input row
+ * they read is loaded once per tap column (a masked load of the 16 input columns it reads;
+ * stride 2: two loads of 32 columns and a permute taking the even ones), the masks zeroing the
+ * padding, and added into every one of the rows' sums it reaches (DW_ROWS independent chains).
+ * Nothing is copied or transposed: with 16 channels in the lanes instead (bd_f32_conv8_avx512),
+ * interleaving the input rows and transposing the outputs back took most of the time of
+ * MobileNetV2's 56x56 and 112x112 layers. KH_, KW_: the window when unrolled (3x3), else 0;
+ * at most 3x3 (bd_dw_planes_ok). */
+enum { DW_ROWS = 8 };
+BD_INLINE BD_AVX512 void dw_planes_run(const int KH_, const int KW_, const int SW, const int SH,
+                                       const bd_dw_planes_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ ? KH_ : s->KH, KW = KW_ ? KW_ : s->KW;
+    const int64_t H = s->H, W = s->W, OH = s->OH, OW = s->OW;
+    const int64_t in_rows = (DW_ROWS - 1) * SH + KH; /* input rows of DW_ROWS output rows */
+    const __m512 lo = _mm512_set1_ps(j->act_min), hi = _mm512_set1_ps(j->act_max);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int64_t ch = 0; ch < j->nch; ch++) {
+        const float *xc = j->x + ch * H * W, *wc = j->w + ch * KH * KW;
+        float *yc = j->y + ch * OH * OW;
+        const __m512 bias = _mm512_set1_ps(j->bias ? j->bias[ch] : 0.0f);
+        __m512 wv[9];
+        for (int64_t t = 0; t < KH * KW; t++)
+            wv[t] = _mm512_set1_ps(wc[t]);
+        for (int64_t oh = j->oh0; oh < j->oh1; oh += DW_ROWS)
+            /* across the rows' columns, so that their input rows are read in order */
+            for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
+                const int64_t n = OW - ow0 < 16 ? OW - ow0 : 16;
+                const __mmask16 mout = (__mmask16)((1u << n) - 1u);
+                /* per kw, the input columns read: from `first`, SW * n - SW + 1 of them, those
+                 * inside [0, W) loaded (lanes of a 32-bit mask: stride 2 loads two vectors) */
+                __mmask16 m0[3], m1[3];
+                const int64_t first = ow0 * SW - s->pad_left;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const int64_t b = first + kw, from = b < 0 ? -b : 0;
+                    int64_t to = W - b < SW * n - SW + 1 ? W - b : SW * n - SW + 1;
+                    uint64_t m = to > from ? ((1ull << to) - 1ull) & ~((1ull << from) - 1ull) : 0;
+                    m0[kw] = (__mmask16)(m & 0xFFFFu);
+                    m1[kw] = (__mmask16)(m >> 16 & 0xFFFFu);
+                }
+                /* named sums: as an array, gcc kept them on the stack */
+                __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias,
+                       a7 = bias;
+                const int64_t ih0 = oh * SH - s->pad_top;
+#pragma GCC unroll 24
+                for (int64_t r = 0; r < in_rows; r++) {
+                    const int64_t ih = ih0 + r;
+                    if (ih < 0 || ih >= H) continue;
+                    /* lanes outside the masks are neither read nor formed into an address */
+                    const uintptr_t row = (uintptr_t)(xc + ih * W) + (uintptr_t)(first * 4);
+#pragma GCC unroll 8
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        const float *p = (const float *)(row + (uintptr_t)(kw * 4));
+                        __m512 v = _mm512_maskz_loadu_ps(m0[kw], p);
+                        if (SW == 2)
+                            v = _mm512_permutex2var_ps(v, even, _mm512_maskz_loadu_ps(m1[kw], p + 16));
+                        /* output row oh + i takes this input row as its tap row r - i SH */
+#define BD_TAP(i, A)                                                                               \
+    if (r - (i) * SH >= 0 && r - (i) * SH < KH)                                                   \
+        A = _mm512_fmadd_ps(wv[(r - (i) * SH) * KW + kw], v, A);
+                        BD_TAP(0, a0)
+                        BD_TAP(1, a1)
+                        BD_TAP(2, a2)
+                        BD_TAP(3, a3)
+                        BD_TAP(4, a4)
+                        BD_TAP(5, a5)
+                        BD_TAP(6, a6)
+                        BD_TAP(7, a7)
+#undef BD_TAP
+                    }
+                }
+                float *yr = yc + oh * OW + ow0;
+                const int64_t left = j->oh1 - oh;
+                _mm512_mask_storeu_ps(yr, mout, act16(a0, j->act, lo, hi));
+                if (left > 1) _mm512_mask_storeu_ps(yr + OW, mout, act16(a1, j->act, lo, hi));
+                if (left > 2) _mm512_mask_storeu_ps(yr + 2 * OW, mout, act16(a2, j->act, lo, hi));
+                if (left > 3) _mm512_mask_storeu_ps(yr + 3 * OW, mout, act16(a3, j->act, lo, hi));
+                if (left > 4) _mm512_mask_storeu_ps(yr + 4 * OW, mout, act16(a4, j->act, lo, hi));
+                if (left > 5) _mm512_mask_storeu_ps(yr + 5 * OW, mout, act16(a5, j->act, lo, hi));
+                if (left > 6) _mm512_mask_storeu_ps(yr + 6 * OW, mout, act16(a6, j->act, lo, hi));
+                if (left > 7) _mm512_mask_storeu_ps(yr + 7 * OW, mout, act16(a7, j->act, lo, hi));
+            }
+    }
+}
+
+BD_AVX512 void bd_f32_dw_planes_avx512(const bd_dw_planes_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int k3 = s->KH == 3 && s->KW == 3;
+    if (k3 && s->stride_h == 1 && s->stride_w == 1)
+        dw_planes_run(3, 3, 1, 1, j);
+    else if (k3 && s->stride_h == 2 && s->stride_w == 2)
+        dw_planes_run(3, 3, 2, 2, j);
+    else if (s->stride_w == 1)
+        dw_planes_run(0, 0, 1, (int)s->stride_h, j);
+    else
+        dw_planes_run(0, 0, 2, (int)s->stride_h, j);
 }
 
 /* ---- depthwise convolution, 16 channels in the lanes ----------------------------------------- */
@@ -696,7 +805,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   bd_f32_conv16d_avx512,
                                                   1,
                                                   16,
-                                                  16};
+                                                  16,
+                                                  bd_f32_dw_planes_avx512};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */

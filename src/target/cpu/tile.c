@@ -94,7 +94,7 @@ static int64_t conv8d_scratch_bound(int64_t Cg8, int64_t OW, int64_t KH, int64_t
                                     int64_t sw, int64_t dh, int64_t dw) {
     int64_t cols = (OW - 1) * sw + (KW - 1) * dw + 1, halo = (KH - 1) * dh + 1;
     int64_t rows = imin64(16, imax64(1, (32768 / imax64(Cg8 * cols, 1) - halo) / sh + 1));
-    int64_t out_pixels = (rows * OW + 23) / 24 * 24 + 8;
+    int64_t out_pixels = (rows * cols + 23) / 24 * 24 + 8;
     return (16 + Cg8 * ((rows - 1) * sh + halo) * cols + 64 + 32 * out_pixels) * 4 + 64;
 }
 
