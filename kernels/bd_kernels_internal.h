@@ -133,6 +133,31 @@ static inline int bd_dw_planes_ok(const bd_conv2d_shape *s) {
            s->dil_h == 1 && s->dil_w == 1;
 }
 
+/* Convolutions of few input channels (3-channel stems) on the output planes: 32 output columns
+ * of one row (two vectors of 16) for 8 output channels at a time, each input value a masked load
+ * of the columns a tap reads (stride 2: the even ones of two loads), times a broadcast weight;
+ * weights packed as [M/8][C*KH*KW][8] (BD_PACK_PLANES, zero past M). No im2col, no transposes:
+ * the outputs are stored as rows of their planes. */
+typedef struct bd_conv_planes_job {
+    const bd_conv2d_shape *s;
+    const float *x;   /* batch item n's input (C planes, H*W apart) */
+    float *y;         /* batch item n's output (M planes, OH*OW apart) */
+    const float *w;   /* packed weights */
+    const float *bias;
+    int64_t m_lo, m_hi, oh0, oh1;
+    int act;
+    float act_min, act_max;
+} bd_conv_planes_job;
+typedef void (*bd_conv_planes_fn)(const bd_conv_planes_job *job);
+
+/* Ungrouped, at most 4 input channels, windows up to 3x3, column stride 1 or 2, no dilation,
+ * outputs at least 16 columns wide. */
+static inline int bd_conv_planes_ok(const bd_conv2d_shape *s) {
+    return s->group == 1 && s->C <= 4 && s->KH <= 3 && s->KW <= 3 && s->OW >= 16 &&
+           (s->stride_w == 1 || s->stride_w == 2) && s->dil_h == 1 && s->dil_w == 1 &&
+           !s->winograd;
+}
+
 /* Depthwise and narrow grouped convolutions with 8 output channels in the vector lanes: per
  * chunk of BD_CONV8_CHUNK output rows, the input rows the chunk reads are transposed into a
  * channel-interleaved copy (column j, lane c = input plane c's column j - pad_left, zeros in the
@@ -236,6 +261,7 @@ typedef struct bd_gemm_kernel {
     int conv8d_lanes;            /* 8 or 16: conv8d's output block (BD_PACK_CONV8's lanes) */
     int conv8_dw_lanes;          /* 8 or 16: the channels conv8 takes at once when depthwise */
     bd_dw_planes_fn dw_planes;   /* depthwise where bd_dw_planes_ok (before conv8), or NULL */
+    bd_conv_planes_fn conv_planes; /* where bd_conv_planes_ok (BD_PACK_PLANES), or NULL */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -256,6 +282,7 @@ void bd_f32_conv8_avx512(const bd_conv8_job *job);
 void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
 void bd_f32_conv16d_avx512(const bd_conv8d_job *job);
 void bd_f32_dw_planes_avx512(const bd_dw_planes_job *job);
+void bd_f32_conv_planes_avx512(const bd_conv_planes_job *job);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
@@ -269,7 +296,8 @@ enum {
     BD_PACK_WINO = 5,
     BD_PACK_DECONV = 6,
     BD_PACK_GROUP8 = 7,
-    BD_PACK_CONV8 = 8
+    BD_PACK_CONV8 = 8,
+    BD_PACK_PLANES = 9
 };
 typedef struct bd_pack_hdr {
     uint32_t magic;

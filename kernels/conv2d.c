@@ -63,6 +63,15 @@ static int is_pointwise(const bd_conv2d_shape *s) {
            s->pad_left == 0 && s->OW == s->W && s->OH <= s->H;
 }
 
+/* Few input channels on the output planes (bd_conv_planes_ok, AVX-512): 3-channel 3x3 stems,
+ * which on the GEMM pack an im2col of 27 rows and with channels in the lanes transpose every
+ * output. Measured in the models against the path each took before (GEMM or 16 lanes): 15-40%
+ * less time (MobileNetV2's 0.29 -> 0.20 ms, MobileNetV3's 0.18 -> 0.11, SqueezeNet's 3->64 3x3/2
+ * 10%, where writing its 3 MB output is most of the time either way). */
+static int is_planes(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    return kd->conv_planes && bd_conv_planes_ok(s);
+}
+
 /* Convolutions for the kernel's direct path (8 or 16 output channels in the lanes): a multiple
  * of 8 output channels per group (weights packed as BD_PACK_CONV8) and windows up to 7x7, except
  * 1x1 expansions (more than twice the outputs of inputs), whose few input channels leave the
@@ -73,7 +82,8 @@ static int is_pointwise(const bd_conv2d_shape *s) {
  * 28x28 ones level, its 14x14 and 7x7 ones 7-13% faster, where the GEMM's 32-column tiles
  * fit the pixels worst) and those of more than 512 outputs (SqueezeNet's 1000-class 13x13 one
  * 10% slower direct), while every other shape measured ran 1.0x to 2x faster direct
- * (bdckernels_bench). Also left to the GEMM on AVX-512: windows of at most 36 products per output
+ * (bdckernels_bench). Where is_planes does not take them, also left to the GEMM on AVX-512:
+ * windows of at most 36 products per output
  * (3-channel 3x3 stems) at stride 1 or with at least 48 outputs, where the transposing store of
  * the 16 lanes outweighs the few FMAs before it: 3->16 and 3->32 3x3 1.5-1.7x faster as GEMMs,
  * SqueezeNet's 3->64 3x3/2 1.3x, 3->48 3x3/2 1.25x; MobileNetV2's 3->32 3x3/2 measured level
@@ -84,6 +94,7 @@ static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int few_products = kd->conv8d_lanes == 16 && s->KH * s->KW > 1 &&
                              Cg * s->KH * s->KW <= 36 && (s->stride_h == 1 || Mg >= 48);
     return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
+           !is_planes(kd, s) &&
            !is_group8(kd, s) && !few_products &&
            !(is_pointwise(s) &&
              (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
@@ -638,6 +649,9 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
 size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     BD_KCHECK(bd_conv2d_shape_valid(s));
     const bd_gemm_kernel *kd = bd_gemm_kernel_current();
+    if (is_planes(kd, s))
+        return (size_t)(BD_PACK_HDR_FLOATS + round_up(s->M, 8) * s->C * s->KH * s->KW) *
+               sizeof(float);
     if (is_conv8d(kd, s))
         return (size_t)(BD_PACK_HDR_FLOATS + s->group * conv8d_mg(kd, s) * bd_conv8d_cin(s) *
                                                  s->KH * s->KW) *
@@ -662,6 +676,7 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
         return;
     }
     const int kind = is_depthwise(s)    ? BD_PACK_DW
+                     : is_planes(kd, s) ? BD_PACK_PLANES
                      : is_group8(kd, s) ? BD_PACK_GROUP8
                      : is_conv8d(kd, s) ? BD_PACK_CONV8
                                         : BD_PACK_CONV;
@@ -681,6 +696,13 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
                         dg[((m / L * ncb + c / 8) * taps + t) * 8 * L + c % 8 * L + m % L] =
                             wg[(m * Cg + c) * taps + t];
         }
+        return;
+    }
+    if (kind == BD_PACK_PLANES) { /* per block of 8 output channels: [c, kh, kw][lane] */
+        memset(dst, 0, (size_t)(round_up(s->M, 8) * Kd) * sizeof(float));
+        for (int64_t m = 0; m < s->M; m++)
+            for (int64_t t = 0; t < Kd; t++)
+                dst[(m / 8 * Kd + t) * 8 + m % 8] = w[m * Kd + t];
         return;
     }
     if (kind == BD_PACK_GROUP8) { /* per block of 8 output channels: [tap][c][lane] */
@@ -743,6 +765,24 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         return;
     }
     memcpy(&h, wpacked, sizeof h);
+    if (h.kind == BD_PACK_PLANES) {
+        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_PLANES, &h);
+        BD_KCHECK(h.rows == s->M && h.K == Kd && kd->conv_planes && bd_conv_planes_ok(s));
+        bd_conv_planes_job jp = {s,
+                                 x + n * s->C * s->H * s->W,
+                                 y + n * s->M * s->OH * s->OW,
+                                 wpacked + BD_PACK_HDR_FLOATS,
+                                 bias,
+                                 oc0,
+                                 oc1,
+                                 oh0,
+                                 oh1,
+                                 act,
+                                 act_min,
+                                 act_max};
+        kd->conv_planes(&jp);
+        return;
+    }
     if (h.kind == BD_PACK_GROUP8) {
         const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_GROUP8, &h);
         BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8);

@@ -239,6 +239,7 @@ const bd_gemm_kernel bd_f32_gemm_kernel_portable = {"bd_f32_gemm_portable_4x16",
                                                     0,
                                                     0,
                                                     0,
+                                                    NULL,
                                                     NULL};
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */

@@ -512,6 +512,7 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 0,
                                                 8,
                                                 8,
+                                                NULL,
                                                 NULL};
 
 #else

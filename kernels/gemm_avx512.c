@@ -673,6 +673,120 @@ BD_AVX512 void bd_f32_dw_planes_avx512(const bd_dw_planes_job *j) {
         dw_planes_run(0, 0, 2, (int)s->stride_h, j);
 }
 
+/* ---- few input channels on the output planes ------------------------------------------------ */
+
+/* bd_conv_planes_job: per output row, per 32 columns, per 8 output channels, 16 sums (8 channels
+ * x 2 column vectors); each tap's two input vectors (masked loads, as bd_f32_dw_planes_avx512's)
+ * feed 16 FMAs with 8 broadcast weights. The input vectors are loaded again for every 8
+ * channels (a stem's input is small and stays in L1); the weights of 8 channels are one row of
+ * the packing per tap. KH_, KW_: the window when unrolled (3x3), else 0. */
+BD_INLINE BD_AVX512 void conv_planes_run(const int C_, const int KH_, const int KW_, const int SW,
+                                         const bd_conv_planes_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ ? KH_ : s->KH, KW = KW_ ? KW_ : s->KW, C = C_ ? C_ : s->C;
+    const int64_t H = s->H, W = s->W, OW = s->OW, OHW = s->OH * s->OW, taps = C * KH * KW;
+    const __m512 lo = _mm512_set1_ps(j->act_min), hi = _mm512_set1_ps(j->act_max);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int64_t oh = j->oh0; oh < j->oh1; oh++)
+        for (int64_t ow0 = 0; ow0 < OW; ow0 += 32) {
+            /* per column vector v and kw, the input columns read: from first + 16 SW v + kw,
+             * SW * n - SW + 1 of them, those inside [0, W) (a 32-bit mask at stride 2) */
+            __mmask16 mk[2][3][2];
+            int64_t nv[2];
+            const int64_t first = ow0 * SW - s->pad_left;
+            for (int v = 0; v < 2; v++) {
+                const int64_t left = OW - ow0 - 16 * v;
+                nv[v] = left <= 0 ? 0 : left < 16 ? left : 16;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const int64_t b = first + 16 * SW * v + kw, from = b < 0 ? -b : 0;
+                    int64_t to = W - b < SW * nv[v] - SW + 1 ? W - b : SW * nv[v] - SW + 1;
+                    uint64_t m = to > from ? ((1ull << to) - 1ull) & ~((1ull << from) - 1ull) : 0;
+                    mk[v][kw][0] = (__mmask16)(m & 0xFFFFu);
+                    mk[v][kw][1] = (__mmask16)(m >> 16 & 0xFFFFu);
+                }
+            }
+            const __mmask16 out0 = (__mmask16)((1u << nv[0]) - 1u);
+            const __mmask16 out1 = (__mmask16)((1u << nv[1]) - 1u);
+            for (int64_t m0 = j->m_lo / 8 * 8; m0 < j->m_hi; m0 += 8) {
+                const float *wp = j->w + m0 * taps;
+                float bias[8];
+                for (int i = 0; i < 8; i++)
+                    bias[i] = j->bias && m0 + i < j->m_hi && m0 + i >= j->m_lo ? j->bias[m0 + i] : 0.0f;
+                __m512 a0 = _mm512_set1_ps(bias[0]), a1 = _mm512_set1_ps(bias[1]),
+                       a2 = _mm512_set1_ps(bias[2]), a3 = _mm512_set1_ps(bias[3]),
+                       a4 = _mm512_set1_ps(bias[4]), a5 = _mm512_set1_ps(bias[5]),
+                       a6 = _mm512_set1_ps(bias[6]), a7 = _mm512_set1_ps(bias[7]);
+                __m512 b0 = a0, b1 = a1, b2 = a2, b3 = a3, b4 = a4, b5 = a5, b6 = a6, b7 = a7;
+#pragma GCC unroll 4
+                for (int64_t c = 0; c < C; c++)
+#pragma GCC unroll 3
+                    for (int64_t kh = 0; kh < KH; kh++) {
+                        const int64_t ih = oh * s->stride_h - s->pad_top + kh;
+                        const float *wt = wp + ((c * KH + kh) * KW) * 8;
+                        if (ih < 0 || ih >= H) continue;
+                        /* lanes outside the masks are neither read nor formed into an address */
+                        const uintptr_t row = (uintptr_t)(j->x + (c * H + ih) * W) +
+                                              (uintptr_t)(first * 4);
+#pragma GCC unroll 3
+                        for (int64_t kw = 0; kw < KW; kw++, wt += 8) {
+                            const float *p = (const float *)(row + (uintptr_t)(kw * 4));
+                            __m512 x0 = _mm512_maskz_loadu_ps(mk[0][kw][0], p);
+                            __m512 x1 = _mm512_maskz_loadu_ps(mk[1][kw][0], p + 16 * SW);
+                            if (SW == 2) {
+                                x0 = _mm512_permutex2var_ps(x0, even,
+                                                            _mm512_maskz_loadu_ps(mk[0][kw][1], p + 16));
+                                x1 = _mm512_permutex2var_ps(x1, even,
+                                                            _mm512_maskz_loadu_ps(mk[1][kw][1], p + 48));
+                            }
+#define BD_CH(i, A, B)                                                                             \
+    {                                                                                              \
+        const __m512 wb = _mm512_set1_ps(wt[i]);                                                   \
+        A = _mm512_fmadd_ps(wb, x0, A);                                                            \
+        B = _mm512_fmadd_ps(wb, x1, B);                                                            \
+    }
+                            BD_CH(0, a0, b0)
+                            BD_CH(1, a1, b1)
+                            BD_CH(2, a2, b2)
+                            BD_CH(3, a3, b3)
+                            BD_CH(4, a4, b4)
+                            BD_CH(5, a5, b5)
+                            BD_CH(6, a6, b6)
+                            BD_CH(7, a7, b7)
+#undef BD_CH
+                        }
+                    }
+                float *yr = j->y + m0 * OHW + oh * OW + ow0;
+#define BD_OUT(i, A, B)                                                                            \
+    if (m0 + i >= j->m_lo && m0 + i < j->m_hi) {                                                   \
+        _mm512_mask_storeu_ps(yr + i * OHW, out0, act16(A, j->act, lo, hi));                       \
+        if (out1) _mm512_mask_storeu_ps(yr + i * OHW + 16, out1, act16(B, j->act, lo, hi));        \
+    }
+                BD_OUT(0, a0, b0)
+                BD_OUT(1, a1, b1)
+                BD_OUT(2, a2, b2)
+                BD_OUT(3, a3, b3)
+                BD_OUT(4, a4, b4)
+                BD_OUT(5, a5, b5)
+                BD_OUT(6, a6, b6)
+                BD_OUT(7, a7, b7)
+#undef BD_OUT
+            }
+        }
+}
+
+BD_AVX512 void bd_f32_conv_planes_avx512(const bd_conv_planes_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int k3 = s->KH == 3 && s->KW == 3, c3 = s->C == 3;
+    if (c3 && k3 && s->stride_w == 1)
+        conv_planes_run(3, 3, 3, 1, j);
+    else if (c3 && k3)
+        conv_planes_run(3, 3, 3, 2, j);
+    else if (s->stride_w == 1)
+        conv_planes_run(0, 0, 0, 1, j);
+    else
+        conv_planes_run(0, 0, 0, 2, j);
+}
+
 /* ---- depthwise convolution, 16 channels in the lanes ----------------------------------------- */
 
 /* bd_f32_conv8_avx2's depthwise scheme with 16 channels in a zmm: each input row interleaved 16
@@ -806,7 +920,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
                                                   1,
                                                   16,
                                                   16,
-                                                  bd_f32_dw_planes_avx512};
+                                                  bd_f32_dw_planes_avx512,
+                                                  bd_f32_conv_planes_avx512};
 
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */

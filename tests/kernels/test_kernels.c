@@ -603,6 +603,15 @@ static void test_conv_all(void) {
         {"depthwise planes 3x1 stride 2x1", 1, 5, 19, 31, 5, 3, 1, 5, 2, 1, 1, 1, 1, 0, 1, 0, 0},
         {"depthwise planes 2x3 stride 1x2", 1, 6, 11, 40, 6, 2, 3, 6, 1, 2, 1, 1, 0, 1, 1, 1,
          BD_ACT_HARD_SWISH},
+        /* few input channels on the output planes (AVX-512: at most 4 channels and 3x3, 16
+         * output columns or more), 8 channels at a time with partial ones and column vectors */
+        {"stem planes 3->20 3x3 stride2", 2, 3, 21, 35, 20, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1,
+         BD_ACT_CLIP},
+        {"stem planes 3->24 3x3 stride2 unpadded", 1, 3, 17, 41, 24, 3, 3, 1, 2, 2, 1, 1, 0, 0, 0,
+         0, BD_ACT_RELU},
+        {"stem planes 1->8 3x3", 1, 1, 9, 40, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {"stem planes 4->16 2x3 stride 1x2", 1, 4, 10, 47, 16, 2, 3, 1, 1, 2, 1, 1, 1, 0, 0, 2,
+         BD_ACT_SILU},
     };
     int before = g_failed, count = 0;
     g_rel_err_max = 0;

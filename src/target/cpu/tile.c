@@ -654,7 +654,8 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         /* the kernels' 16-lane direct convolution (kernels/conv2d.c is_conv8d, on AVX-512):
          * ungrouped, 16 output channels at a time, windows up to 7x7 but not 1x1, and not
          * 36 products per output or fewer at stride 1 or 48 outputs or more (is_conv8d: those
-         * 3-channel 3x3 stems go to the GEMM) */
+         * 3-channel 3x3 stems go to the output planes, is_planes, or to the GEMM; any tile
+         * suits the planes) */
         bool few = Cg * ksize <= 36 && (cp->strides[0] == 1 || M >= 48);
         bool lanes16 = group == 1 && M % 16 == 0 && ksize > 1 && ksize <= 49 && !few;
         double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, lanes16, threads);
