@@ -575,6 +575,17 @@ BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
 
 /* ---- depthwise convolution on the planes ---------------------------------------------------- */
 
+/* The masks of a tap's load on a plane row: the n output columns of a vector read, at column
+ * stride SW, the input columns b, b + SW, ..., of which those inside [0, W) are loaded; as a
+ * 32-bit mask, lo and hi for the two loads at stride 2 (hi unused at stride 1). */
+BD_INLINE void planes_tap_masks(int64_t b, int64_t n, int64_t SW, int64_t W, __mmask16 *lo,
+                                __mmask16 *hi) {
+    const int64_t from = b < 0 ? -b : 0, span = SW * n - SW + 1, to = W - b < span ? W - b : span;
+    const uint64_t m = to > from ? ((1ull << to) - 1ull) & ~((1ull << from) - 1ull) : 0;
+    *lo = (__mmask16)(m & 0xFFFFu);
+    *hi = (__mmask16)(m >> 16 & 0xFFFFu);
+}
+
 /* Per channel, per block of 16 output columns, DW_ROWS output rows at a time: each input row
  * they read is loaded once per tap column (a masked load of the 16 input columns it reads;
  * stride 2: two loads of 32 columns and a permute taking the even ones), the masks zeroing the
@@ -604,17 +615,10 @@ BD_INLINE BD_AVX512 void dw_planes_run(const int KH_, const int KW_, const int S
             for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
                 const int64_t n = OW - ow0 < 16 ? OW - ow0 : 16;
                 const __mmask16 mout = (__mmask16)((1u << n) - 1u);
-                /* per kw, the input columns read: from `first`, SW * n - SW + 1 of them, those
-                 * inside [0, W) loaded (lanes of a 32-bit mask: stride 2 loads two vectors) */
                 __mmask16 m0[3], m1[3];
                 const int64_t first = ow0 * SW - s->pad_left;
-                for (int64_t kw = 0; kw < KW; kw++) {
-                    const int64_t b = first + kw, from = b < 0 ? -b : 0;
-                    int64_t to = W - b < SW * n - SW + 1 ? W - b : SW * n - SW + 1;
-                    uint64_t m = to > from ? ((1ull << to) - 1ull) & ~((1ull << from) - 1ull) : 0;
-                    m0[kw] = (__mmask16)(m & 0xFFFFu);
-                    m1[kw] = (__mmask16)(m >> 16 & 0xFFFFu);
-                }
+                for (int64_t kw = 0; kw < KW; kw++)
+                    planes_tap_masks(first + kw, n, SW, W, &m0[kw], &m1[kw]);
                 /* named sums: as an array, gcc kept them on the stack */
                 __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias,
                        a7 = bias;
@@ -689,21 +693,15 @@ BD_INLINE BD_AVX512 void conv_planes_run(const int C_, const int KH_, const int 
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t oh = j->oh0; oh < j->oh1; oh++)
         for (int64_t ow0 = 0; ow0 < OW; ow0 += 32) {
-            /* per column vector v and kw, the input columns read: from first + 16 SW v + kw,
-             * SW * n - SW + 1 of them, those inside [0, W) (a 32-bit mask at stride 2) */
-            __mmask16 mk[2][3][2];
+            __mmask16 mk[2][3][2]; /* per column vector and kw */
             int64_t nv[2];
             const int64_t first = ow0 * SW - s->pad_left;
             for (int v = 0; v < 2; v++) {
                 const int64_t left = OW - ow0 - 16 * v;
                 nv[v] = left <= 0 ? 0 : left < 16 ? left : 16;
-                for (int64_t kw = 0; kw < KW; kw++) {
-                    const int64_t b = first + 16 * SW * v + kw, from = b < 0 ? -b : 0;
-                    int64_t to = W - b < SW * nv[v] - SW + 1 ? W - b : SW * nv[v] - SW + 1;
-                    uint64_t m = to > from ? ((1ull << to) - 1ull) & ~((1ull << from) - 1ull) : 0;
-                    mk[v][kw][0] = (__mmask16)(m & 0xFFFFu);
-                    mk[v][kw][1] = (__mmask16)(m >> 16 & 0xFFFFu);
-                }
+                for (int64_t kw = 0; kw < KW; kw++)
+                    planes_tap_masks(first + 16 * SW * v + kw, nv[v], SW, W, &mk[v][kw][0],
+                                     &mk[v][kw][1]);
             }
             const __mmask16 out0 = (__mmask16)((1u << nv[0]) - 1u);
             const __mmask16 out1 = (__mmask16)((1u << nv[1]) - 1u);
