@@ -415,6 +415,7 @@ int main(int argc, char **argv) {
 #endif
     static const conv_layer layers[] = {
         {"resnet conv1 3->64 7x7/2 224", 3, 224, 64, 7, 2, 3, 1},
+        {"vit patches 3->256 16x16/16 224", 3, 224, 256, 16, 16, 0, 1},
         {"squeezenet conv1 3->64 3x3/2 224", 3, 224, 64, 3, 2, 0, 1},
         {"mobilenet stem 3->32 3x3/2 224", 3, 224, 32, 3, 2, 1, 1},
         {"unet conv1 3->16 3x3 128", 3, 128, 16, 3, 1, 1, 1},

@@ -1110,6 +1110,20 @@ static void operand_iter_strides(bd_emitter *e, const bd_nest *n, int k, int r, 
             out[o->dims[j].iter] += st[j];
 }
 
+/* acc[0] = the sum over the row's columns of TERM (of j + l in the 32-column steps, TAIL of j
+ * past them), accumulated in 32 lanes and summed as a tree. */
+static void emit_lane_sums(bd_emitter *e, int64_t cols, int64_t c32, const char *term,
+                           const char *tail) {
+    bd_emit(e, "for (int l = 0; l < 32; l++) acc[l] = 0;");
+    if (c32)
+        bd_emit(e, "for (int64_t j = 0; j < %lld; j += 32) for (int l = 0; l < 32; l++) acc[l] += %s;",
+                ll(c32), term);
+    if (cols > c32)
+        bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) acc[j - %lld] += %s;", ll(c32), ll(cols),
+                ll(c32), tail);
+    bd_emit(e, "for (int w = 16; w > 0; w /= 2) for (int l = 0; l < w; l++) acc[l] += acc[l + w];");
+}
+
 static void emit_layernorm(bd_emitter *e, const bd_nest *n, const bd_norm_params *np) {
     const bd_value *x = operand_value(e, n, np->x);
     const char *T = bd_c_type(x->dtype);
@@ -1138,20 +1152,19 @@ static void emit_layernorm(bd_emitter *e, const bd_nest *n, const bd_norm_params
     bd_emit(e, "const int64_t row = %s;", row);
     bd_emit(e, "const %s *xr = X + row * %lld;", T, ll(cols));
     bd_emit(e, "%s *yr = Y + row * %lld;", T, ll(cols));
-    bd_emit(e, "%s s0 = 0, s1 = 0, s2 = 0, s3 = 0;", T);
-    int64_t c4 = cols / 4 * 4;
+    /* Sums over 32 lanes (c32 columns, then the rest into the first lanes), summed as a tree:
+     * independent chains the compiler vectorizes, where one chain of float adds waits on each. */
+    const int64_t c32 = cols / 32 * 32;
+    bd_emit(e, "%s acc[32];", T);
     if (np->kind == BD_NORM_RMS) {
         bd_emit(e, "const %s mean = 0;", T);
     } else {
-        bd_emit(e, "for (int64_t j = 0; j < %lld; j += 4) { s0 += xr[j]; s1 += xr[j + 1]; s2 += xr[j + 2]; s3 += xr[j + 3]; }", ll(c4));
-        if (cols % 4) bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) s0 += xr[j];", ll(c4), ll(cols));
-        bd_emit(e, "const %s mean = ((s0 + s1) + (s2 + s3)) / (%s)%lld;", T, T, ll(cols));
-        bd_emit(e, "s0 = s1 = s2 = s3 = 0;");
+        emit_lane_sums(e, cols, c32, "xr[j + l]", "xr[j]");
+        bd_emit(e, "const %s mean = acc[0] / (%s)%lld;", T, T, ll(cols));
     }
-    bd_emit(e, "for (int64_t j = 0; j < %lld; j += 4) { %s d0 = xr[j] - mean, d1 = xr[j + 1] - mean, d2 = xr[j + 2] - mean, "
-               "d3 = xr[j + 3] - mean; s0 += d0 * d0; s1 += d1 * d1; s2 += d2 * d2; s3 += d3 * d3; }", ll(c4), T);
-    if (cols % 4) bd_emit(e, "for (int64_t j = %lld; j < %lld; j++) { %s d0 = xr[j] - mean; s0 += d0 * d0; }", ll(c4), ll(cols), T);
-    bd_emit(e, "const %s var = ((s0 + s1) + (s2 + s3)) / (%s)%lld;", T, T, ll(cols));
+    emit_lane_sums(e, cols, c32, "(xr[j + l] - mean) * (xr[j + l] - mean)",
+                   "(xr[j] - mean) * (xr[j] - mean)");
+    bd_emit(e, "const %s var = acc[0] / (%s)%lld;", T, T, ll(cols));
     bd_emit(e, "const %s inv = (%s)1 / %s(var + %s);", T, T, x->dtype == BD_DT_FLOAT ? "sqrtf" : "sqrt",
             bd_emit_float(e, np->epsilon, x->dtype));
     if (flat) {

@@ -331,8 +331,15 @@ static void emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
         bd_emit(e, "vs += ev;");
         bd_emit_close(e, NULL);
         bd_emit(e, "for (int l = 0; l < VL; l++) sum += vs[l];");
-        if (log) bd_emit(e, "for (int64_t j = %lld - %lld %% VL; j < %lld; j++) sum += expf(xr[j] - mx);", N, N, N);
-        else bd_emit(e, "for (int64_t j = %lld - %lld %% VL; j < %lld; j++) { yr[j] = expf(xr[j] - mx); sum += yr[j]; }", N, N, N);
+        /* the last partial vector by the same polynomial (a libm call per element cost a third
+         * of a 197-element row), its missing lanes padded with the max */
+        bd_emit_open(e, "if (%lld %% VL)", N);
+        bd_emit(e, "const int64_t j = %lld - %lld %% VL;", N, N);
+        bd_emit(e, "vf v = vmx, ev;");
+        bd_emit(e, "memcpy(&v, xr + j, (size_t)(%lld %% VL) * sizeof(float));", N);
+        emit_vec_exp(e, "ev", "v - vmx");
+        bd_emit(e, "for (int l = 0; l < %lld %% VL; l++) { %ssum += ev[l]; }", N, log ? "" : "yr[j + l] = ev[l]; ");
+        bd_emit_close(e, NULL);
         /* normalise */
         if (log) bd_emit(e, "const %s s = mx + logf(sum);", t);
         else bd_emit(e, "const %s s = 1 / sum;", t);
