@@ -585,13 +585,33 @@ static size_t direct_scratch_floats(const bd_conv2d_shape *s, int64_t nrows) {
     return (size_t)(16 + g.offs_floats + g.xp_floats);
 }
 
+/* One 32-column panel of B read in place (row k at b + boff[k]) times output channels
+ * [m_lo, m_hi) of the packed A (m_lo a multiple of MR), the depth Kd in equal chunks of at most
+ * the kernel's kc, stored through `out`. */
+static void direct_panel(const bd_gemm_kernel *kd, int64_t Kd, const float *apacked,
+                         const float *b, const int64_t *boff, float *c, int64_t ldc, int64_t m_lo,
+                         int64_t m_hi, const float *bias_m, const bd_ukr_out *out, int act,
+                         float act_min, float act_max) {
+    const int64_t mr = kd->mr, nk = (Kd + kd->kc - 1) / kd->kc, kc_even = (Kd + nk - 1) / nk;
+    for (int64_t pc = 0; pc < Kd; pc += kc_even) {
+        const int64_t kc = imin(kc_even, Kd - pc);
+        const int first = pc == 0, last = pc + kc >= Kd;
+        for (int64_t i0 = m_lo; i0 < m_hi; i0 += mr) {
+            bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i0 - m_lo) : NULL, !first,
+                             last ? act : BD_ACT_NONE, act_min, act_max, 32, 1, 0, 0};
+            kd->ukr_direct(kc, apacked + (i0 / mr) * Kd * mr + pc * mr, b, boff + pc,
+                           c + (i0 - m_lo) * ldc, ldc, (int)imin(mr, m_hi - i0), out, &ep);
+        }
+    }
+}
+
 /* Output channels [m_lo, m_hi) of group g (m_lo a multiple of MR), output rows [oh0, oh1). */
 static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *xg,
                         const float *apacked, const float *bias_m, float *c, int64_t m_lo,
                         int64_t m_hi, int64_t oh0, int64_t oh1, int act, float act_min,
                         float act_max, void *scratch) {
     const int64_t Cg = s->C / s->group, KH = s->KH, KW = s->KW, Kd = Cg * KH * KW;
-    const int64_t H = s->H, W = s->W, OW = s->OW, nrows = oh1 - oh0, mr = kd->mr;
+    const int64_t H = s->H, W = s->W, OW = s->OW, nrows = oh1 - oh0;
     const direct_geom g = direct_geometry(s, nrows);
     uintptr_t u = (uintptr_t)bd_align64(scratch);
     int64_t *boff = (int64_t *)u;
@@ -619,8 +639,6 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
         int64_t ch = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
         boff[k] = ch * g.cs + kh * s->dil_h * g.Wp + kw * s->dil_w;
     }
-    /* depth in equal chunks of at most the kernel's kc */
-    const int64_t nk = (Kd + kd->kc - 1) / kd->kc, kc_even = (Kd + nk - 1) / nk;
     const int64_t ldc = s->OH * OW, total = (nrows - 1) * g.Wp + OW;
     for (int64_t j0 = 0; j0 < total; j0 += 32) {
         bd_ukr_out out = {0, {0}, {0}};
@@ -631,16 +649,8 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
             out.mask[out.nseg] = (b >= 32 ? 0xFFFFFFFFu : (1u << b) - 1u) & ~((1u << a) - 1u);
             out.coff[out.nseg++] = j0 - r * (g.Wp - OW); /* column L -> pixel j0 + L - r*(Wp-OW) */
         }
-        for (int64_t pc = 0; pc < Kd; pc += kc_even) {
-            const int64_t kc = imin(kc_even, Kd - pc);
-            const int first = pc == 0, last = pc + kc >= Kd;
-            for (int64_t i0 = m_lo; i0 < m_hi; i0 += mr) {
-                bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i0 - m_lo) : NULL, !first,
-                                 last ? act : BD_ACT_NONE, act_min, act_max, 32, 1, 0, 0};
-                kd->ukr_direct(kc, apacked + (i0 / mr) * Kd * mr + pc * mr, xp + j0, boff + pc,
-                               c + (i0 - m_lo) * ldc, ldc, (int)imin(mr, m_hi - i0), &out, &ep);
-            }
-        }
+        direct_panel(kd, Kd, apacked, xp + j0, boff, c, ldc, m_lo, m_hi, bias_m, &out, act,
+                     act_min, act_max);
     }
 }
 
@@ -668,7 +678,7 @@ static void pointwise_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, c
                            const float *apacked, const float *bias_m, float *c, int64_t m_lo,
                            int64_t m_hi, int64_t p0, int64_t p1, int act, float act_min,
                            float act_max, void *scratch) {
-    const int64_t Kd = s->C / s->group, HW = s->H * s->W, mr = kd->mr, P = p1 - p0;
+    const int64_t Kd = s->C / s->group, HW = s->H * s->W, P = p1 - p0;
     uintptr_t u = (uintptr_t)bd_align64(scratch);
     int64_t *boff = (int64_t *)u, *toff = boff + Kd;
     float *tail = (float *)bd_align64(toff + Kd);
@@ -676,7 +686,6 @@ static void pointwise_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, c
         boff[k] = k * HW;
         toff[k] = k * 32;
     }
-    const int64_t nk = (Kd + kd->kc - 1) / kd->kc, kc_even = (Kd + nk - 1) / nk;
     const int64_t ldc = s->OH * s->OW;
     for (int64_t j0 = 0; j0 < P; j0 += 32) {
         const int64_t n = imin(32, P - j0);
@@ -691,16 +700,8 @@ static void pointwise_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, c
             offs = toff;
         }
         bd_ukr_out out = {1, {n >= 32 ? 0xFFFFFFFFu : (1u << n) - 1u}, {j0}};
-        for (int64_t pc = 0; pc < Kd; pc += kc_even) {
-            const int64_t kc = imin(kc_even, Kd - pc);
-            const int first = pc == 0, last = pc + kc >= Kd;
-            for (int64_t i0 = m_lo; i0 < m_hi; i0 += mr) {
-                bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i0 - m_lo) : NULL, !first,
-                                 last ? act : BD_ACT_NONE, act_min, act_max, 32, 1, 0, 0};
-                kd->ukr_direct(kc, apacked + (i0 / mr) * Kd * mr + pc * mr, b, offs + pc,
-                               c + (i0 - m_lo) * ldc, ldc, (int)imin(mr, m_hi - i0), &out, &ep);
-            }
-        }
+        direct_panel(kd, Kd, apacked, b, offs, c, ldc, m_lo, m_hi, bias_m, &out, act, act_min,
+                     act_max);
     }
 }
 
