@@ -319,6 +319,36 @@ void bd_pack_b_raw(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t 
                    float *dst) {
     const bd_raw_matrix *m = ctx;
     if (kc <= 0) return; /* nothing to pack (and B may be NULL when K == 0) */
+    if (!m->trans) {
+        /* eight rows of the source at a time, each read along nc: panel by panel, the kc rows
+         * are read 32 floats at a time from kc places at once, more streams than the
+         * prefetchers follow, and one row at a time writes the panels kc * nr floats apart,
+         * into one cache set when that is a multiple of 4 KiB */
+        const int64_t full = nc / nr * nr;
+        for (int64_t k1 = 0; k1 < kc; k1 += 8) {
+            const int64_t k2 = imin(kc, k1 + 8);
+            for (int64_t p = 0; p < full; p += nr) {
+                float *d = dst + p * kc;
+                if (nr == 32) /* a constant size: inlined moves, not a call per row */
+                    for (int64_t k = k1; k < k2; k++)
+                        memcpy(d + k * 32, m->p + (k0 + k) * m->ld + j0 + p, 32 * sizeof(float));
+                else
+                    for (int64_t k = k1; k < k2; k++)
+                        memcpy(d + k * nr, m->p + (k0 + k) * m->ld + j0 + p,
+                               (size_t)nr * sizeof(float));
+            }
+        }
+        if (full < nc)
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = m->p + (k0 + k) * m->ld + j0 + full;
+                float *t = dst + full * kc + k * nr;
+                for (int64_t j = 0; j < nc - full; j++)
+                    t[j] = src[j];
+                for (int64_t j = nc - full; j < nr; j++)
+                    t[j] = 0.0f;
+            }
+        return;
+    }
     for (int64_t p = 0; p < nc; p += nr, dst += kc * nr) {
         int cols = (int)imin(nr, nc - p);
         if (!m->trans) {
