@@ -286,6 +286,86 @@ __attribute__((target("avx512f"))) static void im2col_pack_s1_avx512(const im2co
     }
 }
 
+/* Sixteen vectors r[t] (t a pixel, lanes its 16 consecutive taps) turned into r[g] (lanes the
+ * pixels, tap g): unpacks, then 64-bit and 128-bit shuffles. */
+__attribute__((target("avx512f"))) static inline void transpose16_avx512(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4i + e], 128-bit lane L: element 4L + e of rows 4i .. 4i + 3 */
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int e = 0; e < 4; e++) {
+        __m512 a = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88), b = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xDD);
+        __m512 c = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88),
+               d = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xDD);
+        t[e] = _mm512_shuffle_f32x4(a, c, 0x88);
+        t[8 + e] = _mm512_shuffle_f32x4(a, c, 0xDD);
+        t[4 + e] = _mm512_shuffle_f32x4(b, d, 0x88);
+        t[12 + e] = _mm512_shuffle_f32x4(b, d, 0xDD);
+    }
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* Column strides of 3 or more without column dilation (ViT's 16x16/16 patches): a panel row
+ * gathers one float every stride, one element per cycle at best. Instead, for up to 16
+ * consecutive kw of one (c, kh), each pixel's taps are one contiguous masked load (lanes outside
+ * the input masked off, never read), and a 16x16 transpose makes them panel rows. ViT's patch
+ * embedding packs in a fraction of the time. */
+__attribute__((target("avx512f"))) static void im2col_pack_wide_avx512(const im2col_ctx *ctx,
+                                                                       int64_t k0, int64_t kc,
+                                                                       int64_t j0, int64_t nc,
+                                                                       float *dst) {
+    const bd_conv2d_shape *s = ctx->s;
+    const int64_t H = s->H, W = s->W, KH = s->KH, KW = s->KW, dh = s->dil_h;
+    int64_t ih0[32], iw0[32]; /* per panel column: input position of tap (0, 0) */
+    for (int64_t p0 = 0; p0 < nc; p0 += 32, dst += kc * 32) {
+        const int cols = (int)imin(32, nc - p0);
+        for (int t = 0; t < 32; t++) {
+            int64_t pix = j0 + p0 + (t < cols ? t : 0);
+            ih0[t] = (ctx->oh0 + pix / s->OW) * s->stride_h - s->pad_top;
+            iw0[t] = pix % s->OW * s->stride_w - s->pad_left;
+        }
+        int64_t c = k0 / (KH * KW), kh = (k0 / KW) % KH, kw = k0 % KW;
+        for (int64_t k = 0; k < kc;) {
+            const int g = (int)imin(16, imin(KW - kw, kc - k)); /* taps kw .. kw + g - 1 */
+            const float *xc = ctx->x + c * H * W;
+            for (int half = 0; half < 2; half++) {
+                __m512 r[16];
+                for (int i = 0; i < 16; i++) {
+                    const int t = 16 * half + i;
+                    const int64_t ih = ih0[t] + kh * dh, iw = iw0[t] + kw;
+                    r[i] = _mm512_setzero_ps();
+                    if (t >= cols || ih < 0 || ih >= H) continue;
+                    const int64_t lo = imax(0, -iw), hi = imin(g, W - iw); /* taps inside */
+                    if (lo >= hi) continue;
+                    const __mmask16 m = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+                    const uintptr_t lane0 = (uintptr_t)(xc + ih * W) + (uintptr_t)(iw * 4);
+                    r[i] = _mm512_maskz_loadu_ps(m, (const void *)lane0);
+                }
+                transpose16_avx512(r);
+                for (int i = 0; i < g; i++)
+                    _mm512_storeu_ps(dst + (k + i) * 32 + 16 * half, r[i]);
+            }
+            k += g;
+            if ((kw += g) == KW) {
+                kw = 0;
+                if (++kh == KH) {
+                    kh = 0;
+                    c++;
+                }
+            }
+        }
+    }
+}
+
 __attribute__((target("avx2,fma"))) static void im2col_pack_s1_avx2(const im2col_ctx *ctx,
                                                                     int64_t k0, int64_t kc,
                                                                     int64_t j0, int64_t nc,
@@ -359,6 +439,8 @@ __attribute__((target("avx512f,avx2,fma"))) static void im2col_pack_avx512(const
     const im2col_ctx *ctx = vctx;
     if (nr == 32 && ctx->s->stride_w == 1)
         im2col_pack_s1_avx512(ctx, k0, kc, j0, nc, dst);
+    else if (nr == 32 && ctx->s->stride_w >= 3 && ctx->s->dil_w == 1)
+        im2col_pack_wide_avx512(ctx, k0, kc, j0, nc, dst);
     else
         im2col_body(vctx, k0, kc, j0, nc, nr, dst);
 }

@@ -532,6 +532,12 @@ static void test_conv_all(void) {
         {"depthwise multiplier2", 1, 4, 8, 9, 8, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0},
         {"odd 1x4 kernel asym pads", 1, 5, 7, 9, 11, 1, 4, 1, 1, 1, 1, 1, 0, 2, 0, 1, 0},
         {"4x2 stride3x1 pads", 1, 6, 13, 8, 7, 4, 2, 1, 3, 1, 1, 1, 2, 0, 1, 1, 0},
+        /* column strides of 3 or more: taps gathered by loads and a transpose on AVX-512 */
+        {"patches 16x16/16", 1, 3, 64, 160, 20, 16, 16, 1, 16, 16, 1, 1, 0, 0, 0, 0, 0},
+        {"patches 14x14/14 pads", 1, 2, 43, 71, 13, 14, 14, 1, 14, 14, 1, 1, 1, 1, 1, 2,
+         BD_ACT_RELU},
+        {"5x5 stride4 pads (K blocks)", 1, 40, 33, 37, 12, 5, 5, 1, 4, 4, 1, 1, 2, 2, 2, 2, 0},
+        {"3x3 stride3 row dilation2", 1, 4, 20, 26, 9, 3, 3, 1, 3, 3, 2, 1, 1, 1, 1, 1, 0},
         {"tiny 1x1 image", 1, 3, 1, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
         {"kernel larger than image", 1, 2, 3, 3, 3, 5, 5, 1, 1, 1, 1, 1, 2, 2, 2, 2, 0},
         {"big pads", 1, 2, 4, 5, 3, 3, 3, 1, 1, 1, 1, 1, 3, 4, 3, 4, BD_ACT_RELU},
