@@ -318,7 +318,13 @@ static void emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
         bd_emit(e, "%s", vec_select(e, "vm0", "m0", "v0"));
         bd_emit(e, "%s", vec_select(e, "vm1", "m1", "v1"));
         bd_emit_close(e, NULL);
-        bd_emit(e, "for (int l = 0; l < VL; l++) { mx = vm0[l] > mx ? vm0[l] : mx; mx = vm1[l] > mx ? vm1[l] : mx; }");
+        /* the lanes by halves (four steps deep, not a chain of 32 compares each waiting on the
+         * last: a row of 64 to 197 is only a few hundred cycles) */
+        bd_emit(e, "{ const vi m_ = vm1 > vm0; %s }", vec_select(e, "vm0", "m_", "vm1"));
+        bd_emit(e, "float lanes_[VL];");
+        bd_emit(e, "memcpy(lanes_, &vm0, sizeof vm0);");
+        bd_emit(e, "for (int w = VL / 2; w > 0; w /= 2) for (int l = 0; l < w; l++) lanes_[l] = lanes_[l + w] > lanes_[l] ? lanes_[l + w] : lanes_[l];");
+        bd_emit(e, "mx = lanes_[0];");
         bd_emit(e, "for (int64_t j = %lld - %lld %% (2 * VL); j < %lld; j++) mx = xr[j] > mx ? xr[j] : mx;", N, N, N);
         /* exp and sum */
         bd_emit(e, "const vf vmx = vzero + mx;");
@@ -330,7 +336,9 @@ static void emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
         if (!log) bd_emit(e, "memcpy(yr + j, &ev, sizeof ev);");
         bd_emit(e, "vs += ev;");
         bd_emit_close(e, NULL);
-        bd_emit(e, "for (int l = 0; l < VL; l++) sum += vs[l];");
+        bd_emit(e, "memcpy(lanes_, &vs, sizeof vs);");
+        bd_emit(e, "for (int w = VL / 2; w > 0; w /= 2) for (int l = 0; l < w; l++) lanes_[l] += lanes_[l + w];");
+        bd_emit(e, "sum = lanes_[0];");
         /* the last partial vector by the same polynomial (a libm call per element cost a third
          * of a 197-element row), its missing lanes padded with the max */
         bd_emit_open(e, "if (%lld %% VL)", N);
