@@ -325,14 +325,16 @@ __attribute__((target("avx512f"))) static void im2col_pack_wide_avx512(const im2
                                                                        float *dst) {
     const bd_conv2d_shape *s = ctx->s;
     const int64_t H = s->H, W = s->W, KH = s->KH, KW = s->KW, dh = s->dil_h;
+    im2col_seg seg[32];
     int64_t ih0[32], iw0[32]; /* per panel column: input position of tap (0, 0) */
     for (int64_t p0 = 0; p0 < nc; p0 += 32, dst += kc * 32) {
         const int cols = (int)imin(32, nc - p0);
-        for (int t = 0; t < 32; t++) {
-            int64_t pix = j0 + p0 + (t < cols ? t : 0);
-            ih0[t] = (ctx->oh0 + pix / s->OW) * s->stride_h - s->pad_top;
-            iw0[t] = pix % s->OW * s->stride_w - s->pad_left;
-        }
+        const int nseg = im2col_segments(ctx, j0 + p0, cols, seg);
+        for (int i = 0; i < nseg; i++)
+            for (int t = seg[i].pos; t < seg[i].pos + seg[i].len; t++) {
+                ih0[t] = seg[i].ih;
+                iw0[t] = seg[i].iw + (t - seg[i].pos) * s->stride_w;
+            }
         int64_t c = k0 / (KH * KW), kh = (k0 / KW) % KH, kw = k0 % KW;
         for (int64_t k = 0; k < kc;) {
             const int g = (int)imin(16, imin(KW - kw, kc - k)); /* taps kw .. kw + g - 1 */
@@ -341,9 +343,10 @@ __attribute__((target("avx512f"))) static void im2col_pack_wide_avx512(const im2
                 __m512 r[16];
                 for (int i = 0; i < 16; i++) {
                     const int t = 16 * half + i;
-                    const int64_t ih = ih0[t] + kh * dh, iw = iw0[t] + kw;
                     r[i] = _mm512_setzero_ps();
-                    if (t >= cols || ih < 0 || ih >= H) continue;
+                    if (t >= cols) continue;
+                    const int64_t ih = ih0[t] + kh * dh, iw = iw0[t] + kw;
+                    if (ih < 0 || ih >= H) continue;
                     const int64_t lo = imax(0, -iw), hi = imin(g, W - iw); /* taps inside */
                     if (lo >= hi) continue;
                     const __mmask16 m = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));

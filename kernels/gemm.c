@@ -349,32 +349,18 @@ void bd_pack_b_raw(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t 
             }
         return;
     }
+    /* transposed: column j of a panel is row j0 + p + j of the source */
     for (int64_t p = 0; p < nc; p += nr, dst += kc * nr) {
         int cols = (int)imin(nr, nc - p);
-        if (!m->trans) {
-            for (int64_t k = 0; k < kc; k++) {
-                const float *src = m->p + (k0 + k) * m->ld + j0 + p;
-                float *d = dst + k * nr;
-                if (cols == nr) {
-                    memcpy(d, src, (size_t)nr * sizeof(float));
-                } else {
-                    for (int j = 0; j < cols; j++)
-                        d[j] = src[j];
-                    for (int j = cols; j < nr; j++)
-                        d[j] = 0.0f;
-                }
-            }
-        } else {
-            for (int j = 0; j < cols; j++) {
-                const float *src = m->p + (j0 + p + j) * m->ld + k0;
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * nr + j] = src[k];
-            }
-            if (cols < nr)
-                for (int64_t k = 0; k < kc; k++)
-                    for (int j = cols; j < nr; j++)
-                        dst[k * nr + j] = 0.0f;
+        for (int j = 0; j < cols; j++) {
+            const float *src = m->p + (j0 + p + j) * m->ld + k0;
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * nr + j] = src[k];
         }
+        if (cols < nr)
+            for (int64_t k = 0; k < kc; k++)
+                for (int j = cols; j < nr; j++)
+                    dst[k * nr + j] = 0.0f;
     }
 }
 
