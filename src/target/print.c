@@ -369,16 +369,13 @@ void bd_print_rnn_act(bd_printer *p, const bd_rnn_act *a, const char *in, const 
     }
     bool sig = a->fn == BD_RNN_SIGMOID;
     bd_print_line(p, "const float %s_i = %s%s;", out, sig ? "0.5f * " : "", in);
-    bd_print_line(p, "const float %s_x = %s_i < -7.90531111f ? -7.90531111f : %s_i > 7.90531111f ? 7.90531111f : %s_i;",
+    bd_print_line(p, "const float %s_x = %s_i < -" BD_TANH_CLAMP " ? -" BD_TANH_CLAMP " : %s_i > " BD_TANH_CLAMP
+                     " ? " BD_TANH_CLAMP " : %s_i;",
             out, out, out, out);
     bd_print_line(p, "const float %s_x2 = %s_x * %s_x;", out, out, out);
-    bd_print_line(p, "const float %s_p = %s_x * (((((((-2.76076847742355e-16f * %s_x2 + 2.00018790482477e-13f) * %s_x2 "
-               "- 8.60467152213735e-11f) * %s_x2 + 5.12229709037114e-08f) * %s_x2 + 1.48572235717979e-05f) * %s_x2 "
-               "+ 6.37261928875436e-04f) * %s_x2 + 4.89352455891786e-03f));",
-            out, out, out, out, out, out, out, out);
-    bd_print_line(p, "const float %s_q = ((1.19825839466702e-06f * %s_x2 + 1.18534705686654e-04f) * %s_x2 + "
-               "2.26843463243900e-03f) * %s_x2 + 4.89352518554385e-03f;",
-            out, out, out, out);
+    bd_print_line(p, "const float %s_p = %s_x * " BD_TANH_P("%s_x2") ";", out, out, out, out, out, out,
+                  out, out);
+    bd_print_line(p, "const float %s_q = " BD_TANH_Q("%s_x2") ";", out, out, out, out);
     if (sig) bd_print_line(p, "const float %s = 0.5f + 0.5f * (%s_p / %s_q);", out, out, out);
     else bd_print_line(p, "const float %s = %s_p / %s_q;", out, out, out);
 }

@@ -64,6 +64,19 @@ void bd_print_block_decode(bd_printer *p, const struct bd_nest *n);
  * printer defines bd_u2f, bd_f2u and bd_d2u (bit casts) before. opencl: 64-bit literals as `ul`. */
 void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl);
 
+/* Float tanh as x P(x^2) / Q(x^2), x clamped to +-BD_TANH_CLAMP where float tanh is +-1 (Eigen's,
+ * a few ulp), as C text: the recurrent gates (bd_print_rnn_act) and the C prelude's bd_tanh_v.
+ * X2 is a string literal, the C expression of the clamped x squared (a printf format may pass
+ * "%s_x2"). */
+#define BD_TANH_CLAMP "7.90531111f"
+#define BD_TANH_P(X2)                                                                              \
+    "((((((-2.76076847742355e-16f * " X2 " + 2.00018790482477e-13f) * " X2                        \
+    " - 8.60467152213735e-11f) * " X2 " + 5.12229709037114e-08f) * " X2                           \
+    " + 1.48572235717979e-05f) * " X2 " + 6.37261928875436e-04f) * " X2 " + 4.89352455891786e-03f)"
+#define BD_TANH_Q(X2)                                                                              \
+    "(((1.19825839466702e-06f * " X2 " + 1.18534705686654e-04f) * " X2                            \
+    " + 2.26843463243900e-03f) * " X2 " + 4.89352518554385e-03f)"
+
 /* `const float out = act(in);` for an LSTM activation (f, g or h, with its alpha and beta). */
 struct bd_rnn_act;
 void bd_print_rnn_act(bd_printer *p, const struct bd_rnn_act *a, const char *in, const char *out);

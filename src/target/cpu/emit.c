@@ -78,9 +78,9 @@ static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool 
 
 /* Float32 exp, tanh and erf written as straight-line code so that loops calling them vectorize
  * (libm's are scalar calls): exp by range reduction to [-ln2/2, ln2/2] and Cephes' polynomial
- * (relative error ~2e-7); tanh by the rational form the LSTM printer uses (print.c: Eigen's,
- * a few ulp, clamped to +-7.9 where float tanh is +-1; an exp, a division and both branches of a
- * select had GPT-2's 64x1024 Tanh at 4.5 cycles an element);
+ * (relative error ~2e-7); tanh by the rational form the recurrent gates print (print.h's
+ * BD_TANH_P / BD_TANH_Q: an exp, a division and both branches of a select had GPT-2's 64x1024
+ * Tanh at 4.5 cycles an element);
  * erf by its Taylor series below 0.5 and Abramowitz-Stegun 7.1.26 above (absolute error 1.5e-7). */
 static void emit_math_prelude(bd_emitter *e) {
     static const char *const lines[] = {
@@ -104,13 +104,9 @@ static void emit_math_prelude(bd_emitter *e) {
         "    return x != x ? x : x > 88.72283f ? INFINITY : x < -87.33654f ? 0.0f : y;",
         "}",
         "static inline __attribute__((unused)) float bd_tanh_v(float x) {",
-        "    float c = x < -7.90531111f ? -7.90531111f : x > 7.90531111f ? 7.90531111f : x, z = c * c;",
-        "    float p = c * ((((((-2.76076847742355e-16f * z + 2.00018790482477e-13f) * z"
-        " - 8.60467152213735e-11f) * z + 5.12229709037114e-08f) * z + 1.48572235717979e-05f) * z"
-        " + 6.37261928875436e-04f) * z + 4.89352455891786e-03f);",
-        "    float q = ((1.19825839466702e-06f * z + 1.18534705686654e-04f) * z"
-        " + 2.26843463243900e-03f) * z + 4.89352518554385e-03f;",
-        "    return p / q;",
+        "    float c = x < -" BD_TANH_CLAMP " ? -" BD_TANH_CLAMP " : x > " BD_TANH_CLAMP " ? " BD_TANH_CLAMP
+        " : x, z = c * c;",
+        "    return c * " BD_TANH_P("z") " / " BD_TANH_Q("z") ";",
         "}",
         "static inline __attribute__((unused)) float bd_erf_v(float x) {",
         "    float ax = fabsf(x), z = x * x;",
