@@ -3,7 +3,7 @@
 
 Usage: gpu_rows.py exe --exe PATH --model NAME --peer LABEL [--models-cache DIR] [--runs N]
                        [--warmup W] [--exe-args "ARGS"] [--timeout S] [--schedule S]
-                       [--target T]
+                       [--target T] [--compile-s S]
        gpu_rows.py error --model NAME --peer LABEL --error TEXT [--log FILE] [--skipped]
        gpu_rows.py report --out DIR --name NAME [--meta FILE]
 
@@ -48,6 +48,8 @@ def exe_row(a):
     import test_real_run as real_run
 
     meta = {"target": a.target, "schedule": a.schedule, "runs": a.runs, "warmup": a.warmup}
+    if a.compile_s is not None:
+        meta["compile_s"] = a.compile_s
     path = os.path.join(a.models_cache, a.model + ".onnx")
     files = real.input_paths(a.models_cache, a.model)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -219,6 +221,7 @@ def main():
     e.add_argument("--timeout", type=int, default=120, help="per run of the executable")
     e.add_argument("--target", default="cuda")
     e.add_argument("--schedule")
+    e.add_argument("--compile-s", type=float, help="how long `bdc compile` took, kept in the row")
     r = sub.add_parser("error")
     r.add_argument("--model", required=True)
     r.add_argument("--peer", required=True)

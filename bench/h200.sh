@@ -5,21 +5,22 @@
 #
 # Usage: bench/h200.sh [--target cuda|cpu] [--arch ARCH] [--models a,b] [--runs N] [--warmup W]
 #                      [--precision fp32|tf32|fp16|bf16] [--peers eager,cudagraph,compile]
-#                      [--budget SECONDS] [--skip-gpu-check] [--keep-bin] [OUTDIR]
+#                      [--budget SECONDS] [--jobs N] [--skip-gpu-check] [--keep-bin] [OUTDIR]
 #
 # Needs a built tree (build/bdc, build/bdc-runtime) and the models exported beforehand into
 # build/cache/models ($BDC_MODEL_CACHE), e.g. `tests/tools/export_models.py build/cache/models
-# resnet18 mobilenet_v2 squeezenet1_1 googlenet bert vit`. A model missing there is exported on
-# this machine if its Python can (after the others; meta.json lists them as exported_here, since
-# another PyTorch may export a different graph). For every model, smallest .onnx first:
-#   bdc-op, bdc-block  `bdc compile M.onnx -o OUTDIR/bin/M-S --target cuda --arch sm_90
-#                      --schedule S` (and bdc-fuse: --schedule op --branches fuse, small
-#                      independent nests in one kernel instead of on streams); run once on the
-#                      sample input and compared with
-#                      onnxruntime (CPU), then `--benchmark N --warmup W --json --device 0`
-#                      (bench/gpu_rows.py exe)
-#   torch-*            bench/gpu_peers.py (the same module, weights and inputs)
-#   trtexec, migraphx  bench/peers/*.py (a "skipped" row when the tool is absent)
+# resnet18 mobilenet_v2 squeezenet1_1 googlenet bert vit`. The models missing there are exported
+# first on this machine if its Python can (meta.json lists them as exported_here, since another
+# PyTorch may export a different graph). Then, smallest .onnx first:
+#   1. every bdc executable is compiled, --jobs at a time (default: one per CPU):
+#      `bdc compile M.onnx -o OUTDIR/bin/M-S --target cuda --arch sm_90 --schedule S` for
+#      bdc-op and bdc-block, and bdc-fuse (--schedule op --branches fuse: small independent
+#      nests in one kernel instead of on streams);
+#   2. each runs once on the sample input, compared with onnxruntime (CPU), then
+#      `--benchmark N --warmup W --json --device 0` (bench/gpu_rows.py exe; the row keeps the
+#      compile's seconds as compile_s), every model before any peer;
+#   3. per model, torch-* by bench/gpu_peers.py (the same module, weights and inputs), and
+#      trtexec and migraphx by bench/peers/*.py (a "skipped" row when the tool is absent).
 # Each step has its own `timeout`, and no step starts once --budget seconds (default 420) are
 # spent; a failing or timed-out step is recorded as a row and the script goes on. At the end
 # OUTDIR (default build/h200-run) holds h200-DATE.json (every row, and per model every peer
@@ -39,6 +40,7 @@ set -u
 
 TARGET=cuda ARCH='' MODELS=resnet18,mobilenet_v2,squeezenet1_1,googlenet,bert,vit
 RUNS=100 WARMUP=10 PRECISION=fp32 PEERS=eager,cudagraph,compile BUDGET=420 CHECK_GPU=1 KEEP_BIN=0 OUTDIR=''
+JOBS=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) TARGET=$2; shift 2 ;;
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
         --precision) PRECISION=$2; shift 2 ;;
         --peers) PEERS=$2; shift 2 ;;
         --budget) BUDGET=$2; shift 2 ;;
+        --jobs) JOBS=$2; shift 2 ;;
         --skip-gpu-check) CHECK_GPU=0; shift ;;
         --keep-bin) KEEP_BIN=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;/^set -u/d'; exit 0 ;;
@@ -87,7 +90,7 @@ fi
 ARCH_ARGS=()
 [ -n "$ARCH" ] && ARCH_ARGS=(--arch "$ARCH")
 # per-step limits (seconds), each cut to what is left of the budget
-COMPILE_S=150 EXE_S=90 PEERS_S=240 PEER_S=100 TOOL_S=150 EXPORT_S=120
+COMPILE_S=150 EXE_S=60 PEERS_S=240 PEER_S=100 TOOL_S=150 EXPORT_S=120
 
 mkdir -p "$OUTDIR/bin" "$OUTDIR/logs" || exit 1
 ROWS=$OUTDIR/rows.jsonl
@@ -124,56 +127,88 @@ keep_row() {
     fi
 }
 
-# the models, smallest exported file first (a short budget then covers the most models), the
-# ones still to export last
-ORDERED=$(for m in ${MODELS//,/ }; do
-    printf '%s %s\n' "$(stat -c %s "$MODELS_CACHE/$m.onnx" 2>/dev/null || echo 999999999999)" "$m"
-done | sort -n | cut -d' ' -f2)
+# The models missing from the cache are exported first, in one call (one import of torch).
+MISSING=
+for m in ${MODELS//,/ }; do [ -f "$MODELS_CACHE/$m.onnx" ] || MISSING="$MISSING $m"; done
 EXPORTED_HERE=
+if [ -n "$MISSING" ]; then
+    echo "h200.sh: not in $MODELS_CACHE, exporting:$MISSING" >&2
+    mkdir -p "$MODELS_CACHE"
+    timeout -k 5 "$(cap $EXPORT_S)" "$PY" "$REPO/tests/tools/export_models.py" "$MODELS_CACHE" \
+        $MISSING > "$OUTDIR/logs/export.log" 2>&1
+    for m in $MISSING; do
+        if [ -f "$MODELS_CACHE/$m.onnx" ]; then
+            EXPORTED_HERE="$EXPORTED_HERE $m"
+        else
+            error_row "$m" bdc-op "not exported ($MODELS_CACHE/$m.onnx missing) and exporting it failed" \
+                "$OUTDIR/logs/export.log"
+        fi
+    done
+fi
+# smallest exported file first: a short budget then covers the most models
+ORDERED=$(for m in ${MODELS//,/ }; do
+    [ -f "$MODELS_CACHE/$m.onnx" ] && printf '%s %s\n' "$(stat -c %s "$MODELS_CACHE/$m.onnx")" "$m"
+done | sort -n | cut -d' ' -f2)
+# op, block, and op with small sibling nests fused into one kernel instead of on streams
+VARIANTS="op block"
+[ "$TARGET" != cpu ] && VARIANTS="op block fuse"
 
 echo "h200.sh: target $TARGET${ARCH:+ ($ARCH)}, $RUNS runs after $WARMUP warm-ups, $PRECISION," \
-     "budget $BUDGET s, models: ${ORDERED//$'\n'/ }" >&2
+     "budget $BUDGET s, $JOBS compiles at a time, models: ${ORDERED//$'\n'/ }" >&2
+
+# compile_one M S: `bdc compile` of model M in variant S; LOG.compile.rc holds its exit status
+# and seconds
+compile_one() {
+    local M=$1 S=$2 EXE=$OUTDIR/bin/$1-$2 LOG=$OUTDIR/logs/$1-$2 t0 rc
+    local SCHED_ARGS=(--schedule "$S")
+    [ "$S" = fuse ] && SCHED_ARGS=(--schedule op --branches fuse)
+    t0=$EPOCHREALTIME
+    timeout -k 5 "$(cap $COMPILE_S)" "$BDC" compile "$MODELS_CACHE/$M.onnx" -o "$EXE" \
+        --target "$TARGET" "${ARCH_ARGS[@]}" "${SCHED_ARGS[@]}" > "$LOG.compile.log" 2>&1
+    rc=$?
+    echo "$rc $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" \
+        > "$LOG.compile.rc"
+}
+
+# 1. Every executable is compiled first, JOBS at a time (each `bdc compile` runs one nvcc).
+echo "h200.sh: compiling $(echo $ORDERED | wc -w) models x ($VARIANTS)" >&2
 for M in $ORDERED; do
-    ONNX=$MODELS_CACHE/$M.onnx
-    if [ ! -f "$ONNX" ]; then
-        budget_spent "$M" bdc-op && continue
-        echo "$M: not in $MODELS_CACHE, exporting it" >&2
-        mkdir -p "$MODELS_CACHE"
-        if ! timeout -k 5 "$(cap $EXPORT_S)" "$PY" "$REPO/tests/tools/export_models.py" \
-                "$MODELS_CACHE" "$M" > "$OUTDIR/logs/$M-export.log" 2>&1; then
-            error_row "$M" bdc-op "not exported ($ONNX missing) and exporting it failed" \
-                "$OUTDIR/logs/$M-export.log"
-            continue
-        fi
-        EXPORTED_HERE="$EXPORTED_HERE $M"
-    fi
-    # op, block, and op with small sibling nests fused into one kernel instead of on streams
-    VARIANTS="op block"
-    [ "$TARGET" != cpu ] && VARIANTS="op block fuse"
+    for S in $VARIANTS; do
+        [ "$(left)" -lt 15 ] && break 2
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+        compile_one "$M" "$S" &
+    done
+done
+wait
+
+# 2. bdc's rows: each executable checked against onnxruntime and timed, every model before any
+# peer, so that a short budget still covers bdc on all of them.
+for M in $ORDERED; do
     for S in $VARIANTS; do
         P=bdc-$S EXE=$OUTDIR/bin/$M-$S LOG=$OUTDIR/logs/$M-$S
-        SCHED_ARGS=(--schedule "$S")
-        [ "$S" = fuse ] && SCHED_ARGS=(--schedule op --branches fuse)
         budget_spent "$M" "$P" && continue
-        echo "$M $P: compile" >&2
-        timeout -k 5 "$(cap $COMPILE_S)" "$BDC" compile "$ONNX" -o "$EXE" --target "$TARGET" \
-            "${ARCH_ARGS[@]}" "${SCHED_ARGS[@]}" > "$LOG.compile.log" 2>&1
-        rc=$?
-        if [ $rc = 124 ] || [ $rc = 137 ]; then
+        if [ ! -f "$LOG.compile.rc" ]; then
+            error_row "$M" "$P" "not compiled: the time budget of $BUDGET s was spent"; continue
+        fi
+        read -r rc secs < "$LOG.compile.rc"
+        if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
             error_row "$M" "$P" "bdc compile timed out" "$LOG.compile.log"; continue
-        elif [ $rc != 0 ]; then
+        elif [ "$rc" != 0 ]; then
             error_row "$M" "$P" "bdc compile exit $rc" "$LOG.compile.log"; continue
         fi
-        budget_spent "$M" "$P" && continue
-        echo "$M $P: check and benchmark" >&2
+        echo "$M $P: compiled in $secs s; check and benchmark" >&2
         out=$(timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe --exe "$EXE" \
             --model "$M" --peer "$P" --models-cache "$MODELS_CACHE" --runs "$RUNS" \
             --warmup "$WARMUP" --target "$TARGET" --schedule "$S" --exe-args "$EXE_ARGS" \
-            --timeout "$EXE_S" 2> "$LOG.run.log")
+            --timeout "$EXE_S" --compile-s "$secs" 2> "$LOG.run.log")
         keep_row "$M" "$P" $? "$out" "$LOG.run.log"
         [ "$KEEP_BIN" = 1 ] || rm -f "$EXE"
     done
+done
 
+# 3. The peers, model by model.
+for M in $ORDERED; do
+    ONNX=$MODELS_CACHE/$M.onnx
     if [ "$(left)" -lt 15 ]; then
         for p in ${PEERS//,/ }; do budget_spent "$M" "torch-$p"; done
     else

@@ -25,6 +25,7 @@ torch may be built against a different numpy major version than the one installe
 so arrays cross between them as raw bytes.
 """
 
+import inspect
 import math
 import os
 import sys
@@ -73,6 +74,11 @@ warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
 warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
 
 OPSET = 17
+# PyTorch 2.9 and later export through torch.export (dynamo=True) unless told otherwise, with
+# other graphs and opsets; every export here takes the TorchScript exporter, as older releases
+# (which have no such keyword) do by default.
+TORCHSCRIPT_EXPORTER = ({"dynamo": False}
+                        if "dynamo" in inspect.signature(torch.onnx.export).parameters else {})
 IMAGE_SHAPE = (1, 3, 224, 224)
 
 
@@ -510,7 +516,8 @@ def export(name, outdir):
         _atomic_write(path, lambda tmp, a=a: _save_npy(tmp, a))
     _atomic_write(os.path.join(outdir, name + ".onnx"), lambda tmp: torch.onnx.export(
         model, args, tmp, opset_version=OPSET, input_names=input_names,
-        output_names=output_names, dynamic_axes=dynamic[2] if dynamic else None))
+        output_names=output_names, dynamic_axes=dynamic[2] if dynamic else None,
+        **TORCHSCRIPT_EXPORTER))
     return float(first.std())
 
 
