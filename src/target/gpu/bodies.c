@@ -60,28 +60,35 @@ static void declare(bd_gpu_printer *g, const bd_nest *n, int k, const char *name
 }
 
 /* Opens the loop dealing the block's elements to the threads, over the iteration dims not in
- * `skip`: defines i<k> for each. Close with close_elements. */
+ * `skip`: defines i<k> for each. The elements are numbered over the full tile, whose sizes are
+ * constants (divisions by them are a multiply and a shift; by the block's own extents they were
+ * a 64-bit division per dim and element), and those past a partial block's end are skipped.
+ * Close with close_elements. */
 static void open_elements(bd_gpu_printer *g, const bd_nest *n, const bool *skip) {
-    const char *count = "1";
+    int64_t count = 1;
     for (int k = 0; k < n->n_iter; k++)
-        if (!skip || !skip[k]) count = S("%s * (hi[%d] - lo[%d])", count, k, k);
-    L("const int64_t bd_count = %s;", count);
-    OPEN("for (int64_t bd_e = BD_THREAD_ID; bd_e < bd_count; bd_e += BD_THREADS)");
+        if (!skip || !skip[k]) count *= n->tile[k];
+    const char *IT = count < INT32_MAX ? "int" : "int64_t";
+    OPEN("for (%s bd_e = (%s)BD_THREAD_ID; bd_e < %lld; bd_e += BD_THREADS)", IT, IT, ll(count));
     int outer = -1; /* the outermost dim dealt out takes what is left of the index */
     for (int k = 0; k < n->n_iter && outer < 0; k++)
-        if (!skip || !skip[k]) outer = k;
-    if (outer >= 0) L("int64_t bd_r = bd_e;");
-    const char *unused = "(void)bd_e;";
+        if ((!skip || !skip[k]) && n->tile[k] > 1) outer = k;
+    if (outer >= 0) L("%s bd_r = bd_e;", IT);
+    const char *unused = "(void)bd_e;", *past = NULL;
     for (int k = n->n_iter - 1; k >= 0; k--) {
         if (skip && skip[k]) continue;
-        if (k == outer) {
+        if (n->tile[k] == 1) {
+            L("const int64_t i%d = lo[%d];", k, k);
+        } else if (k == outer) {
             L("const int64_t i%d = lo[%d] + bd_r;", k, k);
         } else {
-            L("const int64_t i%d = lo[%d] + bd_r %% (hi[%d] - lo[%d]);", k, k, k, k);
-            L("bd_r /= hi[%d] - lo[%d];", k, k);
+            L("const int64_t i%d = lo[%d] + bd_r %% %lld;", k, k, ll(n->tile[k]));
+            L("bd_r /= %lld;", ll(n->tile[k]));
         }
+        if (n->extent[k] % n->tile[k] != 0) past = S("%s%si%d >= hi[%d]", past ? past : "", past ? " || " : "", k, k);
         unused = S("%s (void)i%d;", unused, k);
     }
+    if (past) L("if (%s) continue;", past);
     L("%s", unused);
 }
 
@@ -357,19 +364,64 @@ static void body_conv(bd_gpu_printer *g, const bd_nest *n) {
     conv_store(g, n, cp, &G);
 }
 
+/* The tiles' shared layout: As[k][m] and Bs[k][p] with rows padded by one, so that staging
+ * stores a warp makes along k (A's rows, a transposed B's) fall in distinct banks. Every staging
+ * loop deals elements to threads so that the slot a thread takes along the fast axis stays the
+ * same across its turns: its positions and their bounds are worked out once per block, and the
+ * per-element index arithmetic is 32-bit (sizes allowing) with constant divisors. */
+typedef struct mm_tile {
+    int TM, TN, KT, rpt; /* output tile, K slice, outputs per thread (a column) */
+    int SA, SB;          /* row strides of As and Bs */
+    const char *IT;      /* index type of the per-element arithmetic */
+} mm_tile;
+
+static mm_tile mm_tile_begin(bd_gpu_printer *g, const bd_nest *n, int dtype, bool fits32) {
+    mm_tile t;
+    t.TM = t.TN = bd_gpu_mm_tile(g->graph, n);
+    t.KT = BD_GPU_MM_KSLICE;
+    t.rpt = t.TM * t.TN / g->threads;
+    t.SA = t.TM + 1;
+    t.SB = t.TN + 1;
+    t.IT = fits32 ? "int" : "int64_t";
+    BD_ASSERT(t.rpt >= 1 && t.rpt * g->threads == t.TM * t.TN && g->threads % t.KT == 0 &&
+              g->threads % t.TM == 0 && g->threads % t.TN == 0 && t.TM % t.rpt == 0);
+    int64_t need = (int64_t)t.KT * (t.SA + t.SB) * (dtype == BD_DT_DOUBLE ? 2 : 1);
+    if (need > g->smem_floats) g->smem_floats = need;
+    const char *T = bd_c_type(dtype);
+    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[k][m], Bs[k][n] */", T, T, t.KT * t.SA);
+    L("const int tc = (int)BD_THREAD_ID %% %d, tr = (int)BD_THREAD_ID / %d * %d;", t.TN, t.TN, t.rpt);
+    L("%s acc[%d];", T, t.rpt);
+    L("for (int r = 0; r < %d; r++) acc[r] = 0;", t.rpt);
+    return t;
+}
+
+/* Opens the staging loop of `elems` elements whose fast axis has `fast` slots: the thread's slot
+ * `slot` (fixed) and, per turn, its index `slow` along the other axis. */
+static void stage_open(bd_gpu_printer *g, int elems, int fast, const char *slot, const char *slow) {
+    OPEN("for (int j = 0; j < %d; j++)", elems / g->threads);
+    L("const int %s = (int)BD_THREAD_ID %% %d, %s = (int)BD_THREAD_ID / %d + j * %d;", slot, fast, slow, fast,
+      g->threads / fast);
+}
+
+/* The multiply-adds of one staged K slice, between the barriers. */
+static void mm_tile_step(bd_gpu_printer *g, const mm_tile *t, const char *T) {
+    L("BD_BARRIER();");
+    OPEN("for (int kk = 0; kk < %d; kk++)", t->KT);
+    L("const %s b = Bs[kk * %d + tc];", T, t->SB);
+    L("for (int r = 0; r < %d; r++) acc[r] += As[kk * %d + tr + r] * b;", t->rpt, t->SA);
+    CLOSE();
+    L("BD_BARRIER();");
+}
+
 /* The implicit GEMM of an ungrouped convolution (bd_gpu_conv_tiled): A is the weights [M, C*taps]
  * (rows contiguous), B the block's im2col slice [C*taps, positions] gathered from the input with
  * zeros outside it, both staged in `smem` a K slice at a time; each thread keeps a column of
- * outputs (one position, TILE * TILE / threads channels) in registers. */
+ * outputs (one position, TM * TN / threads channels) in registers. A block's positions are up to
+ * TN: TH rows of TW columns. */
 static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
     const bd_conv_params *cp = &n->params.conv;
     const bd_value *x = value_of(g, n, cp->x), *y = value_of(g, n, cp->y);
     const char *T = bd_c_type(y->dtype);
-    const int TM = BD_GPU_MM_TILE, TN = BD_GPU_MM_TILE, KT = BD_GPU_MM_KSLICE;
-    int rpt = TM * TN / g->threads;
-    BD_ASSERT(g->threads % TN == 0 && rpt * g->threads == TM * TN);
-    int64_t need = (int64_t)KT * (TM + TN) * (y->dtype == BD_DT_DOUBLE ? 2 : 1);
-    if (need > g->smem_floats) g->smem_floats = need;
     bool two = cp->nsp == 2;
     int64_t C = x->dims[1], M = y->dims[1], IH = two ? x->dims[2] : 1, IW = x->dims[1 + cp->nsp];
     int64_t OH = two ? y->dims[2] : 1, OW = y->dims[1 + cp->nsp];
@@ -377,49 +429,48 @@ static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
     int64_t sh = two ? cp->strides[0] : 1, sw = cp->strides[cp->nsp - 1];
     int64_t dh = two ? cp->dilations[0] : 1, dw = cp->dilations[cp->nsp - 1];
     int64_t ph = two ? cp->pads[0] : 0, pw = cp->pads[cp->nsp - 1];
+    int wd = two ? 3 : 2; /* the iteration dim of the output's last axis */
+    int64_t TW = n->tile[wd], TH = two ? n->tile[2] : 1;
+    bool fits32 = M * K < INT32_MAX && C * IH * IW < INT32_MAX;
     declare(g, n, cp->x, "X");
     declare(g, n, cp->w, "Wt");
     if (cp->b >= 0) declare(g, n, cp->b, "Bv");
     if (n->epi.residual >= 0) declare(g, n, n->epi.residual, "R");
     declare(g, n, cp->y, "Y");
-    int wd = two ? 3 : 2; /* the iteration dim of the output's last axis */
     L("const int64_t img = lo[0], m0 = lo[1], m1 = hi[1];");
-    L("const int64_t oh0 = %s, ow0 = lo[%d], tw = hi[%d] - lo[%d];", two ? "lo[2]" : "0", wd, wd, wd);
-    L("const int64_t npos = %s * tw;", two ? "(hi[2] - lo[2])" : "1");
     L("BD_G const %s *xi = X + img * %lld;", T, ll(C * IH * IW));
-    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[k][m], Bs[k][p] */", T, T, KT * TM);
-    L("const int64_t tc = BD_THREAD_ID %% %d, tr = BD_THREAD_ID / %d * %d;", TN, TN, rpt);
-    L("%s acc[%d];", T, rpt);
-    L("for (int r = 0; r < %d; r++) acc[r] = 0;", rpt);
-    OPEN("for (int64_t k0 = 0; k0 < %lld; k0 += %d)", ll(K), KT);
-    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TM);
-    L("const int64_t mm = e / %d, kk = e %% %d, m = m0 + mm, k = k0 + kk;", KT, KT);
-    L("As[kk * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", TM, ll(K),
-      staged(g, y->dtype, S("Wt[m * %lld + k]", ll(K))), T);
+    mm_tile t = mm_tile_begin(g, n, y->dtype, fits32);
+    BD_ASSERT(TH * TW <= t.TN);
+    const char *IT = t.IT;
+    /* the thread's position tc (row pr, column pc of the block's), which it stages and stores */
+    L("const int pr = tc / %lld, pc = tc %% %lld;", ll(TW), ll(TW));
+    L("const int64_t oh0 = %s, ow0 = lo[%d];", two ? "lo[2]" : "0", wd);
+    L("const int pin = tc < %lld && %s && ow0 + pc < hi[%d];", ll(TH * TW), two ? "oh0 + pr < hi[2]" : "1", wd);
+    L("const %s ihb = (%s)(oh0 + pr) * %lld - %lld, iwb = (%s)(ow0 + pc) * %lld - %lld;", IT, IT, ll(sh), ll(ph), IT,
+      ll(sw), ll(pw));
+    OPEN("for (%s k0 = 0; k0 < %lld; k0 += %d)", IT, ll(K), t.KT);
+    stage_open(g, t.KT * t.TM, t.KT, "ka", "mm");
+    L("const %s m = (%s)m0 + mm, k = k0 + ka;", IT, IT);
+    L("As[ka * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", t.SA, ll(K),
+      staged(g, y->dtype, S("Wt[(int64_t)m * %lld + k]", ll(K))), T);
     CLOSE();
-    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TN);
-    L("const int64_t kk = e / %d, p = e %% %d, k = k0 + kk;", TN, TN);
+    OPEN("for (int j = 0; j < %d; j++)", t.KT * t.TN / g->threads);
+    L("const int kk = (int)BD_THREAD_ID / %d + j * %d;", t.TN, g->threads / t.TN);
+    L("const %s k = k0 + kk;", IT);
     L("%s v = 0;", T);
-    OPEN("if (p < npos && k < %lld)", ll(K));
-    L("const int64_t c = k / %lld, tap = k %% %lld, kh = tap / %lld, kw = tap %% %lld;", ll(KS), ll(KS), ll(KW), ll(KW));
-    L("const int64_t ih = (oh0 + p / tw) * %lld - %lld + kh * %lld, iw = (ow0 + p %% tw) * %lld - %lld + kw * %lld;",
-      ll(sh), ll(ph), ll(dh), ll(sw), ll(pw), ll(dw));
+    OPEN("if (pin && k < %lld)", ll(K));
+    L("const %s c = k / %lld, tap = k %% %lld;", IT, ll(KS), ll(KS));
+    L("const %s ih = ihb + tap / %lld * %lld, iw = iwb + tap %% %lld * %lld;", IT, ll(KW), ll(dh), ll(KW), ll(dw));
     L("if (ih >= 0 && ih < %lld && iw >= 0 && iw < %lld) v = %s;", ll(IH), ll(IW),
       staged(g, y->dtype, S("xi[(c * %lld + ih) * %lld + iw]", ll(IH), ll(IW))));
-    L("(void)kh;");
     CLOSE();
-    L("Bs[kk * %d + p] = v;", TN);
+    L("Bs[kk * %d + tc] = v;", t.SB);
     CLOSE();
-    L("BD_BARRIER();");
-    OPEN("for (int kk = 0; kk < %d; kk++)", KT);
-    L("const %s b = Bs[kk * %d + tc];", T, TN);
-    L("for (int r = 0; r < %d; r++) acc[r] += As[kk * %d + tr + r] * b;", rpt, TM);
+    mm_tile_step(g, &t, T);
     CLOSE();
-    L("BD_BARRIER();");
-    CLOSE();
-    L("if (tc >= npos) return;");
-    L("const int64_t oh = oh0 + tc / tw, ow = ow0 + tc %% tw;");
-    OPEN("for (int r = 0; r < %d; r++)", rpt);
+    L("if (!pin) return;");
+    L("const int64_t oh = oh0 + pr, ow = ow0 + pc;");
+    OPEN("for (int r = 0; r < %d; r++)", t.rpt);
     L("const int64_t m = m0 + tr + r;");
     L("if (m >= m1) continue;");
     L("const int64_t yo = (img * %lld + m) * %lld + oh * %lld + ow;", ll(M), ll(OH * OW), ll(OW));
@@ -613,19 +664,14 @@ static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
 }
 
 
-/* A float matrix product over shared memory: the block's output tile (at most TILE x TILE, one
- * batch index) is computed from K slices of A and B staged in `smem`, each thread keeping a
- * column of TILE * TILE / threads outputs in registers. Loads follow each operand's layout (its
- * contiguous axis fastest across the threads); outside the matrices they stage zeros. */
+/* A float matrix product over shared memory: the block's output tile (at most T x T, one batch
+ * index) is computed from K slices of A and B staged in `smem`, each thread keeping a column of
+ * T * T / threads outputs in registers. Loads follow each operand's layout (its contiguous axis
+ * fastest across the threads); outside the matrices they stage zeros. */
 static void body_matmul_tiled(bd_gpu_printer *g, const bd_nest *n) {
     const bd_matmul_params *mp = &n->params.matmul;
     const bd_value *y = value_of(g, n, mp->y);
     const char *T = bd_c_type(y->dtype);
-    const int TM = BD_GPU_MM_TILE, TN = BD_GPU_MM_TILE, KT = BD_GPU_MM_KSLICE;
-    int rpt = TM * TN / g->threads; /* outputs per thread, a column */
-    BD_ASSERT(g->threads % TN == 0 && rpt >= 1 && rpt * g->threads == TM * TN);
-    int64_t need = (int64_t)KT * (TM + TN) * (y->dtype == BD_DT_DOUBLE ? 2 : 1);
-    if (need > g->smem_floats) g->smem_floats = need;
     int64_t lda = mp->trans_a ? mp->M : mp->K, ldb = mp->trans_b ? mp->K : mp->N, ldy = mp->N;
     int64_t cs_m, cs_n;
     bool add_c = matmul_start(g, n, &cs_m, &cs_n);
@@ -639,34 +685,26 @@ static void body_matmul_tiled(bd_gpu_printer *g, const bd_nest *n) {
     L("BD_G const %s *Ab = A + %s;", T, ao);
     L("BD_G const %s *Bb = B + %s;", T, bo);
     L("const int64_t yb = %s;", yo);
-    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[k][m], Bs[k][n] */", T, T, KT * TM);
-    L("const int64_t tc = BD_THREAD_ID %% %d, tr = BD_THREAD_ID / %d * %d;", TN, TN, rpt);
-    L("%s acc[%d];", T, rpt);
-    L("for (int r = 0; r < %d; r++) acc[r] = 0;", rpt);
-    OPEN("for (int64_t k0 = 0; k0 < %lld; k0 += %d)", ll(mp->K), KT);
+    /* the offsets inside one batch's A and B, and K, in 32 bits where they fit */
+    mm_tile t = mm_tile_begin(g, n, y->dtype, mp->M * mp->K < INT32_MAX && mp->K * mp->N < INT32_MAX);
+    const char *IT = t.IT;
+    OPEN("for (%s k0 = 0; k0 < %lld; k0 += %d)", IT, ll(mp->K), t.KT);
     /* A: m fastest when A is stored transposed (K x M), else k fastest */
-    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TM);
-    if (mp->trans_a) L("const int64_t kk = e / %d, mm = e %% %d;", TM, TM);
-    else L("const int64_t mm = e / %d, kk = e %% %d;", KT, KT);
-    L("const int64_t m = m0 + mm, k = k0 + kk;");
-    L("As[kk * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", TM, ll(mp->K),
+    if (mp->trans_a) stage_open(g, t.KT * t.TM, t.TM, "mm", "kk");
+    else stage_open(g, t.KT * t.TM, t.KT, "kk", "mm");
+    L("const %s m = (%s)m0 + mm, k = k0 + kk;", IT, IT);
+    L("As[kk * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", t.SA, ll(mp->K),
       staged(g, y->dtype, S("Ab[%s]", mp->trans_a ? S("k * %lld + m", ll(lda)) : S("m * %lld + k", ll(lda)))), T);
     CLOSE();
-    OPEN("for (int64_t e = BD_THREAD_ID; e < %d; e += BD_THREADS)", KT * TN);
-    if (mp->trans_b) L("const int64_t nn = e / %d, kk = e %% %d;", KT, KT);
-    else L("const int64_t kk = e / %d, nn = e %% %d;", TN, TN);
-    L("const int64_t c = n0 + nn, k = k0 + kk;");
-    L("Bs[kk * %d + nn] = c < n1 && k < %lld ? %s : (%s)0;", TN, ll(mp->K),
+    if (mp->trans_b) stage_open(g, t.KT * t.TN, t.KT, "kk", "nn");
+    else stage_open(g, t.KT * t.TN, t.TN, "nn", "kk");
+    L("const %s c = (%s)n0 + nn, k = k0 + kk;", IT, IT);
+    L("Bs[kk * %d + nn] = c < n1 && k < %lld ? %s : (%s)0;", t.SB, ll(mp->K),
       staged(g, y->dtype, S("Bb[%s]", mp->trans_b ? S("c * %lld + k", ll(ldb)) : S("k * %lld + c", ll(ldb)))), T);
     CLOSE();
-    L("BD_BARRIER();");
-    OPEN("for (int kk = 0; kk < %d; kk++)", KT);
-    L("const %s b = Bs[kk * %d + tc];", T, TN);
-    L("for (int r = 0; r < %d; r++) acc[r] += As[kk * %d + tr + r] * b;", rpt, TM);
+    mm_tile_step(g, &t, T);
     CLOSE();
-    L("BD_BARRIER();");
-    CLOSE();
-    OPEN("for (int r = 0; r < %d; r++)", rpt);
+    OPEN("for (int r = 0; r < %d; r++)", t.rpt);
     L("const int64_t row = m0 + tr + r, col = n0 + tc;");
     L("if (row >= m1 || col >= n1) continue;");
     L("const int64_t yo = yb + row * %lld + col;", ll(ldy));

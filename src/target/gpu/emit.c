@@ -338,11 +338,9 @@ static void plan_streams(const bd_program *p, const bd_schedule *s, const bd_mem
 
 /* Horizontal fusion (--branches fuse, Rammer's approach): consecutive nests of the op schedule
  * that touch no common bytes (none waits for another) and are each too small to fill the device
- * alone (fewer than FILL_BLOCKS blocks) become one kernel, whose blocks dispatch on block-index
+ * alone (fewer than BD_GPU_FILL_BLOCKS blocks) become one kernel, whose blocks dispatch on block-index
  * ranges to the members' bodies. Without it every nest is its own launch (and branches go on
  * streams instead). */
-enum { FILL_BLOCKS = 264 /* two blocks per SM of a 132-SM device */ };
-
 typedef struct launch_groups {
     int n;
     int *start;  /* group k's members: member[start[k] .. start[k + 1]), as order positions */
@@ -363,10 +361,10 @@ static void plan_groups(const bd_program *p, const bd_schedule *s, const bd_memo
         const bd_nest *nk = &BD_VEC_AT(&p->nests, bd_nest, s->order[i]);
         if (!nk->n_blocks) continue;
         ns[i] = nest_spans(p, m, in_off, out_off, nk, spans + (size_t)i * BD_NEST_MAX_OPERANDS);
-        bool joins = fuse && open > 0 && nk->n_blocks < FILL_BLOCKS;
+        bool joins = fuse && open > 0 && nk->n_blocks < BD_GPU_FILL_BLOCKS;
         for (int j = members - open; joins && j < members; j++) {
             int q = lg->member[j];
-            joins = BD_VEC_AT(&p->nests, bd_nest, s->order[q]).n_blocks < FILL_BLOCKS &&
+            joins = BD_VEC_AT(&p->nests, bd_nest, s->order[q]).n_blocks < BD_GPU_FILL_BLOCKS &&
                     !spans_conflict(spans + (size_t)q * BD_NEST_MAX_OPERANDS, ns[q], spans + (size_t)i * BD_NEST_MAX_OPERANDS, ns[i]);
         }
         if (!joins) {

@@ -41,17 +41,23 @@ extern const bd_gpu_dialect bd_gpu_cuda, bd_gpu_hip, bd_gpu_opencl;
 extern const bd_target bd_target_cuda, bd_target_hip, bd_target_opencl;
 
 /* tile.c: the GPU tile pass (blocks sized for a thread block, whole dims kept). A float matrix
- * product's block is a BD_GPU_MM_TILE x BD_GPU_MM_TILE tile of its output, which its threads
- * compute from K slices staged in shared memory (bodies.c). */
+ * product's block is a T x T tile of its output (T from bd_gpu_mm_tile), which its threads
+ * compute from K slices of BD_GPU_MM_KSLICE staged in shared memory (bodies.c). */
 enum { BD_GPU_MM_TILE = 32, BD_GPU_MM_KSLICE = 32 };
+/* Blocks that fill the device: two per SM of a 132-SM device. A nest with fewer is "small" (the
+ * tiled bodies halve their tile; --branches fuse may share its kernel with siblings). */
+enum { BD_GPU_FILL_BLOCKS = 264 };
 /* Streams the op schedule spreads independent branches over (the runtime's BDRT_GPU_MAX_STREAMS). */
 enum { BD_GPU_MAX_STREAMS = 4 };
 bd_status bd_gpu_tile(bd_program *p, bd_diag *d);
 bool bd_gpu_matmul_tiled(const bd_graph *g, const bd_nest *n);
 /* A float, ungrouped 1-D or 2-D convolution runs as an implicit GEMM the same way: a block is
- * BD_GPU_MM_TILE output channels by up to BD_GPU_MM_TILE output positions, K the input channels
- * times the taps. */
+ * T output channels by up to T output positions, K the input channels times the taps. */
 bool bd_gpu_conv_tiled(const bd_graph *g, const bd_nest *n);
+/* T of a tiled nest: BD_GPU_MM_TILE, or half that where tiles of BD_GPU_MM_TILE would give fewer
+ * than BD_GPU_FILL_BLOCKS blocks (a CNN's late layers at batch 1: ResNet-18's 7x7x512
+ * convolutions are 32 blocks of 32 x 32), trading reuse in shared memory for SMs in use. */
+int bd_gpu_mm_tile(const bd_graph *g, const bd_nest *n);
 
 /* emit.c: the printer every GPU target's table names. */
 bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,

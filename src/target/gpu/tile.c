@@ -56,6 +56,31 @@ bool bd_gpu_conv_tiled(const bd_graph *g, const bd_nest *n) {
            (cp->nsp == 1 || cp->nsp == 2) && n->extent[1] >= 8;
 }
 
+/* The tile of a tiled matrix product (batch axes one at a time, T x T of the output) or
+ * convolution (one image, T channels, up to T positions: whole rows of up to T columns). */
+static void mm_tile_dims(const bd_graph *g, const bd_nest *n, int T, int64_t *tile) {
+    for (int k = 0; k < n->n_iter; k++) tile[k] = 1;
+    if (bd_gpu_matmul_tiled(g, n)) {
+        tile[n->params.matmul.m_iter] = T;
+        tile[n->params.matmul.n_iter] = T;
+        return;
+    }
+    int last = n->n_iter - 1;
+    tile[1] = T;
+    tile[last] = n->extent[last] < T ? n->extent[last] : T;
+    if (last == 3) tile[2] = T / tile[3] > 0 ? T / tile[3] : 1;
+}
+
+int bd_gpu_mm_tile(const bd_graph *g, const bd_nest *n) {
+    int64_t tile[BD_MAX_RANK], blocks = 1;
+    mm_tile_dims(g, n, BD_GPU_MM_TILE, tile);
+    for (int k = 0; k < n->n_iter; k++) {
+        int64_t e = n->extent[k] > 0 ? n->extent[k] : 1, t = tile[k] < e ? tile[k] : e;
+        blocks *= (e + t - 1) / t;
+    }
+    return blocks < BD_GPU_FILL_BLOCKS ? BD_GPU_MM_TILE / 2 : BD_GPU_MM_TILE;
+}
+
 bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
     const bd_graph *g = p->graph;
     for (size_t i = 0; i < p->nests.len; i++) {
@@ -65,19 +90,9 @@ bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
             bd_nest_set_tile(g, n, (int64_t[]){1, n->params.lstm.batch});
             continue;
         }
-        if (bd_gpu_matmul_tiled(g, n)) { /* batch axes one at a time, an output tile of M x N */
+        if (bd_gpu_matmul_tiled(g, n) || bd_gpu_conv_tiled(g, n)) {
             int64_t tile[BD_MAX_RANK];
-            for (int k = 0; k < n->n_iter; k++) tile[k] = 1;
-            tile[n->params.matmul.m_iter] = BD_GPU_MM_TILE;
-            tile[n->params.matmul.n_iter] = BD_GPU_MM_TILE;
-            bd_nest_set_tile(g, n, tile);
-            continue;
-        }
-        if (bd_gpu_conv_tiled(g, n)) { /* one image, 32 channels, up to 32 positions */
-            int64_t tile[BD_MAX_RANK] = {1, BD_GPU_MM_TILE};
-            int last = n->n_iter - 1;
-            tile[last] = n->extent[last] < BD_GPU_MM_TILE ? n->extent[last] : BD_GPU_MM_TILE;
-            if (last == 3) tile[2] = BD_GPU_MM_TILE / tile[3] > 0 ? BD_GPU_MM_TILE / tile[3] : 1;
+            mm_tile_dims(g, n, bd_gpu_mm_tile(g, n), tile);
             bd_nest_set_tile(g, n, tile);
             continue;
         }
