@@ -37,8 +37,8 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 from peers import common  # noqa: E402
 
 # column order of the table: bdc's executables first, then the peers
-ORDER = ["bdc-op", "bdc-block", "bdc-fuse", "torch-eager", "torch-cudagraph", "torch-compile", "trtexec",
-         "migraphx"]
+ORDER = ["bdc-op", "bdc-block", "bdc-fuse", "base-op", "base-block", "torch-eager", "torch-cudagraph",
+         "torch-compile", "trtexec", "migraphx"]
 
 
 def exe_row(a):

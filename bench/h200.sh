@@ -5,7 +5,8 @@
 #
 # Usage: bench/h200.sh [--target cuda|cpu] [--arch ARCH] [--models a,b] [--runs N] [--warmup W]
 #                      [--precision fp32|tf32|fp16|bf16] [--peers eager,cudagraph,compile]
-#                      [--budget SECONDS] [--jobs N] [--skip-gpu-check] [--keep-bin] [OUTDIR]
+#                      [--budget SECONDS] [--jobs N] [--base BDC] [--skip-gpu-check] [--keep-bin]
+#                      [OUTDIR]
 #
 # Needs a built tree (build/bdc, build/bdc-runtime) and the models exported beforehand into
 # build/cache/models ($BDC_MODEL_CACHE), e.g. `tests/tools/export_models.py build/cache/models
@@ -15,7 +16,8 @@
 #   1. every bdc executable is compiled, --jobs at a time (default: one per CPU):
 #      `bdc compile M.onnx -o OUTDIR/bin/M-S --target cuda --arch sm_90 --schedule S` for
 #      bdc-op and bdc-block, and bdc-fuse (--schedule op --branches fuse: small independent
-#      nests in one kernel instead of on streams);
+#      nests in one kernel instead of on streams); with --base BDC, also base-op and
+#      base-block by that other build of bdc (an earlier commit's), timed in the same run;
 #   2. each runs once on the sample input, compared with onnxruntime (CPU), then
 #      `--benchmark N --warmup W --json --device 0` (bench/gpu_rows.py exe; the row keeps the
 #      compile's seconds as compile_s), every model before any peer;
@@ -40,6 +42,7 @@ set -u
 
 TARGET=cuda ARCH='' MODELS=resnet18,mobilenet_v2,squeezenet1_1,googlenet,bert,vit
 RUNS=100 WARMUP=10 PRECISION=fp32 PEERS=eager,cudagraph,compile BUDGET=420 CHECK_GPU=1 KEEP_BIN=0 OUTDIR=''
+BASE_BDC=''
 JOBS=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
         --peers) PEERS=$2; shift 2 ;;
         --budget) BUDGET=$2; shift 2 ;;
         --jobs) JOBS=$2; shift 2 ;;
+        --base) BASE_BDC=$(realpath "$2"); shift 2 ;;
         --skip-gpu-check) CHECK_GPU=0; shift ;;
         --keep-bin) KEEP_BIN=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;/^set -u/d'; exit 0 ;;
@@ -149,21 +153,24 @@ fi
 ORDERED=$(for m in ${MODELS//,/ }; do
     [ -f "$MODELS_CACHE/$m.onnx" ] && printf '%s %s\n' "$(stat -c %s "$MODELS_CACHE/$m.onnx")" "$m"
 done | sort -n | cut -d' ' -f2)
-# op, block, and op with small sibling nests fused into one kernel instead of on streams
-VARIANTS="op block"
-[ "$TARGET" != cpu ] && VARIANTS="op block fuse"
+# bdc's rows: op, block, and op with small sibling nests fused into one kernel instead of on
+# streams; with --base, the op and block schedules of that compiler too
+VARIANTS="bdc-op bdc-block"
+[ "$TARGET" != cpu ] && VARIANTS="$VARIANTS bdc-fuse"
+[ -n "$BASE_BDC" ] && VARIANTS="$VARIANTS base-op base-block"
 
 echo "h200.sh: target $TARGET${ARCH:+ ($ARCH)}, $RUNS runs after $WARMUP warm-ups, $PRECISION," \
      "budget $BUDGET s, $JOBS compiles at a time, models: ${ORDERED//$'\n'/ }" >&2
 
-# compile_one M S: `bdc compile` of model M in variant S; LOG.compile.rc holds its exit status
-# and seconds
+# compile_one M P: `bdc compile` of model M for row P (bdc-S or base-S: schedule S, by $BDC or
+# $BASE_BDC); LOG.compile.rc holds its exit status and seconds
 compile_one() {
-    local M=$1 S=$2 EXE=$OUTDIR/bin/$1-$2 LOG=$OUTDIR/logs/$1-$2 t0 rc
+    local M=$1 S=${2#*-} EXE=$OUTDIR/bin/$1-$2 LOG=$OUTDIR/logs/$1-$2 t0 rc COMPILER=$BDC
     local SCHED_ARGS=(--schedule "$S")
     [ "$S" = fuse ] && SCHED_ARGS=(--schedule op --branches fuse)
+    [ "${2%%-*}" = base ] && COMPILER=$BASE_BDC
     t0=$EPOCHREALTIME
-    timeout -k 5 "$(cap $COMPILE_S)" "$BDC" compile "$MODELS_CACHE/$M.onnx" -o "$EXE" \
+    timeout -k 5 "$(cap $COMPILE_S)" "$COMPILER" compile "$MODELS_CACHE/$M.onnx" -o "$EXE" \
         --target "$TARGET" "${ARCH_ARGS[@]}" "${SCHED_ARGS[@]}" > "$LOG.compile.log" 2>&1
     rc=$?
     echo "$rc $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" \
@@ -173,10 +180,10 @@ compile_one() {
 # 1. Every executable is compiled first, JOBS at a time (each `bdc compile` runs one nvcc).
 echo "h200.sh: compiling $(echo $ORDERED | wc -w) models x ($VARIANTS)" >&2
 for M in $ORDERED; do
-    for S in $VARIANTS; do
+    for P in $VARIANTS; do
         [ "$(left)" -lt 15 ] && break 2
         while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-        compile_one "$M" "$S" &
+        compile_one "$M" "$P" &
     done
 done
 wait
@@ -184,8 +191,8 @@ wait
 # 2. bdc's rows: each executable checked against onnxruntime and timed, every model before any
 # peer, so that a short budget still covers bdc on all of them.
 for M in $ORDERED; do
-    for S in $VARIANTS; do
-        P=bdc-$S EXE=$OUTDIR/bin/$M-$S LOG=$OUTDIR/logs/$M-$S
+    for P in $VARIANTS; do
+        S=${P#*-} EXE=$OUTDIR/bin/$M-$P LOG=$OUTDIR/logs/$M-$P
         budget_spent "$M" "$P" && continue
         if [ ! -f "$LOG.compile.rc" ]; then
             error_row "$M" "$P" "not compiled: the time budget of $BUDGET s was spent"; continue
@@ -253,7 +260,7 @@ NVCC=$(nvcc --version 2>/dev/null | tail -1)
     commit "$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)" target "$TARGET" \
     arch "${ARCH:-default}" runs "$RUNS" warmup "$WARMUP" precision "$PRECISION" \
     budget_s "$BUDGET" elapsed_s "$((SECONDS - START))" exported_here "${EXPORTED_HERE# }" \
-    command "bench/h200.sh --target $TARGET --models $MODELS --runs $RUNS --warmup $WARMUP --precision $PRECISION --peers $PEERS --budget $BUDGET"
+    command "bench/h200.sh --target $TARGET --models $MODELS --runs $RUNS --warmup $WARMUP --precision $PRECISION --peers $PEERS --budget $BUDGET${BASE_BDC:+ --base BASE}"
 "$PY" "$HERE/gpu_rows.py" report --out "$OUTDIR" --name "$NAME" --meta "$OUTDIR/meta.json" \
     || FAILED=1
 echo "h200.sh: $OUTDIR/$NAME.json, $OUTDIR/$NAME.txt ($((SECONDS - START)) s)" >&2

@@ -364,14 +364,16 @@ static void body_conv(bd_gpu_printer *g, const bd_nest *n) {
     conv_store(g, n, cp, &G);
 }
 
-/* The tiles' shared layout: As[k][m] and Bs[k][p] with rows padded by one, so that staging
- * stores a warp makes along k (A's rows, a transposed B's) fall in distinct banks. Every staging
- * loop deals elements to threads so that the slot a thread takes along the fast axis stays the
- * same across its turns: its positions and their bounds are worked out once per block, and the
- * per-element index arithmetic is 32-bit (sizes allowing) with constant divisors. */
+/* The tiles' shared layout: As[m][k] (A's rows as they lie in memory, KT + 4 floats apart) and
+ * Bs[k][n] (rows padded by one), so that the stores a warp makes while staging fall in distinct
+ * banks, and a thread reads four k of an A row as one 16-byte load. Every staging loop deals
+ * elements to threads so that the slot a thread takes along the fast axis stays the same across
+ * its turns: its positions and their bounds are worked out once per block, and the per-element
+ * index arithmetic is 32-bit (sizes allowing) with constant divisors. */
 typedef struct mm_tile {
     int TM, TN, KT, rpt; /* output tile, K slice, outputs per thread (a column) */
     int SA, SB;          /* row strides of As and Bs */
+    bool vec;            /* float: A read four k at a time */
     const char *IT;      /* index type of the per-element arithmetic */
 } mm_tile;
 
@@ -380,15 +382,16 @@ static mm_tile mm_tile_begin(bd_gpu_printer *g, const bd_nest *n, int dtype, boo
     t.TM = t.TN = bd_gpu_mm_tile(g->graph, n);
     t.KT = BD_GPU_MM_KSLICE;
     t.rpt = t.TM * t.TN / g->threads;
-    t.SA = t.TM + 1;
+    t.vec = dtype == BD_DT_FLOAT;
+    t.SA = t.KT + (t.vec ? 4 : 1);
     t.SB = t.TN + 1;
     t.IT = fits32 ? "int" : "int64_t";
     BD_ASSERT(t.rpt >= 1 && t.rpt * g->threads == t.TM * t.TN && g->threads % t.KT == 0 &&
-              g->threads % t.TM == 0 && g->threads % t.TN == 0 && t.TM % t.rpt == 0);
-    int64_t need = (int64_t)t.KT * (t.SA + t.SB) * (dtype == BD_DT_DOUBLE ? 2 : 1);
+              g->threads % t.TM == 0 && g->threads % t.TN == 0 && t.TM % t.rpt == 0 && t.KT % 4 == 0);
+    int64_t need = (int64_t)(t.TM * t.SA + t.KT * t.SB) * (dtype == BD_DT_DOUBLE ? 2 : 1);
     if (need > g->smem_floats) g->smem_floats = need;
     const char *T = bd_c_type(dtype);
-    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[k][m], Bs[k][n] */", T, T, t.KT * t.SA);
+    L("BD_LOCAL %s *As = (BD_LOCAL %s *)smem, *Bs = As + %d; /* As[m][k], Bs[k][n] */", T, T, t.TM * t.SA);
     L("const int tc = (int)BD_THREAD_ID %% %d, tr = (int)BD_THREAD_ID / %d * %d;", t.TN, t.TN, t.rpt);
     L("%s acc[%d];", T, t.rpt);
     L("for (int r = 0; r < %d; r++) acc[r] = 0;", t.rpt);
@@ -403,13 +406,24 @@ static void stage_open(bd_gpu_printer *g, int elems, int fast, const char *slot,
       g->threads / fast);
 }
 
-/* The multiply-adds of one staged K slice, between the barriers. */
+/* The multiply-adds of one staged K slice, between the barriers (k in order for every output). */
 static void mm_tile_step(bd_gpu_printer *g, const mm_tile *t, const char *T) {
     L("BD_BARRIER();");
-    OPEN("for (int kk = 0; kk < %d; kk++)", t->KT);
-    L("const %s b = Bs[kk * %d + tc];", T, t->SB);
-    L("for (int r = 0; r < %d; r++) acc[r] += As[kk * %d + tr + r] * b;", t->rpt, t->SA);
-    CLOSE();
+    if (t->vec) {
+        OPEN("for (int kk = 0; kk < %d; kk += 4)", t->KT);
+        L("const float b0 = Bs[kk * %d + tc], b1 = Bs[(kk + 1) * %d + tc], b2 = Bs[(kk + 2) * %d + tc], "
+          "b3 = Bs[(kk + 3) * %d + tc];", t->SB, t->SB, t->SB, t->SB);
+        OPEN("for (int r = 0; r < %d; r++)", t->rpt);
+        L("const float4 a = BD_LOAD4(As + (tr + r) * %d + kk);", t->SA);
+        L("acc[r] += a.x * b0; acc[r] += a.y * b1; acc[r] += a.z * b2; acc[r] += a.w * b3;");
+        CLOSE();
+        CLOSE();
+    } else {
+        OPEN("for (int kk = 0; kk < %d; kk++)", t->KT);
+        L("const %s b = Bs[kk * %d + tc];", T, t->SB);
+        L("for (int r = 0; r < %d; r++) acc[r] += As[(tr + r) * %d + kk] * b;", t->rpt, t->SA);
+        CLOSE();
+    }
     L("BD_BARRIER();");
 }
 
@@ -451,7 +465,7 @@ static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
     OPEN("for (%s k0 = 0; k0 < %lld; k0 += %d)", IT, ll(K), t.KT);
     stage_open(g, t.KT * t.TM, t.KT, "ka", "mm");
     L("const %s m = (%s)m0 + mm, k = k0 + ka;", IT, IT);
-    L("As[ka * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", t.SA, ll(K),
+    L("As[mm * %d + ka] = m < m1 && k < %lld ? %s : (%s)0;", t.SA, ll(K),
       staged(g, y->dtype, S("Wt[(int64_t)m * %lld + k]", ll(K))), T);
     CLOSE();
     OPEN("for (int j = 0; j < %d; j++)", t.KT * t.TN / g->threads);
@@ -693,7 +707,7 @@ static void body_matmul_tiled(bd_gpu_printer *g, const bd_nest *n) {
     if (mp->trans_a) stage_open(g, t.KT * t.TM, t.TM, "mm", "kk");
     else stage_open(g, t.KT * t.TM, t.KT, "kk", "mm");
     L("const %s m = (%s)m0 + mm, k = k0 + kk;", IT, IT);
-    L("As[kk * %d + mm] = m < m1 && k < %lld ? %s : (%s)0;", t.SA, ll(mp->K),
+    L("As[mm * %d + kk] = m < m1 && k < %lld ? %s : (%s)0;", t.SA, ll(mp->K),
       staged(g, y->dtype, S("Ab[%s]", mp->trans_a ? S("k * %lld + m", ll(lda)) : S("m * %lld + k", ll(lda)))), T);
     CLOSE();
     if (mp->trans_b) stage_open(g, t.KT * t.TN, t.KT, "kk", "nn");

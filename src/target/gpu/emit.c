@@ -153,7 +153,7 @@ static void emit_persistent_kernel(bd_printer *dv, const bd_program *p, const da
     bd_print_open(dv, "BD_KERNEL void bd_persistent(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
                       "BD_G unsigned char *io, BD_G uint32_t *sync, BD_G const int32_t *plan, uint32_t epoch)");
     bd_print_line(dv, "BD_SHARED int bd_go;");
-    bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS];");
+    bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS] __attribute__((aligned(16)));");
     bd_print_line(dv, "BD_G const int32_t *task_nest = (BD_G const int32_t *)(weights + %lld);", ll(t->off_nest));
     bd_print_line(dv, "BD_G const int32_t *task_block = (BD_G const int32_t *)(weights + %lld);", ll(t->off_block));
     bd_print_line(dv, "BD_G const int32_t *wait_start = (BD_G const int32_t *)(weights + %lld);", ll(t->off_wait_start));
@@ -682,7 +682,7 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     for (int k = 0; k < lg.n && !st; k++) {
         bd_print_open(dv, "BD_KERNEL void k%d(BD_G unsigned char *arena, BD_G const unsigned char *weights, "
                           "BD_G unsigned char *io)", s->order[lg.member[lg.start[k]]]);
-        bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS];");
+        bd_print_line(dv, "BD_SHARED float smem[BD_SMEM_FLOATS] __attribute__((aligned(16)));");
         bd_print_line(dv, "int64_t b = BD_BLOCK_ID;");
         for (int j = lg.start[k]; j < lg.start[k + 1]; j++) {
             int nest = s->order[lg.member[j]];

@@ -9,7 +9,8 @@
  *   BD_BARRIER()         the block-wide barrier, ordering global memory too
  *   BD_LOAD_ACQUIRE(p), BD_STORE_RELEASE(p, v), BD_ADD_RELEASE(p, v)
  *                        32-bit atomics at device (agent) scope, for the persistent kernel
- *   BD_SLEEP()           back-off while spinning (nanosleep on sm_70+, s_sleep on AMD) */
+ *   BD_SLEEP()           back-off while spinning (nanosleep on sm_70+, s_sleep on AMD)
+ *   BD_LOAD4(p)          four floats from 16-byte aligned shared memory, as a float4 */
 #include "target/gpu/gpu.h"
 
 static const char *const cuda_prelude[] = {
@@ -33,6 +34,7 @@ static const char *const cuda_prelude[] = {
     "#define BD_STORE_RELEASE(p, v) bd_store_release(p, v)",
     "#define BD_ADD_RELEASE(p, v) bd_add_release(p, v)",
     "#define BD_SLEEP() __nanosleep(64)",
+    "#define BD_LOAD4(p) (*(const float4 *)(p))",
     "static __device__ __forceinline__ __attribute__((unused)) float bd_u2f(uint32_t u) { return __uint_as_float(u); }",
     "static __device__ __forceinline__ __attribute__((unused)) uint32_t bd_f2u(float f) { return __float_as_uint(f); }",
     "static __device__ __forceinline__ __attribute__((unused)) uint64_t bd_d2u(double d) { return (uint64_t)__double_as_longlong(d); }",
@@ -53,6 +55,7 @@ static const char *const hip_prelude[] = {
     "#define BD_STORE_RELEASE(p, v) __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT)",
     "#define BD_ADD_RELEASE(p, v) __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT)",
     "#define BD_SLEEP() __builtin_amdgcn_s_sleep(1)",
+    "#define BD_LOAD4(p) (*(const float4 *)(p))",
     "static __device__ __forceinline__ __attribute__((unused)) float bd_u2f(uint32_t u) { return __uint_as_float(u); }",
     "static __device__ __forceinline__ __attribute__((unused)) uint32_t bd_f2u(float f) { return __float_as_uint(f); }",
     "static __device__ __forceinline__ __attribute__((unused)) uint64_t bd_d2u(double d) { return (uint64_t)__double_as_longlong(d); }",
@@ -82,6 +85,7 @@ static const char *const opencl_prelude[] = {
     "#define BD_STORE_RELEASE(p, v) (mem_fence(CLK_GLOBAL_MEM_FENCE), atomic_xchg((volatile __global uint *)(p), (v)))",
     "#define BD_ADD_RELEASE(p, v) (mem_fence(CLK_GLOBAL_MEM_FENCE), atomic_add((volatile __global uint *)(p), (v)))",
     "#define BD_SLEEP() ((void)0)",
+    "#define BD_LOAD4(p) vload4(0, p)",
     "static inline float bd_u2f(uint32_t u) { return as_float(u); }",
     "static inline uint32_t bd_f2u(float f) { return as_uint(f); }",
     "static inline uint64_t bd_d2u(double d) { return as_ulong(d); }",
