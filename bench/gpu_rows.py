@@ -3,7 +3,7 @@
 
 Usage: gpu_rows.py exe --exe PATH --model NAME --peer LABEL [--models-cache DIR] [--runs N]
                        [--warmup W] [--exe-args "ARGS"] [--timeout S] [--schedule S]
-                       [--target T] [--compile-s S]
+                       [--target T] [--compile-s S] [--profile-top N]
        gpu_rows.py error --model NAME --peer LABEL --error TEXT [--log FILE] [--skipped]
        gpu_rows.py report --out DIR --name NAME [--meta FILE]
 
@@ -12,7 +12,10 @@ exe     runs a compiled model once on its sample inputs (NAME.input*.npy in the 
         atol 1e-4, as tests/test_real_run.py), then times it with its own `--benchmark N
         --warmup W --json` (the GPU executables time with device events); prints one row
         (bench/peers/common.py's shape) with "check" ("pass" or "fail", and the errors per
-        output). Exit 0 on pass, 1 on a mismatch or failure (the row says which).
+        output). Exit 0 on pass, 1 on a mismatch or failure (the row says which). With
+        --profile-top N (GPU executables), `--profile` then launches every kernel alone and the
+        row keeps kernels_ms (their sum), kernels (their count) and top_kernels (the N slowest:
+        what each runs and its median ms).
 error   prints the row of a step that failed (or with --skipped, was not run): TEXT, plus the
         telling line of the step's log FILE.
 report  gathers DIR/rows.jsonl (one row per line) and the rows of every DIR/peers-*.json
@@ -99,6 +102,19 @@ def exe_row(a):
                 b.returncode, common.first_line(b.stderr)), **meta,
                 check={"result": "pass" if ok else "fail", "outputs": outputs})
         stats = json.loads(b.stdout)
+        if a.profile_top:  # each kernel launched alone, timed by device events
+            with tempfile.TemporaryDirectory(prefix="bdc-gpu-profile-") as tmp:
+                pf = os.path.join(tmp, "profile.json")
+                p = run(inputs + ["--profile", pf, "--benchmark", "5", "--warmup", "2"])
+                if p.returncode == 0:
+                    with open(pf) as f:
+                        prof = json.load(f)
+                    top = sorted(prof["kernels"], key=lambda k: -k["median_ms"])[:a.profile_top]
+                    meta["kernels_ms"] = prof["kernels_ms"]
+                    meta["kernels"] = len(prof["kernels"])
+                    meta["top_kernels"] = [{"runs": k["runs"], "median_ms": k["median_ms"]} for k in top]
+                else:
+                    meta["profile_error"] = common.first_line(p.stderr)
     except subprocess.TimeoutExpired:
         return common.failed(a.model, a.peer, "timed out after %d s" % a.timeout, **meta)
     stats.pop("model", None)  # the graph's name; the row's model is the benchmark's name
@@ -222,6 +238,9 @@ def main():
     e.add_argument("--target", default="cuda")
     e.add_argument("--schedule")
     e.add_argument("--compile-s", type=float, help="how long `bdc compile` took, kept in the row")
+    e.add_argument("--profile-top", type=int, default=0,
+                   help="GPU executables: keep the N slowest kernels of `--profile` (each kernel "
+                        "launched alone) in the row, with the kernels' total")
     r = sub.add_parser("error")
     r.add_argument("--model", required=True)
     r.add_argument("--peer", required=True)

@@ -20,7 +20,8 @@
 #      base-block by that other build of bdc (an earlier commit's), timed in the same run;
 #   2. each runs once on the sample input, compared with onnxruntime (CPU), then
 #      `--benchmark N --warmup W --json --device 0` (bench/gpu_rows.py exe; the row keeps the
-#      compile's seconds as compile_s), every model before any peer;
+#      compile's seconds as compile_s, and bdc-op's its 10 slowest kernels, each launched alone
+#      by `--profile`, as top_kernels), every model before any peer;
 #   3. per model, torch-* by bench/gpu_peers.py (the same module, weights and inputs), and
 #      trtexec and migraphx by bench/peers/*.py (a "skipped" row when the tool is absent).
 # Each step has its own `timeout`, and no step starts once --budget seconds (default 420) are
@@ -192,7 +193,9 @@ wait
 # peer, so that a short budget still covers bdc on all of them.
 for M in $ORDERED; do
     for P in $VARIANTS; do
-        S=${P#*-} EXE=$OUTDIR/bin/$M-$P LOG=$OUTDIR/logs/$M-$P
+        S=${P#*-} EXE=$OUTDIR/bin/$M-$P LOG=$OUTDIR/logs/$M-$P PROFILE_ARGS=
+        # where the op schedule's time goes: its 10 slowest kernels, each launched alone
+        [ "$P" = bdc-op ] && [ "$TARGET" != cpu ] && PROFILE_ARGS="--profile-top 10"
         budget_spent "$M" "$P" && continue
         if [ ! -f "$LOG.compile.rc" ]; then
             error_row "$M" "$P" "not compiled: the time budget of $BUDGET s was spent"; continue
@@ -207,7 +210,7 @@ for M in $ORDERED; do
         out=$(timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe --exe "$EXE" \
             --model "$M" --peer "$P" --models-cache "$MODELS_CACHE" --runs "$RUNS" \
             --warmup "$WARMUP" --target "$TARGET" --schedule "$S" --exe-args "$EXE_ARGS" \
-            --timeout "$EXE_S" --compile-s "$secs" 2> "$LOG.run.log")
+            --timeout "$EXE_S" --compile-s "$secs" $PROFILE_ARGS 2> "$LOG.run.log")
         keep_row "$M" "$P" $? "$out" "$LOG.run.log"
         [ "$KEEP_BIN" = 1 ] || rm -f "$EXE"
     done

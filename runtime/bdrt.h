@@ -89,6 +89,10 @@ typedef struct bdrt_model {
     /* Executables: the bytes of constants bdc appended to the file (bdrt_weights_map); -1 when
      * they are linked into the program instead (--lib). */
     int64_t weights_bytes;
+    /* GPU models, for --profile: n_nests and nest_names are then the kernels and what each runs;
+     * this launches every kernel alone on the inputs of the last run, filling each one's device
+     * time in ms (0, or an exit code). NULL on the CPU. */
+    int (*device_profile)(void *inst, double *kernel_ms);
 } bdrt_model;
 
 /* ---- the model's constants (bdrt_weights.c) ----

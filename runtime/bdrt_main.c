@@ -205,7 +205,8 @@ static void print_help(const bdrt_model *m) {
         "                     inputs and outputs are left out) and --json adds timer, api,\n"
         "                     device and device_index; BDRT_GPU_CTAS=N caps the persistent\n"
         "                     kernel's CTAs and BDRT_GPU_ASSIGN_SEED=N gives every task a random\n"
-        "                     CTA (test modes of --schedule block)\n"
+        "                     CTA (test modes of --schedule block)\n");
+    printf( /* two strings: C99 promises 4095 characters a literal */
         "  --profile FILE     run once untimed, then once recording every block: FILE gets a\n"
         "                     Chrome/Perfetto trace (JSON: one event per block, one row per\n"
         "                     thread; open it in ui.perfetto.dev or chrome://tracing), and a\n"
@@ -213,6 +214,10 @@ static void print_help(const bdrt_model *m) {
         "                     with --benchmark N [--warmup W], W untimed runs (default 1) then N\n"
         "                     recorded ones: the table gives each nest's median over the N runs\n"
         "                     (one run's times vary by a third), the trace the last run\n"
+        "                     GPU models: after W runs, each kernel is launched alone N times\n"
+        "                     (default 1) and timed by device events; FILE gets JSON (per\n"
+        "                     kernel: what it runs and its median ms) and the table is printed\n"
+        "                     (under --schedule block, one persistent kernel: its run's time)\n"
         "  --info             print the inputs and outputs (dtypes, shapes, output file names)\n"
         "                     and exit without reading inputs\n"
         "  --help, --version\n"
@@ -299,8 +304,8 @@ static int parse_args(int argc, char **argv, const bdrt_model *m, options *o) {
         rc = 0;
     }
     if (rc < 0 && o->warmup >= 0 && o->bench < 0) rc = usage_error("--warmup needs --benchmark");
-    if (rc < 0 && o->profile && m->device_api)
-        rc = usage_error("--profile records the CPU's blocks: a GPU model has none (use --benchmark)");
+    if (rc < 0 && o->profile && m->device_api && !m->device_profile)
+        rc = usage_error("--profile: this GPU model cannot time its kernels (use --benchmark)");
     if (rc < 0 && o->profile && o->bench > 1000)
         rc = usage_error("--profile records at most 1000 runs (--benchmark)");
     if (rc < 0 && o->json && o->bench < 0 && !o->info)
@@ -934,6 +939,89 @@ static int profile(const bdrt_model *m, void *inst, const void *const *in, void 
     return rc;
 }
 
+/* GPU models: `warm` runs (at least one, which puts the inputs on the device), then `runs`
+ * passes of every kernel launched alone; each kernel's median into path as JSON (temporary name,
+ * then renamed), the table on stdout. */
+static int gpu_profile(const bdrt_model *m, void *inst, const void *const *in, void *const *out,
+                       const char *path, int runs, long long warm) {
+    int rc = 0;
+    for (long long i = 0; i < (warm > 0 ? warm : 1) && !rc; i++) rc = run_model(m, inst, in, out);
+    if (rc) return rc;
+    const double run_ms = m->device_ms ? m->device_ms(inst) : -1;
+    int nk = m->n_nests > 0 ? m->n_nests : 0;
+    double *all = malloc(((size_t)nk * runs + 1) * sizeof *all), *one = malloc(((size_t)nk + 1) * sizeof *one);
+    nest_time *kt = calloc((size_t)nk + 1, sizeof *kt);
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    FILE *f = NULL;
+    if (!all || !one || !kt || !tmp) {
+        bdrt_errorf("out of memory for the profile");
+        rc = BDRT_EXIT_IO;
+    }
+    for (int r = 0; r < runs && !rc; r++) {
+        if ((rc = m->device_profile(inst, one)) != 0) break;
+        for (int k = 0; k < nk; k++) all[(size_t)k * runs + r] = one[k];
+    }
+    double sum = 0;
+    for (int k = 0; k < nk && !rc; k++) {
+        kt[k].nest = k;
+        kt[k].busy_us = median_of(all + (size_t)k * runs, runs) * 1e3;
+        sum += kt[k].busy_us / 1e3;
+    }
+    if (!rc) {
+        snprintf(tmp, plen + 32, "%s.tmp-%ld", path, (long)getpid());
+        if (!(f = fopen(tmp, "w"))) {
+            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+            rc = BDRT_EXIT_IO;
+        }
+    }
+    if (!rc) {
+        const char *dev = m->device_name ? m->device_name(inst) : "";
+        fprintf(f, "{\"model\": ");
+        json_string(f, m->name);
+        fprintf(f, ", \"api\": ");
+        json_string(f, m->device_api);
+        fprintf(f, ", \"device\": ");
+        json_string(f, dev ? dev : "");
+        fprintf(f, ", \"passes\": %d, \"run_ms\": %.6f, \"kernels_ms\": %.6f, \"kernels\": [\n", runs,
+                run_ms, sum);
+        for (int k = 0; k < nk; k++) {
+            fprintf(f, "{\"kernel\": %d, \"runs\": ", k);
+            json_string(f, m->nest_names ? m->nest_names[k] : "");
+            fprintf(f, ", \"median_ms\": %.6f}%s\n", kt[k].busy_us / 1e3, k + 1 < nk ? "," : "");
+        }
+        fprintf(f, "]}\n");
+        if (fflush(f) || ferror(f)) {
+            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+            rc = BDRT_EXIT_IO;
+        }
+    }
+    if (f && fclose(f) && !rc) {
+        bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (f && !rc && rename(tmp, path)) {
+        bdrt_errorf("cannot rename the profile into place as '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (f && rc) remove(tmp);
+    if (!rc) {
+        qsort(kt, (size_t)nk, sizeof *kt, cmp_busy);
+        printf("profile '%s': %d kernel%s, each launched alone (median of %d pass%s): %.3f ms in "
+               "kernels; a whole run %.3f ms; JSON in %s\n", q(m->name), nk, nk == 1 ? "" : "s", runs,
+               runs == 1 ? "" : "es", sum, run_ms, q(path));
+        printf("%10s %7s  %s\n", "ms", "share", "kernel: what it runs");
+        for (int i = 0; i < nk; i++)
+            printf("%10.4f %6.1f%%  %d: %s\n", kt[i].busy_us / 1e3, sum > 0 ? 100.0 * kt[i].busy_us / 1e3 / sum : 0.0,
+                   kt[i].nest, q(m->nest_names ? m->nest_names[kt[i].nest] : ""));
+    }
+    free(all);
+    free(one);
+    free(kt);
+    free(tmp);
+    return rc;
+}
+
 static void check_model(const bdrt_model *m) {
     const char *why = NULL;
     if (!m || !m->create || !m->run || !m->destroy || m->n_inputs < 0 || m->n_outputs < 0 ||
@@ -1055,7 +1143,10 @@ int bdrt_main(int argc, char **argv, const bdrt_model *m) {
         goto done;
     }
     if (batch && m->set_batch) m->set_batch(inst, batch);
-    if (o.profile)
+    if (o.profile && m->device_api)
+        rc = gpu_profile(m, inst, (const void *const *)in, out, o.profile, o.bench > 0 ? (int)o.bench : 1,
+                         o.warmup);
+    else if (o.profile)
         rc = profile(m, inst, (const void *const *)in, out, o.profile,
                      o.threads > 0 ? o.threads : bdrt_cpu_count(), o.bench > 0 ? (int)o.bench : 1,
                      o.warmup >= 0 ? o.warmup : 1);

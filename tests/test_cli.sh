@@ -224,7 +224,22 @@ check analyze-gpu-target 0 "critical path" "$bdc" analyze models/sample.onnx --t
 check cpu-exe-no-device 1 "--device: this model was compiled for the CPU" "$tmp/sample" models/sample.input.npy --device 1
 if "$bdc" compile models/sample.onnx -o "$tmp/sample_ocl" --target opencl -q 2>/dev/null; then
   check gpu-exe-help 0 "--device N" "$tmp/sample_ocl" --help
-  check gpu-exe-no-profile 1 "--profile records the CPU's blocks" "$tmp/sample_ocl" models/sample.input.npy --profile "$tmp/t.json"
+  # --profile on a GPU model: one persistent kernel under the block schedule, every kernel timed
+  # alone under the op schedule; the JSON names what each kernel runs, each with its time
+  check gpu-exe-profile-block 0 "1 kernel, each launched alone" "$tmp/sample_ocl" models/sample.input.npy --profile "$tmp/t.json"
+  if "$bdc" compile models/sample.onnx -o "$tmp/sample_ocl_op" --target opencl --schedule op -q 2>/dev/null; then
+    check gpu-exe-profile-op 0 "[0-9]+ kernels?, each launched alone \(median of 2 passes\)" \
+      "$tmp/sample_ocl_op" models/sample.input.npy --profile "$tmp/t_op.json" --benchmark 2
+    check gpu-exe-profile-json 0 "^ok$" /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+k = d["kernels"]
+assert d["api"] == "opencl" and k and all(x["median_ms"] > 0 and "nest" in x["runs"] for x in k), d
+assert abs(sum(x["median_ms"] for x in k) - d["kernels_ms"]) < 1e-3 * len(k), d
+print("ok")' "$tmp/t_op.json"
+  else
+    echo "FAIL  gpu-exe-profile-op: bdc compile --target opencl --schedule op failed"
+    fail=$((fail + 1))
+  fi
   check gpu-exe-no-such-device 4 "no OpenCL device 7" "$tmp/sample_ocl" models/sample.input.npy --device 7
   check gpu-exe-benchmark-json 0 '"timer": "device events", "api": "opencl"' "$tmp/sample_ocl" models/sample.input.npy --benchmark 2 --json
 else

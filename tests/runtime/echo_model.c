@@ -48,6 +48,6 @@ int main(int argc, char **argv) {
     echo_out.dtype = echo_in.dtype;
     echo_out.rank = echo_in.rank;
     const bdrt_model m = {"echo", 1, 1, &echo_in, &echo_out, echo_create, echo_run, echo_destroy,
-                          0, NULL, NULL, NULL, NULL, NULL, NULL, -1};
+                          0, NULL, NULL, NULL, NULL, NULL, NULL, -1, NULL};
     return bdrt_main(argc, argv, &m);
 }

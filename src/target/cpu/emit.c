@@ -445,7 +445,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         bd_emit(&e, "static void bd_set_batch(void *inst, int64_t batch) { ((bd_state *)inst)->batch = batch; }");
     bd_emit_open(&e, "static const bdrt_model bd_model =");
     const size_t weights_bytes = e.blob.len; /* every constant and table is in by now */
-    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL, %s, %lld",
+    bd_emit(&e, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_nest_names, bd_nest_fns, NULL, NULL, NULL, %s, %lld, NULL",
             bd_print_string_literal(&e.pr, e.graph->name[0] ? e.graph->name : "model"), e.graph->inputs.len, e.graph->outputs.len, n_named,
             e.graph->batch_max ? "bd_set_batch" : "NULL", opts->library ? -1LL : (long long)weights_bytes);
     bd_emit_close(&e, ";");

@@ -428,6 +428,22 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     }
     if (!n_kernels) bd_print_line(h, "\"\"");
     bd_print_close(h, ";");
+    /* what each kernel runs, for --profile */
+    bd_print_open(h, "static const char *const bd_kernel_labels[] =");
+    if (block) bd_print_line(h, "\"the persistent kernel: the blocks of every nest (--schedule op times each nest)\",");
+    for (int k = 0; !block && k < lg->n; k++) {
+        const char *label = "";
+        for (int j = lg->start[k]; j < lg->start[k + 1]; j++) {
+            int nest = s->order[lg->member[j]];
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, nest);
+            const bd_node *node = n->node >= 0 ? bd_graph_node(g, n->node) : NULL;
+            label = bd_print_str(h, "%s%snest %d%s%s%s%s", label, j > lg->start[k] ? " + " : "", nest,
+                                 node ? ": " : "", node ? node->op_type : "", node ? " " : "", node ? node->name : "");
+        }
+        bd_print_line(h, "%s,", bd_print_string_literal(h, label));
+    }
+    if (!n_kernels) bd_print_line(h, "\"\"");
+    bd_print_close(h, ";");
     if (dl->embedded_source) {
         bd_print_line(h, "static const void *const *const bd_kernel_fns = NULL;");
     } else {
@@ -591,14 +607,34 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_line(h, "return 0;");
     bd_print_close(h, NULL);
     bd_print_blank(h);
+    /* --profile: every kernel launched alone on stream 0 (in launch order, so each finds what
+     * it reads), timed by device events; the persistent kernel is timed by its last run */
+    bd_print_open(h, "static int bd_profile(void *inst, double *ms)");
+    bd_print_line(h, "bd_state *S = (bd_state *)inst;");
+    if (block) {
+        bd_print_line(h, "ms[0] = S->ms;");
+    } else {
+        bd_print_line(h, "bdrt_gpu_buf bufs[3] = {S->arena, S->weights, S->io};");
+        bd_print_line(h, "(void)bufs; (void)ms;");
+        for (int k = 0; k < lg->n; k++) {
+            int64_t blocks = 0;
+            for (int j = lg->start[k]; j < lg->start[k + 1]; j++)
+                blocks += BD_VEC_AT(&p->nests, bd_nest, s->order[lg->member[j]]).n_blocks;
+            bd_print_line(h, "if (bdrt_gpu_time_begin(S->g) || bdrt_gpu_launch(S->g, 0, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0) || "
+                             "bdrt_gpu_time_end(S->g, &ms[%d])) return BDRT_EXIT_IO;", k, ll(blocks), k);
+        }
+    }
+    bd_print_line(h, "return 0;");
+    bd_print_close(h, NULL);
     bd_print_line(h, "static double bd_device_ms(void *inst) { return ((bd_state *)inst)->ms; }");
     bd_print_line(h, "static const char *bd_device_name(void *inst) { return bdrt_gpu_name(((bd_state *)inst)->g); }");
     bd_print_io_table(h, "static const bdrt_io", "bd_inputs", g, &g->inputs, true);
     bd_print_io_table(h, "static const bdrt_io", "bd_outputs", g, &g->outputs, true);
     bd_print_open(h, "static const bdrt_model bd_model =");
-    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, 0, NULL, NULL, %s, bd_device_ms, bd_device_name, NULL, %s",
-                  bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, bd_print_string_literal(h, dl->name),
-                  o->library ? "-1" : "BD_WEIGHTS_BYTES");
+    bd_print_line(h, "%s, %zu, %zu, bd_inputs, bd_outputs, bd_create, bd_run, bd_destroy, %d, bd_kernel_labels, NULL, %s, "
+                     "bd_device_ms, bd_device_name, NULL, %s, bd_profile",
+                  bd_print_string_literal(h, g->name[0] ? g->name : "model"), ni, no, n_kernels,
+                  bd_print_string_literal(h, dl->name), o->library ? "-1" : "BD_WEIGHTS_BYTES");
     bd_print_close(h, ";");
     stream_plan_free(&sp);
     if (!o->library) {
