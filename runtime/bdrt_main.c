@@ -839,6 +839,33 @@ static int profile_runs(const bdrt_model *m, void *inst, const void *const *in, 
     return rc;
 }
 
+/* The profile is written to a temporary name beside path (tmp: strlen(path) + 32 bytes), then
+ * renamed into place: profile_open gives the file (NULL with the reason printed), profile_close
+ * flushes, closes and renames it when rc is 0, removes it otherwise, and returns the exit code. */
+static FILE *profile_open(const char *path, char *tmp, size_t tmp_len) {
+    snprintf(tmp, tmp_len, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+    return f;
+}
+
+static int profile_close(FILE *f, const char *tmp, const char *path, int rc) {
+    if (!rc && (fflush(f) || ferror(f))) {
+        bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (fclose(f) && !rc) {
+        bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (!rc && rename(tmp, path)) {
+        bdrt_errorf("cannot rename the profile into place as '%s': %s", q(path), strerror(errno));
+        rc = BDRT_EXIT_IO;
+    }
+    if (rc) remove(tmp);
+    return rc;
+}
+
 /* `warm` untimed runs, `runs` recorded ones; the last one's trace into path (temporary name,
  * then renamed), the per-nest table (medians over the runs) on stdout. */
 static int profile(const bdrt_model *m, void *inst, const void *const *in, void *const *out,
@@ -869,13 +896,7 @@ static int profile(const bdrt_model *m, void *inst, const void *const *in, void 
         bdrt_errorf("out of memory for the profile");
         rc = BDRT_EXIT_IO;
     }
-    if (!rc) {
-        snprintf(tmp, plen + 32, "%s.tmp-%ld", path, (long)getpid());
-        if (!(f = fopen(tmp, "w"))) {
-            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
-            rc = BDRT_EXIT_IO;
-        }
-    }
+    if (!rc && !(f = profile_open(path, tmp, plen + 32))) rc = BDRT_EXIT_IO;
     if (!rc) {
         for (int i = 0; i < m->n_nests; i++) nt[i].nest = i;
         fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
@@ -898,20 +919,8 @@ static int profile(const bdrt_model *m, void *inst, const void *const *in, void 
             nt[k].first_us = 0;
             nt[k].last_us = median_of(span + (size_t)k * runs, runs);
         }
-        if (fflush(f) || ferror(f)) {
-            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
-            rc = BDRT_EXIT_IO;
-        }
     }
-    if (f && fclose(f) && !rc) {
-        bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
-        rc = BDRT_EXIT_IO;
-    }
-    if (f && !rc && rename(tmp, path)) {
-        bdrt_errorf("cannot rename the profile into place as '%s': %s", q(path), strerror(errno));
-        rc = BDRT_EXIT_IO;
-    }
-    if (f && rc) remove(tmp);
+    if (f) rc = profile_close(f, tmp, path, rc);
     if (!rc) {
         double in_blocks = 0;
         for (int i = 0; i < m->n_nests; i++) in_blocks += nt[i].busy_us;
@@ -968,13 +977,7 @@ static int gpu_profile(const bdrt_model *m, void *inst, const void *const *in, v
         kt[k].busy_us = median_of(all + (size_t)k * runs, runs) * 1e3;
         sum += kt[k].busy_us / 1e3;
     }
-    if (!rc) {
-        snprintf(tmp, plen + 32, "%s.tmp-%ld", path, (long)getpid());
-        if (!(f = fopen(tmp, "w"))) {
-            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
-            rc = BDRT_EXIT_IO;
-        }
-    }
+    if (!rc && !(f = profile_open(path, tmp, plen + 32))) rc = BDRT_EXIT_IO;
     if (!rc) {
         const char *dev = m->device_name ? m->device_name(inst) : "";
         fprintf(f, "{\"model\": ");
@@ -991,20 +994,8 @@ static int gpu_profile(const bdrt_model *m, void *inst, const void *const *in, v
             fprintf(f, ", \"median_ms\": %.6f}%s\n", kt[k].busy_us / 1e3, k + 1 < nk ? "," : "");
         }
         fprintf(f, "]}\n");
-        if (fflush(f) || ferror(f)) {
-            bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
-            rc = BDRT_EXIT_IO;
-        }
     }
-    if (f && fclose(f) && !rc) {
-        bdrt_errorf("cannot write the profile '%s': %s", q(path), strerror(errno));
-        rc = BDRT_EXIT_IO;
-    }
-    if (f && !rc && rename(tmp, path)) {
-        bdrt_errorf("cannot rename the profile into place as '%s': %s", q(path), strerror(errno));
-        rc = BDRT_EXIT_IO;
-    }
-    if (f && rc) remove(tmp);
+    if (f) rc = profile_close(f, tmp, path, rc);
     if (!rc) {
         qsort(kt, (size_t)nk, sizeof *kt, cmp_busy);
         printf("profile '%s': %d kernel%s, each launched alone (median of %d pass%s): %.3f ms in "
