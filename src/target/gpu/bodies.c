@@ -459,7 +459,7 @@ static void body_conv_tiled(bd_gpu_printer *g, const bd_nest *n) {
     /* the thread's position tc (row pr, column pc of the block's), which it stages and stores */
     L("const int pr = tc / %lld, pc = tc %% %lld;", ll(TW), ll(TW));
     L("const int64_t oh0 = %s, ow0 = lo[%d];", two ? "lo[2]" : "0", wd);
-    L("const int pin = tc < %lld && %s && ow0 + pc < hi[%d];", ll(TH * TW), two ? "oh0 + pr < hi[2]" : "1", wd);
+    L("const int pin = tc < %lld && %sow0 + pc < hi[%d];", ll(TH * TW), two ? "oh0 + pr < hi[2] && " : "", wd);
     L("const %s ihb = (%s)(oh0 + pr) * %lld - %lld, iwb = (%s)(ow0 + pc) * %lld - %lld;", IT, IT, ll(sh), ll(ph), IT,
       ll(sw), ll(pw));
     OPEN("for (%s k0 = 0; k0 < %lld; k0 += %d)", IT, ll(K), t.KT);
