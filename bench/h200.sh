@@ -5,8 +5,8 @@
 #
 # Usage: bench/h200.sh [--target cuda|cpu] [--arch ARCH] [--models a,b] [--runs N] [--warmup W]
 #                      [--precision fp32|tf32|fp16|bf16] [--peers eager,cudagraph,compile]
-#                      [--budget SECONDS] [--jobs N] [--base BDC] [--skip-gpu-check] [--keep-bin]
-#                      [OUTDIR]
+#                      [--budget SECONDS] [--jobs N] [--base BDC] [--env ROW:VAR=VALUE,...]
+#                      [--skip-gpu-check] [--keep-bin] [OUTDIR]
 #
 # Needs a built tree (build/bdc, build/bdc-runtime) and the models exported beforehand into
 # build/cache/models ($BDC_MODEL_CACHE), e.g. `tests/tools/export_models.py build/cache/models
@@ -21,7 +21,10 @@
 #   2. each runs once on the sample input, compared with onnxruntime (CPU), then
 #      `--benchmark N --warmup W --json --device 0` (bench/gpu_rows.py exe; the row keeps the
 #      compile's seconds as compile_s, and bdc-op's its 10 slowest kernels, each launched alone
-#      by `--profile`, as top_kernels), every model before any peer;
+#      by `--profile`, as top_kernels), every model before any peer; --env ROW:VAR=VALUE runs
+#      row ROW's executable again with that runtime variable set, as row ROW[VAR=VALUE] (e.g.
+#      bdc-block:BDRT_GPU_CTAS=132 for fewer persistent CTAs, bdc-op:BDRT_GPU_GRAPH=0 for
+#      launches without a graph);
 #   3. per model, torch-* by bench/gpu_peers.py (the same module, weights and inputs), and
 #      trtexec and migraphx by bench/peers/*.py (a "skipped" row when the tool is absent).
 # Each step has its own `timeout`, and no step starts once --budget seconds (default 420) are
@@ -43,7 +46,7 @@ set -u
 
 TARGET=cuda ARCH='' MODELS=resnet18,mobilenet_v2,squeezenet1_1,googlenet,bert,vit
 RUNS=100 WARMUP=10 PRECISION=fp32 PEERS=eager,cudagraph,compile BUDGET=420 CHECK_GPU=1 KEEP_BIN=0 OUTDIR=''
-BASE_BDC=''
+BASE_BDC='' ENV_ROWS=''
 JOBS=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
         --budget) BUDGET=$2; shift 2 ;;
         --jobs) JOBS=$2; shift 2 ;;
         --base) BASE_BDC=$(realpath "$2"); shift 2 ;;
+        --env) ENV_ROWS=$2; shift 2 ;;
         --skip-gpu-check) CHECK_GPU=0; shift ;;
         --keep-bin) KEEP_BIN=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;/^set -u/d'; exit 0 ;;
@@ -212,6 +216,16 @@ for M in $ORDERED; do
             --warmup "$WARMUP" --target "$TARGET" --schedule "$S" --exe-args "$EXE_ARGS" \
             --timeout "$EXE_S" --compile-s "$secs" $PROFILE_ARGS 2> "$LOG.run.log")
         keep_row "$M" "$P" $? "$out" "$LOG.run.log"
+        # --env: the same executable again with a runtime variable set, as row P[VAR=VALUE]
+        for spec in ${ENV_ROWS//,/ }; do
+            [ "${spec%%:*}" = "$P" ] || continue
+            budget_spent "$M" "$P[${spec#*:}]" && continue
+            out=$(env "${spec#*:}" timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe \
+                --exe "$EXE" --model "$M" --peer "$P[${spec#*:}]" --models-cache "$MODELS_CACHE" \
+                --runs "$RUNS" --warmup "$WARMUP" --target "$TARGET" --schedule "$S" \
+                --exe-args "$EXE_ARGS" --timeout "$EXE_S" 2>> "$LOG.run.log")
+            keep_row "$M" "$P[${spec#*:}]" $? "$out" "$LOG.run.log"
+        done
         [ "$KEEP_BIN" = 1 ] || rm -f "$EXE"
     done
 done
