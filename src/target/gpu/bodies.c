@@ -364,9 +364,10 @@ static void body_conv(bd_gpu_printer *g, const bd_nest *n) {
     conv_store(g, n, cp, &G);
 }
 
-/* The tiles' shared layout: As[m][k] (A's rows as they lie in memory, KT + 4 floats apart) and
- * Bs[k][n] (rows padded by one), so that the stores a warp makes while staging fall in distinct
- * banks, and a thread reads four k of an A row as one 16-byte load. Every staging loop deals
+/* The tiles' shared layout: As[m][k] (A's rows as they lie in memory, KT + 4 floats apart; KT + 1
+ * for double) and Bs[k][n] (rows padded by one), so that the stores a warp makes while staging
+ * fall in distinct banks (a transposed A's fall four to a bank), and a thread reads four k of an
+ * A row as one 16-byte load. Every staging loop deals
  * elements to threads so that the slot a thread takes along the fast axis stays the same across
  * its turns: its positions and their bounds are worked out once per block, and the per-element
  * index arithmetic is 32-bit (sizes allowing) with constant divisors. */
