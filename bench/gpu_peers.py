@@ -244,6 +244,18 @@ def print_row(r):
                                   else "error: " + r["error"]), flush=True)
 
 
+def command_line():
+    """This run's command line, with the script named from the repository's root and the models
+    cache and the JSON path as the options' names: no folder of the machine it ran on."""
+    args, out = [os.path.relpath(os.path.abspath(sys.argv[0]), REPO)], iter(sys.argv[1:])
+    for a in out:
+        args.append(a)
+        if a in ("--models-cache", "--json"):
+            next(out, None)
+            args.append(a[2:].upper().replace("-", "_"))
+    return " ".join(args)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", help="comma-separated (default: every export_models.py model)")
@@ -313,7 +325,7 @@ def write_json(path, device, opts, rows):
               "cuda": torch.version.cuda,
               "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
               "precision": opts.precision, "runs": opts.runs, "warmup": opts.warmup,
-              "command": " ".join(sys.argv), "rows": rows}
+              "command": command_line(), "rows": rows}
     tmp = "%s.tmp-%d" % (path, os.getpid())
     with open(tmp, "w") as f:
         json.dump(result, f, indent=1)
