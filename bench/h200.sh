@@ -193,6 +193,21 @@ for M in $ORDERED; do
 done
 wait
 
+# exe_row ROW [ARG... ] [-- VAR=VALUE]: the row of executable $EXE (model $M, schedule $S), by
+# gpu_rows.py exe with those extra arguments, run with that variable in its environment; its
+# stderr appended to $LOG.run.log
+exe_row() {
+    local row=$1 args=() envs=() out
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+    [ $# -gt 0 ] && { shift; envs=("$@"); }
+    out=$(env "${envs[@]}" timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe \
+        --exe "$EXE" --model "$M" --peer "$row" --models-cache "$MODELS_CACHE" --runs "$RUNS" \
+        --warmup "$WARMUP" --target "$TARGET" --schedule "$S" --exe-args "$EXE_ARGS" \
+        --timeout "$EXE_S" "${args[@]}" 2>> "$LOG.run.log")
+    keep_row "$M" "$row" $? "$out" "$LOG.run.log"
+}
+
 # 2. bdc's rows: each executable checked against onnxruntime and timed, every model before any
 # peer, so that a short budget still covers bdc on all of them.
 for M in $ORDERED; do
@@ -211,20 +226,13 @@ for M in $ORDERED; do
             error_row "$M" "$P" "bdc compile exit $rc" "$LOG.compile.log"; continue
         fi
         echo "$M $P: compiled in $secs s; check and benchmark" >&2
-        out=$(timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe --exe "$EXE" \
-            --model "$M" --peer "$P" --models-cache "$MODELS_CACHE" --runs "$RUNS" \
-            --warmup "$WARMUP" --target "$TARGET" --schedule "$S" --exe-args "$EXE_ARGS" \
-            --timeout "$EXE_S" --compile-s "$secs" $PROFILE_ARGS 2> "$LOG.run.log")
-        keep_row "$M" "$P" $? "$out" "$LOG.run.log"
+        : > "$LOG.run.log"
+        exe_row "$P" --compile-s "$secs" $PROFILE_ARGS
         # --env: the same executable again with a runtime variable set, as row P[VAR=VALUE]
         for spec in ${ENV_ROWS//,/ }; do
             [ "${spec%%:*}" = "$P" ] || continue
             budget_spent "$M" "$P[${spec#*:}]" && continue
-            out=$(env "${spec#*:}" timeout -k 5 "$(cap $EXE_S)" "$PY" "$HERE/gpu_rows.py" exe \
-                --exe "$EXE" --model "$M" --peer "$P[${spec#*:}]" --models-cache "$MODELS_CACHE" \
-                --runs "$RUNS" --warmup "$WARMUP" --target "$TARGET" --schedule "$S" \
-                --exe-args "$EXE_ARGS" --timeout "$EXE_S" 2>> "$LOG.run.log")
-            keep_row "$M" "$P[${spec#*:}]" $? "$out" "$LOG.run.log"
+            exe_row "$P[${spec#*:}]" -- "${spec#*:}"
         done
         [ "$KEEP_BIN" = 1 ] || rm -f "$EXE"
     done

@@ -347,6 +347,14 @@ typedef struct launch_groups {
     int *member;
 } launch_groups;
 
+/* The blocks of launch group k's kernel: its members' blocks, one range after another. */
+static int64_t group_blocks(const bd_program *p, const bd_schedule *s, const launch_groups *lg, int k) {
+    int64_t blocks = 0;
+    for (int j = lg->start[k]; j < lg->start[k + 1]; j++)
+        blocks += BD_VEC_AT(&p->nests, bd_nest, s->order[lg->member[j]]).n_blocks;
+    return blocks;
+}
+
 static void plan_groups(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
                         const int64_t *in_off, const int64_t *out_off, bool fuse, launch_groups *lg) {
     int n = s->n_steps;
@@ -509,13 +517,10 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
         }
         for (int k = 0; k < lg->n; k++) {
             int i = lg->member[lg->start[k]]; /* streams are planned per nest: one member unless fused */
-            int64_t blocks = 0;
-            for (int j = lg->start[k]; j < lg->start[k + 1]; j++)
-                blocks += BD_VEC_AT(&p->nests, bd_nest, s->order[lg->member[j]]).n_blocks;
             for (int w = sp.wait_start[i]; w < sp.wait_start[i + 1]; w++)
                 bd_print_line(h, "if (bdrt_gpu_wait(S->g, %d, %d)) return -1;", sp.stream[i], sp.waits[w]);
             bd_print_line(h, "if (bdrt_gpu_launch(S->g, %d, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0)) return -1;",
-                          sp.stream[i], k, ll(blocks));
+                          sp.stream[i], k, ll(group_blocks(p, s, lg, k)));
             if (sp.event[i] >= 0) bd_print_line(h, "if (bdrt_gpu_record(S->g, %d, %d)) return -1;", sp.stream[i], sp.event[i]);
         }
         for (int q = 1; q < sp.n_streams; q++)
@@ -616,13 +621,9 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     } else {
         bd_print_line(h, "bdrt_gpu_buf bufs[3] = {S->arena, S->weights, S->io};");
         bd_print_line(h, "(void)bufs; (void)ms;");
-        for (int k = 0; k < lg->n; k++) {
-            int64_t blocks = 0;
-            for (int j = lg->start[k]; j < lg->start[k + 1]; j++)
-                blocks += BD_VEC_AT(&p->nests, bd_nest, s->order[lg->member[j]]).n_blocks;
+        for (int k = 0; k < lg->n; k++)
             bd_print_line(h, "if (bdrt_gpu_time_begin(S->g) || bdrt_gpu_launch(S->g, 0, %d, %lld, BD_BLOCK_THREADS, 0, 3, bufs, 0) || "
-                             "bdrt_gpu_time_end(S->g, &ms[%d])) return BDRT_EXIT_IO;", k, ll(blocks), k);
-        }
+                             "bdrt_gpu_time_end(S->g, &ms[%d])) return BDRT_EXIT_IO;", k, ll(group_blocks(p, s, lg, k)), k);
     }
     bd_print_line(h, "return 0;");
     bd_print_close(h, NULL);
