@@ -586,14 +586,19 @@ static void test_conv_all(void) {
          BD_ACT_SILU},
         {"direct8 1x1 projection 7x7", 1, 96, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
          BD_ACT_CLIP},
-        /* pointwise, at most 16 outputs and 64 inputs per group: read in place on AVX-512, the
-         * planes ending inside a 32-pixel panel */
+        /* pointwise, at most 16 outputs and 64 inputs per group, or reductions to at most 64
+         * outputs: read in place on AVX-512, the next panels prefetched, the planes ending
+         * inside a 32-pixel panel */
         {"pointwise in place 48->16 batch2", 2, 48, 25, 27, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
          BD_ACT_RELU},
         {"pointwise in place 64->11 29x31", 1, 64, 29, 31, 11, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
          BD_ACT_HARD_SWISH},
         {"pointwise in place groups2 20->12", 1, 40, 9, 37, 24, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0, 0,
          0},
+        {"pointwise in place 144->24 9x56", 1, 144, 9, 56, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+         BD_ACT_CLIP},
+        {"pointwise in place groups2 100->64", 1, 200, 7, 45, 128, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0,
+         0, BD_ACT_RELU},
         /* 16 output channels in the lanes on AVX-512: half blocks, groups of 9+ inputs, strides */
         {"direct16 3x3 groups2 Cg16 Mg24 stride2", 1, 32, 12, 11, 48, 3, 3, 2, 2, 2, 1, 1, 1, 1,
          1, 1, BD_ACT_RELU},

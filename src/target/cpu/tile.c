@@ -677,6 +677,8 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
         int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
         nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
+        if (ksize == 1) /* a pointwise one read in place: offsets and a panel per channel */
+            nest->scratch_bytes = imax64(nest->scratch_bytes, (32 + 36 * Cg) * 4 + 64);
         if (group > 1 && Cg <= 8 && Mg % 8 == 0) /* the 8-lane kernels on AVX2 */
             nest->scratch_bytes =
                 imax64(nest->scratch_bytes, conv8_scratch_bound(OW, kh, kw, sh, sw, dh, dw));
