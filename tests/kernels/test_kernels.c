@@ -639,6 +639,12 @@ static void test_conv_all(void) {
         {"stem planes 1->8 3x3", 1, 1, 9, 40, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
         {"stem planes 4->16 2x3 stride 1x2", 1, 4, 10, 47, 16, 2, 3, 1, 1, 2, 1, 1, 1, 0, 0, 2,
          BD_ACT_SILU},
+        /* a last block of 32 moved left over columns already done: 111 columns (inside the
+         * input), 48 (reaching the padding) */
+        {"stem planes 3->16 3x3 stride2 111 columns", 1, 3, 9, 223, 16, 3, 3, 1, 2, 2, 1, 1, 0, 0,
+         0, 0, BD_ACT_RELU},
+        {"stem planes 3->8 3x3 48 columns", 1, 3, 6, 48, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+         BD_ACT_CLIP},
     };
     int before = g_failed, count = 0;
     g_rel_err_max = 0;
