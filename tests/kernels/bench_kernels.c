@@ -508,6 +508,8 @@ int main(int argc, char **argv) {
             bench_gemm(64, 3136, 576, peak); /* a conv-shaped GEMM */
             bench_gemm(1, 1000, 512, peak);  /* batch-1 classifier */
             bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
+            bench_gemm(128, 3072, 768, peak); /* BERT-base's FFN up and down, 128 tokens */
+            bench_gemm(128, 768, 3072, peak);
             /* the int8 BERT's products (MatMulInteger), then a large square; only the AVX-512
              * tile gets a percentage of the (AVX-512) VNNI peak. The AVX2 tile runs on AVX-VNNI
              * where the CPU has it, then again on vpmaddwd; the AVX-512 one on AMX tiles where
