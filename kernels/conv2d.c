@@ -788,7 +788,8 @@ static void pointwise_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, c
             b = tail;
             offs = toff;
         }
-        if (j0 + 32 * (POINTWISE_AHEAD + 1) <= P) /* panel j0 + AHEAD's two lines of each row */
+        /* panel j0 + AHEAD: the 2 or 3 lines each of its rows spans */
+        if (j0 + 32 * (POINTWISE_AHEAD + 1) <= P)
             for (int64_t k = 0; k < Kd; k++) {
                 const float *q = xg + k * HW + p0 + j0 + 32 * POINTWISE_AHEAD;
                 __builtin_prefetch(q, 0, 3);

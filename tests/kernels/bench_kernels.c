@@ -168,7 +168,7 @@ static double time_call(bench_fn fn, void *arg) {
 static double time_cold(bench_fn fn, void *arg) {
     enum { RUNS = 31, EVICT = 64 << 20 };
     static unsigned char *evict;
-    if (!evict && !(evict = malloc(EVICT))) return 0;
+    if (!evict) evict = xmalloc(EVICT);
     double t[RUNS];
     for (int r = 0; r < RUNS; r++) {
         for (size_t i = 0; i < EVICT; i += 64)

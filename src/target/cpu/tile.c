@@ -66,6 +66,12 @@ static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
     return (kc * nc + mc * kc + 32 * 32 + 64) * 4 + 64;
 }
 
+/* The scratch of kernels/'s pointwise convolution read in place (pointwise_scratch_floats): two
+ * offsets and a 32-float panel row per input channel of the group, and alignment. */
+static int64_t pointwise_scratch_bound(int64_t Cg) {
+    return (32 + 36 * Cg) * 4 + 64;
+}
+
 /* An upper bound of the scratch of kernels/'s direct (im2col-free) stride-1 convolution of a
  * tile of `rows` output rows: the tap offsets of the Cg*KH*KW depth and the block's zero-padded
  * input rows. */
@@ -677,8 +683,8 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
         int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
         nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
-        if (ksize == 1) /* a pointwise one read in place: offsets and a panel per channel */
-            nest->scratch_bytes = imax64(nest->scratch_bytes, (32 + 36 * Cg) * 4 + 64);
+        if (ksize == 1)
+            nest->scratch_bytes = imax64(nest->scratch_bytes, pointwise_scratch_bound(Cg));
         if (group > 1 && Cg <= 8 && Mg % 8 == 0) /* the 8-lane kernels on AVX2 */
             nest->scratch_bytes =
                 imax64(nest->scratch_bytes, conv8_scratch_bound(OW, kh, kw, sh, sw, dh, dw));
