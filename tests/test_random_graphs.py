@@ -11,7 +11,9 @@ case), from one of two families:
              fork from one tensor and join by Add or Concat, residual Adds to an earlier tensor,
              broadcasting Muls by per-channel constants, squeeze-excitation (global pool, 1x1
              convs, sigmoid, broadcast Mul), channel reductions, Inception-like sibling convs of
-             one input (the horizontal fusion's candidates, alike and not);
+             one input (the horizontal fusion's candidates, alike and not), DenseNet blocks
+             (each layer reading the concat of the block's features so far, some a slice of it
+             that leaves the input out: the concat chains placed in one container);
   attention  a [1, S, D] sequence through multi-head self-attention (Q/K/V projections with
              bias, Reshape + Transpose into heads, Q K^T / sqrt(d), Softmax, x V, back), a
              GELU MLP, residual Adds and layer norms written out of ReduceMean/Sub/Pow/Sqrt/Div
@@ -76,7 +78,7 @@ def cnn_graph(b, rng):
         c, h = shapes[cur]
         kind = rng.choice(["conv3", "conv1", "dw", "stride", "pool", "branch_add",
                            "branch_concat", "residual", "se", "silu", "scale", "reduce",
-                           "inception"])
+                           "inception", "dense"])
         if kind in ("conv3", "conv1", "dw", "stride"):
             k = 1 if kind == "conv1" else 3
             groups = c if kind == "dw" else 1
@@ -132,6 +134,24 @@ def cnn_graph(b, rng):
                 total += m
             y = b.op("Concat", outs, axis=1)
             shapes[y] = (total, h)
+        elif kind == "dense":
+            # a DenseNet block: layer k reads the concat of the input and the features so far
+            # (one input alone for the first), through BatchNormalization and Relu; a layer may
+            # instead read the features without the input (a slice of the last concat at a
+            # shift), and the block ends with the concat of all
+            feats, g = [cur], int(rng.choice([4, 8]))
+            for _ in range(int(rng.integers(2, 5))):
+                ins = feats if rng.random() < 0.8 or len(feats) < 2 else feats[1:]
+                cat = b.op("Concat", ins, axis=1)
+                cc = sum(shapes[f][0] for f in ins)
+                bn = b.op("BatchNormalization", [cat, b.weights(cc, scale=1.0), b.weights(cc, scale=0.1),
+                                                 b.weights(cc, scale=0.1),
+                                                 b.const((rng.random(cc) + 0.5).astype(np.float32))])
+                f = b.op("Conv", [b.op("Relu", [bn]), b.weights(g, cc, 3, 3)], kernel_shape=[3, 3], pads=[1] * 4)
+                shapes[f] = (g, h)
+                feats.append(f)
+            y = b.op("Concat", feats, axis=1)
+            shapes[y] = (c + g * (len(feats) - 1), h)
         elif kind == "residual":
             same = [t for t in history if shapes[t] == (c, h) and t != cur]
             if not same:

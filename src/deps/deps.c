@@ -214,8 +214,15 @@ static void edge_build(const bd_program *p, int pi, int wk, int ci, int k, int64
             if (p->inside_of && p->inside_of[root] == written) { /* a slice read, its container written */
                 xlo[p->inside_axis[root]] += p->inside_at[root];
                 xhi[p->inside_axis[root]] += p->inside_at[root];
-            } else
+            } else {
+                /* a slice of a concat chain's container read, another slice of it written
+                 * (fuse/views.c): the region into the container's coordinates first */
+                if (p->inside_of[root] >= 0 && p->inside_of[root] == p->inside_of[written]) {
+                    xlo[p->inside_axis[root]] += p->inside_at[root];
+                    xhi[p->inside_axis[root]] += p->inside_at[root];
+                }
                 empty = !inside_region(p, written, xlo, xhi);
+            }
         }
         bool any = !empty && pull_back(wv, xlo, xhi, pn, w, blo, bhi);
         if (e->rank == 0) {

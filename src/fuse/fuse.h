@@ -34,8 +34,9 @@ void bd_fuse_siblings(bd_program *p);
 /* views.c: Reshape-family copies whose output need not own its bytes become views of their
  * input (bd_program.view_of); their nests are removed. Runs after bd_fuse, with fusion op or block. */
 void bd_make_views(bd_program *p);
-/* views.c: Concat parts written in place into contiguous slices of the output (inside_of); their
- * copy nests are removed. After bd_make_views, with fusion op or block. */
+/* views.c: Concat parts written in place into contiguous slices of the output (inside_of), and
+ * concat chains (DenseNet's) into their last concat, the earlier concats its slices; their copy
+ * nests are removed. After bd_make_views, with fusion op or block. */
 void bd_concat_in_place(bd_program *p);
 
 #endif

@@ -140,8 +140,9 @@ typedef struct bd_program {
     bool i8_direct;   /* the CPU tiler may put int8 convolutions on the kernel's direct path */
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */
-    /* per value: the Concat output it is written into in place (fuse/views.c), -1, and where:
-     * index inside_at along dim inside_axis of the container; NULL: none */
+    /* per value: the Concat output it is written into in place (fuse/views.c; for a concat chain's
+     * slice, the chain's container, and the slice has no writer), -1, and where: index inside_at
+     * along dim inside_axis of the container; NULL: none */
     int *inside_of, *inside_axis;
     int64_t *inside_at;
     bd_vec nests;   /* bd_nest, in a valid execution order */

@@ -14,7 +14,8 @@
  *   - two Inception-like branches on the same input: no block of one touches what the other writes,
  *     while a join reading both depends on exactly the matching blocks of each;
  *   - the block-dependency analysis (deps/deps.h) on hand-checked cases with exact expected block
- *     sets: conv 3x3 after conv (a halo), a transpose, concat offsets, a broadcast, a reduction
+ *     sets: conv 3x3 after conv (a halo), a transpose, concat offsets, a concat chain placed in
+ *     its container (fuse/views.c: DenseNet's), a broadcast, a reduction
  *     (ALL), and a Reshape that splits a dim (exact) and one that merges dims across a tile
  *     (conservative); on every edge of every case, each consumer block's box is also compared with
  *     a brute-force scan of the producer's grid (equal where the maps are exact, a superset else);
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "deps/deps.h"
+#include "fuse/fuse.h"
 #include "target/cpu/emit.h"
 #include "nest/loopnest.h"
 
@@ -757,6 +759,86 @@ static void test_deps_transpose_concat_broadcast(void) {
     fx_free(&f);
 }
 
+/* A Concat part nest: x copied into y at `at` along dim 1 (as lower_concat writes it). */
+static void part_nest(fixture *f, int x, int y, int64_t at, const int64_t *tile) {
+    bd_nest *pn = bd_nest_begin(&f->p, -1, BD_BODY_COPY, fx_val(f, x));
+    bd_nest_set_tile(f->g, pn, tile);
+    bd_access_identity(bd_nest_operand(pn, x, false, 3), 0);
+    bd_operand *w = bd_nest_operand(pn, y, true, 3);
+    bd_access_identity(w, 0);
+    w->dims[1].offset = at;
+}
+
+/* DenseNet's concat chain through bd_concat_in_place: Y1 = [F0, f1] and Y2 = [F0, f1, f2] (a
+ * one-input concat Y0 = [F0] too). Every feature goes inside Y2 at its offset, Y0 and Y1 are its
+ * prefixes, every copy goes, and Y1's reader needs exactly the producer blocks of its channels. */
+static void test_deps_concat_chain(void) {
+    fixture f;
+    fx_init(&f);
+    f.p.fusion = BD_FUSION_OP;
+    int64_t d0[3] = {1, 4, 8}, df[3] = {1, 2, 8}, dy0[3] = {1, 4, 8}, dy1[3] = {1, 6, 8}, dy2[3] = {1, 8, 8};
+    int64_t tile[3] = {1, 2, 8};
+    int F0 = fx_value(&f, "F0", 3, d0), f1 = fx_value(&f, "f1", 3, df), f2 = fx_value(&f, "f2", 3, df);
+    int y0 = fx_value(&f, "Y0", 3, dy0), y1 = fx_value(&f, "Y1", 3, dy1), y2 = fx_value(&f, "Y2", 3, dy2);
+    int r0 = fx_value(&f, "R0", 3, dy0), r1 = fx_value(&f, "R1", 3, dy1), r2 = fx_value(&f, "R2", 3, dy2);
+    fx_nest(&f, F0, tile);
+    part_nest(&f, F0, y0, 0, tile);
+    bd_nest *rn = fx_nest(&f, r0, tile);
+    bd_access_identity(bd_nest_operand(rn, y0, false, 3), 0);
+    fx_nest(&f, f1, tile);
+    part_nest(&f, F0, y1, 0, tile);
+    part_nest(&f, f1, y1, 4, tile);
+    rn = fx_nest(&f, r1, (int64_t[]){1, 3, 8});
+    bd_access_identity(bd_nest_operand(rn, y1, false, 3), 0);
+    fx_nest(&f, f2, tile);
+    part_nest(&f, F0, y2, 0, tile);
+    part_nest(&f, f1, y2, 4, tile);
+    part_nest(&f, f2, y2, 6, tile);
+    rn = fx_nest(&f, r2, tile);
+    bd_access_identity(bd_nest_operand(rn, y2, false, 3), 0);
+    int y3 = fx_value(&f, "Y3", 3, (int64_t[]){1, 4, 8}), r3 = fx_value(&f, "R3", 3, (int64_t[]){1, 4, 8});
+    part_nest(&f, f1, y3, 0, tile); /* Y3 = [f1, f2]: inside Y2 from channel 4 */
+    part_nest(&f, f2, y3, 2, tile);
+    rn = fx_nest(&f, r3, tile);
+    bd_access_identity(bd_nest_operand(rn, y3, false, 3), 0);
+    bd_concat_in_place(&f.p);
+    const int *in = f.p.inside_of;
+    const int64_t *at = f.p.inside_at;
+    check(f.p.nests.len == 7 && in[F0] == y2 && in[f1] == y2 && in[f2] == y2 && in[y0] == y2 &&
+              in[y1] == y2 && in[y3] == y2 && in[y2] < 0 && at[F0] == 0 && at[f1] == 4 && at[f2] == 6 &&
+              at[y0] == 0 && at[y1] == 0 && at[y3] == 4,
+          "concat chain: the features inside the last concat, the others its slices, no copy",
+          "%zu nests; inside F0 %d f1 %d f2 %d Y0 %d Y1 %d Y3 %d (Y2 is t%d)", f.p.nests.len, in[F0],
+          in[f1], in[f2], in[y0], in[y1], in[y3], y2);
+    bd_deps deps;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    /* nests: 0 F0, 1 R0, 2 f1, 3 R1, 4 f2, 5 R2; R1 block 0 = channels 0..2 (F0 blocks 0..1),
+     * block 1 = channels 3..5 (F0 block 1, f1 block 0); f2 is not in Y1 */
+    const bd_dep_edge *e0 = edge_of(&deps, 0, 3), *e1 = edge_of(&deps, 2, 3), *e2 = edge_of(&deps, 4, 3);
+    check(e0 && e1 && !strcmp(box_str(e0, 0), "0..0,0..1,0..0") && !strcmp(box_str(e0, 1), "0..0,1..1,0..0") &&
+              !strcmp(box_str(e1, 0), "empty") && !strcmp(box_str(e1, 1), "0..0,0..0,0..0") &&
+              (!e2 || (!strcmp(box_str(e2, 0), "empty") && !strcmp(box_str(e2, 1), "empty"))),
+          "concat chain: a prefix's reader needs the blocks of its channels, none of a later feature",
+          "%s %s / %s %s / %s", e0 ? box_str(e0, 0) : "-", e0 ? box_str(e0, 1) : "-",
+          e1 ? box_str(e1, 0) : "-", e1 ? box_str(e1, 1) : "-", e2 ? box_str(e2, 1) : "no edge");
+    e2 = edge_of(&deps, 4, 5);
+    check(e2 && edge_of(&deps, 0, 5) && edge_of(&deps, 2, 5) && !strcmp(box_str(e2, 3), "0..0,0..0,0..0") &&
+              !strcmp(box_str(e2, 2), "empty"),
+          "concat chain: the container's reader needs each feature's blocks at its offset", "%s %s",
+          e2 ? box_str(e2, 2) : "-", e2 ? box_str(e2, 3) : "-");
+    /* R3 (nest 6) block 0 = Y3 channels 0..1 = f1, block 1 = f2: through the shift of 4 */
+    e0 = edge_of(&deps, 0, 6), e1 = edge_of(&deps, 2, 6), e2 = edge_of(&deps, 4, 6);
+    check(e1 && e2 && (!e0 || (!strcmp(box_str(e0, 0), "empty") && !strcmp(box_str(e0, 1), "empty"))) &&
+              !strcmp(box_str(e1, 0), "0..0,0..0,0..0") &&
+              !strcmp(box_str(e1, 1), "empty") && !strcmp(box_str(e2, 0), "empty") &&
+              !strcmp(box_str(e2, 1), "0..0,0..0,0..0"),
+          "concat chain: a slice at a shift needs the features at its channels", "%s %s / %s %s",
+          e1 ? box_str(e1, 0) : "-", e1 ? box_str(e1, 1) : "-", e2 ? box_str(e2, 0) : "-",
+          e2 ? box_str(e2, 1) : "-");
+    bd_deps_free(&deps);
+    fx_free(&f);
+}
+
 /* A reshape nest x -> y (the Reshape-family copy: its read map follows the tile). */
 static void reshape_nest(fixture *f, int x, int y, const int64_t *tile) {
     bd_nest *n = bd_nest_begin(&f->p, -1, BD_BODY_COPY, fx_val(f, y));
@@ -1002,6 +1084,7 @@ int main(void) {
     test_branches();
     test_deps_conv_halo();
     test_deps_transpose_concat_broadcast();
+    test_deps_concat_chain();
     test_deps_reduce_reshape();
     test_emitted_decode();
     printf("%d passed, %d failed\n", npass, nfail);
