@@ -123,6 +123,10 @@ void bd_f32_gemm_packed_a(int64_t m0, int64_t m1, int64_t N, int64_t K, const fl
 typedef struct bd_conv2d_shape {
     int64_t N, C, H, W, M, OH, OW, KH, KW, group, stride_h, stride_w, dil_h, dil_w, pad_top,
         pad_left, winograd;
+    /* pre: 0, or the per-input-channel prologue bd_f32_conv2d_tile_pre applies to x (1: x * a[c]
+     * + b[c]; 2: then max(0, .)), for 1x1 stride-1 unpadded ungrouped convolutions (winograd 0):
+     * an inference BatchNormalization and its Relu absorbed by the convolution that reads them */
+    int64_t pre;
 } bd_conv2d_shape;
 
 /* 1 when the shape is consistent (positive sizes, group divides C and M, ...). The other conv
@@ -143,6 +147,14 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
                         const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
                         int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
                         void *scratch);
+
+/* bd_f32_conv2d_tile of a shape with a prologue (pre 1 or 2): the convolution of
+ * x' = x * pre_a[c] + pre_b[c] (pre 2: max(0, x')), which is computed as the input is packed for
+ * the GEMM and never stored. */
+void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const float *pre_a,
+                            const float *pre_b, const float *wpacked, const float *bias, float *y,
+                            int64_t n, int64_t oc0, int64_t oc1, int64_t oh0, int64_t oh1, int act,
+                            float act_min, float act_max, void *scratch);
 
 /* ---- transposed 2-D convolution, stride = kernel, no padding (deconv.c) -------------------- */
 

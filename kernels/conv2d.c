@@ -42,12 +42,16 @@ int bd_conv2d_shape_valid(const bd_conv2d_shape *s) {
            s->OW >= 1 && s->KH >= 1 && s->KW >= 1 && s->group >= 1 && s->C % s->group == 0 &&
            s->M % s->group == 0 && s->stride_h >= 1 && s->stride_w >= 1 && s->dil_h >= 1 &&
            s->dil_w >= 1 && s->pad_top >= 0 && s->pad_left >= 0 &&
-           (s->winograd == 0 || ((s->winograd == 2 || s->winograd == 4) && bd_wino_shape_ok(s)));
+           (s->winograd == 0 || ((s->winograd == 2 || s->winograd == 4) && bd_wino_shape_ok(s))) &&
+           (s->pre == 0 || ((s->pre == 1 || s->pre == 2) && s->KH == 1 && s->KW == 1 &&
+                            s->stride_h == 1 && s->stride_w == 1 && s->pad_top == 0 &&
+                            s->pad_left == 0 && s->group == 1 && s->OH == s->H && s->OW == s->W &&
+                            s->winograd == 0));
 }
 
 /* Depthwise convolutions take their own path (column strides past 16 are left to the GEMM). */
 static int is_depthwise(const bd_conv2d_shape *s) {
-    return s->group == s->C && s->group == s->M && s->stride_w <= 16;
+    return s->group == s->C && s->group == s->M && s->stride_w <= 16 && !s->pre;
 }
 
 /* Grouped convolutions for the kernel's 8-lane path: at most 8 input and a multiple of 8 output
@@ -69,7 +73,7 @@ static int is_pointwise(const bd_conv2d_shape *s) {
  * less time (MobileNetV2's 0.29 -> 0.20 ms, MobileNetV3's 0.18 -> 0.11, SqueezeNet's 3->64 3x3/2
  * 10%, where writing its 3 MB output is most of the time either way). */
 static int is_planes(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
-    return kd->conv_planes && bd_conv_planes_ok(s);
+    return kd->conv_planes && bd_conv_planes_ok(s) && !s->pre;
 }
 
 /* Convolutions for the kernel's direct path (8 or 16 output channels in the lanes): a multiple
@@ -93,7 +97,7 @@ static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     const int few_products = kd->conv8d_lanes == 16 && s->KH * s->KW > 1 &&
                              Cg * s->KH * s->KW <= 36 && (s->stride_h == 1 || Mg >= 48);
-    return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !is_depthwise(s) &&
+    return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !s->pre && !is_depthwise(s) &&
            !is_planes(kd, s) &&
            !is_group8(kd, s) && !few_products &&
            !(is_pointwise(s) &&
@@ -751,7 +755,7 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
  * beyond 16 outputs stay GEMMs (32 -> 64, 24 -> 144: level or slower). */
 static int pointwise_in_place_ok(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Mg = s->M / s->group, Cg = s->C / s->group;
-    return kd->ukr_direct && kd->nr == 32 && is_pointwise(s) &&
+    return kd->ukr_direct && kd->nr == 32 && is_pointwise(s) && !s->pre &&
            ((Mg <= 16 && Cg <= 64) || (Mg <= 64 && Cg >= Mg));
 }
 
@@ -898,11 +902,91 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     return direct_ok(kd, s) && direct > gemm ? direct : gemm;
 }
 
+/* The prologue of bd_f32_conv2d_tile_pre: the input rows (channels) packed as bd_pack_b_raw
+ * packs them, each value v of channel k as v * a[k] + b[k] (relu: then max(0, .); NaN kept). */
+typedef struct pre_matrix {
+    bd_raw_matrix m;
+    const float *a, *b;
+    int relu;
+} pre_matrix;
+
+static inline __attribute__((always_inline)) void
+pack_b_pre_body(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float *dst) {
+    const pre_matrix *pm = ctx;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = pm->m.p + (k0 + k) * pm->m.ld + j0;
+        const float a = pm->a[k0 + k], b = pm->b[k0 + k];
+        for (int64_t p = 0; p < nc; p += nr) {
+            float *d = dst + p * kc + k * nr;
+            const int64_t cols = imin(nr, nc - p);
+            if (pm->relu)
+                for (int64_t j = 0; j < cols; j++) {
+                    const float v = src[p + j] * a + b;
+                    d[j] = v < 0.0f ? 0.0f : v;
+                }
+            else
+                for (int64_t j = 0; j < cols; j++)
+                    d[j] = src[p + j] * a + b;
+            for (int64_t j = cols; j < nr; j++)
+                d[j] = 0.0f;
+        }
+    }
+}
+
+/* compiled for each instruction set, so that the loops become vector FMAs and maxima */
+static void pack_b_pre(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr,
+                       float *dst) {
+    pack_b_pre_body(ctx, k0, kc, j0, nc, nr, dst);
+}
+#if BD_KERNELS_X86
+__attribute__((target("avx2,fma"))) static void pack_b_pre_avx2(const void *ctx, int64_t k0, int64_t kc,
+                                                               int64_t j0, int64_t nc, int nr,
+                                                               float *dst) {
+    pack_b_pre_body(ctx, k0, kc, j0, nc, nr, dst);
+}
+__attribute__((target("avx512f,avx2,fma"))) static void pack_b_pre_avx512(const void *ctx, int64_t k0,
+                                                                         int64_t kc, int64_t j0,
+                                                                         int64_t nc, int nr, float *dst) {
+    pack_b_pre_body(ctx, k0, kc, j0, nc, nr, dst);
+}
+#endif
+
+static bd_pack_b_fn pack_b_pre_for(const bd_gemm_kernel *kd) {
+#if BD_KERNELS_X86
+    if (kd->isa == BD_KERNELS_ISA_AVX512) return pack_b_pre_avx512;
+    if (kd->isa == BD_KERNELS_ISA_AVX2) return pack_b_pre_avx2;
+#endif
+    (void)kd;
+    return pack_b_pre;
+}
+
+void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const float *pre_a,
+                            const float *pre_b, const float *wpacked, const float *bias, float *y,
+                            int64_t n, int64_t oc0, int64_t oc1, int64_t oh0, int64_t oh1, int act,
+                            float act_min, float act_max, void *scratch) {
+    BD_KCHECK(bd_conv2d_shape_valid(s) && s->pre && pre_a && pre_b);
+    BD_KCHECK(0 <= n && n < s->N && 0 <= oc0 && oc0 <= oc1 && oc1 <= s->M && 0 <= oh0 &&
+              oh0 <= oh1 && oh1 <= s->OH);
+    if (oc0 == oc1 || oh0 == oh1) return;
+    bd_pack_hdr h;
+    const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);
+    BD_KCHECK(h.rows == s->M && h.K == s->C && h.extra == 1 && h.tile == kd->mr);
+    /* 1x1, stride 1, ungrouped: the GEMM of W by the input's rows [oh0, oh1), B packed through
+     * the prologue */
+    const int64_t HW = s->H * s->W;
+    pre_matrix pm = {{x + n * s->C * HW + oh0 * s->W, HW, 0}, pre_a, pre_b, s->pre == 2};
+    bd_gemm_operand a = {wpacked + BD_PACK_HDR_FLOATS, NULL, NULL, NULL};
+    bd_gemm_operand b = {NULL, NULL, pack_b_pre_for(kd), &pm};
+    bd_gemm_epilogue ep = {NULL, bias ? bias + oc0 : NULL, 0, act, act_min, act_max};
+    bd_gemm_run(kd, oc0, oc1, 0, (oh1 - oh0) * s->OW, s->C, &a, &b,
+                y + (n * s->M + oc0) * HW + oh0 * s->W, HW, &ep, scratch);
+}
+
 void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
                         const float *bias, float *y, int64_t n, int64_t oc0, int64_t oc1,
                         int64_t oh0, int64_t oh1, int act, float act_min, float act_max,
                         void *scratch) {
-    BD_KCHECK(bd_conv2d_shape_valid(s));
+    BD_KCHECK(bd_conv2d_shape_valid(s) && !s->pre);
     BD_KCHECK(0 <= n && n < s->N && 0 <= oc0 && oc0 <= oc1 && oc1 <= s->M && 0 <= oh0 &&
               oh0 <= oh1 && oh1 <= s->OH);
     if (oc0 == oc1 || oh0 == oh1) return;

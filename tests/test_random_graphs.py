@@ -13,7 +13,8 @@ case), from one of two families:
              convs, sigmoid, broadcast Mul), channel reductions, Inception-like sibling convs of
              one input (the horizontal fusion's candidates, alike and not), DenseNet blocks
              (each layer reading the concat of the block's features so far, some a slice of it
-             that leaves the input out: the concat chains placed in one container);
+             that leaves the input out: the concat chains placed in one container; through
+             BatchNormalization and Relu, which a 1x1 convolution may take as its prologue);
   attention  a [1, S, D] sequence through multi-head self-attention (Q/K/V projections with
              bias, Reshape + Transpose into heads, Q K^T / sqrt(d), Softmax, x V, back), a
              GELU MLP, residual Adds and layer norms written out of ReduceMean/Sub/Pow/Sqrt/Div
@@ -147,7 +148,9 @@ def cnn_graph(b, rng):
                 bn = b.op("BatchNormalization", [cat, b.weights(cc, scale=1.0), b.weights(cc, scale=0.1),
                                                  b.weights(cc, scale=0.1),
                                                  b.const((rng.random(cc) + 0.5).astype(np.float32))])
-                f = b.op("Conv", [b.op("Relu", [bn]), b.weights(g, cc, 3, 3)], kernel_shape=[3, 3], pads=[1] * 4)
+                k = int(rng.choice([1, 3]))  # 1x1 of more than 196 pixels: the BN in its prologue
+                act = b.op("Relu", [bn]) if rng.random() < 0.8 else bn
+                f = b.op("Conv", [act, b.weights(g, cc, k, k)], kernel_shape=[k, k], pads=[k // 2] * 4)
                 shapes[f] = (g, h)
                 feats.append(f)
             y = b.op("Concat", feats, axis=1)

@@ -337,6 +337,10 @@ void bd_program_dump(const bd_program *p, FILE *f) {
             fprintf(f, ")\n");
         }
         if (n->body == BD_BODY_ELEMENTWISE) bd_expr_dump(&n->params.expr, f, "  ");
+        if (n->body == BD_BODY_CONV && n->params.conv.pre)
+            fprintf(f, "  prologue: BatchNormalization of the input (operands %d..%d)%s\n",
+                    n->params.conv.pre_scale, n->params.conv.pre_var,
+                    n->params.conv.pre_relu ? ", then Relu" : "");
         if (n->epi.residual >= 0) fprintf(f, "  epilogue: add operand %d\n", n->epi.residual);
         if (n->epi.act.n) {
             fprintf(f, "  epilogue: activation\n");

@@ -137,6 +137,12 @@ typedef struct bd_conv_params {
     bool i8_direct; /* and on the kernel's direct path, which can requantize its output */
     int64_t winograd; /* packed 3x3 stride 1: 0, or the Winograd output tile m (2, 4) the CPU
                        * tiler chose (kernels/winograd.c) */
+    /* pre: a packed 1x1 convolution reads x through an inference BatchNormalization it absorbed
+     * (fuse.c; the kernel applies it as it packs x: bd_f32_conv2d_tile_pre), its parameters the
+     * operands pre_scale, pre_bias, pre_mean, pre_var, then a Relu where pre_relu */
+    bool pre, pre_relu;
+    int pre_scale, pre_bias, pre_mean, pre_var;
+    double pre_epsilon;
 } bd_conv_params;
 
 /* MaxPool and AveragePool. */

@@ -5,7 +5,7 @@
  * accumulation and activations; pre-packed B computed in column tiles and pre-packed A in row
  * tiles (tile edges on and off the register-tile grid); convolutions (1x1, 3x3 stride 1/2, 5x5,
  * 7x7 stride 2 pad 3, dilation, groups, depthwise, odd and asymmetric shapes) computed as
- * several output-channel x output-row tiles. Every output buffer has guard cells around what a
+ * several output-channel x output-row tiles, 1x1 ones with a per-channel prologue too. Every output buffer has guard cells around what a
  * call may write, checked afterwards. Scratch is deliberately misaligned.
  *
  * Prints one line per group and per failing case, then "N passed, M failed"; exit 1 on failure.
@@ -506,6 +506,69 @@ static void test_conv(const conv_case *cc, int winograd) {
     free(wp);
     free(ref);
     free(mag);
+}
+
+/* ---- convolutions with a prologue (bd_f32_conv2d_tile_pre) ---------------------------------- */
+
+static const float *g_pre_a, *g_pre_b;
+
+static void tile_pre(const bd_conv2d_shape *s, const float *x, const float *wpacked, const float *bias,
+                     float *y, int64_t n, int64_t oc0, int64_t oc1, int64_t oh0, int64_t oh1, int act,
+                     float act_min, float act_max, void *sc) {
+    bd_f32_conv2d_tile_pre(s, x, g_pre_a, g_pre_b, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act, act_min,
+                           act_max, sc);
+}
+
+/* 1x1 convolutions of x * a[c] + b[c] (then Relu where pre is 2), an inference BatchNormalization
+ * absorbed, against the double-precision sum over the transformed input. */
+static void test_conv_pre_all(void) {
+    reseed(9);
+    /* N C H W M pre act */
+    static const int64_t cases[][7] = {
+        {1, 20, 9, 11, 24, 2, 0},           {2, 7, 5, 5, 13, 1, BD_ACT_RELU},
+        {1, 224, 14, 14, 128, 2, 0},        {1, 96, 7, 7, 40, 2, BD_ACT_CLIP},
+        {1, 3, 4, 37, 40, 2, 0},            {1, 1, 3, 3, 1, 1, 0},
+        {1, 64, 28, 28, 128, 2, BD_ACT_RELU},
+    };
+    int before = g_failed, count = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t *c = cases[i];
+        bd_conv2d_shape s = {0};
+        s.N = c[0], s.C = c[1], s.H = s.OH = c[2], s.W = s.OW = c[3], s.M = c[4], s.pre = c[5];
+        s.KH = s.KW = s.group = s.stride_h = s.stride_w = s.dil_h = s.dil_w = 1;
+        if (!bd_conv2d_shape_valid(&s)) {
+            g_failed++;
+            printf("FAIL conv prologue case %zu: shape not valid\n", i);
+            continue;
+        }
+        const int64_t HW = s.H * s.W, xn = s.N * s.C * HW, yn = s.N * s.M * HW, n = s.N - 1;
+        float *x = frandom(xn), *w = frandom(s.M * s.C), *bias = frandom(s.M);
+        float *a = frandom(s.C), *b = frandom(s.C);
+        float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
+        bd_f32_conv2d_pack_w(&s, w, wp);
+        double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
+        for (int64_t m = 0; m < s.M; m++)
+            for (int64_t p = 0; p < HW; p++) {
+                double acc = bias[m], mg = fabs(bias[m]);
+                for (int64_t k = 0; k < s.C; k++) {
+                    double t = (double)x[(n * s.C + k) * HW + p] * a[k] + b[k];
+                    if (s.pre == 2 && t < 0) t = 0;
+                    acc += t * w[m * s.C + k];
+                    mg += fabs(t * w[m * s.C + k]) + fabs((double)x[(n * s.C + k) * HW + p] * a[k] * w[m * s.C + k]);
+                }
+                ref[(n * s.M + m) * HW + p] = act_ref(acc, (int)c[6], -0.5f, 0.75f);
+                mag[(n * s.M + m) * HW + p] = mg;
+            }
+        g_pre_a = a, g_pre_b = b;
+        char what[80];
+        snprintf(what, sizeof what, "conv prologue %lldx%lldx%lld -> %lld pre %lld", (long long)s.C,
+                 (long long)s.H, (long long)s.W, (long long)s.M, (long long)s.pre);
+        check_conv_tiles(what, &s, x, wp, bias, (int)c[6], ref, mag, tile_pre, bd_f32_conv2d_scratch_bytes);
+        count++;
+        free(x), free(w), free(bias), free(a), free(b), free(wp), free(ref), free(mag);
+    }
+    printf("%s conv prologue %s: %d cases\n", g_failed == before ? "ok" : "FAILED",
+           bd_kernels_isa_name(bd_kernels_get_isa()), count);
 }
 
 static void test_conv_all(void) {
@@ -1132,6 +1195,7 @@ int main(int argc, char **argv) {
         test_act_special();
         test_gemm_all();
         test_conv_all();
+        test_conv_pre_all();
         test_winograd_all();
         test_deconv_all();
         test_i8_gemm_all();

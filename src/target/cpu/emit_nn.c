@@ -110,9 +110,10 @@ static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_
     int64_t dh = one_d ? 1 : cp->dilations[0], dw = cp->dilations[cp->nsp - 1];
     int64_t pt = one_d ? 0 : cp->pads[0], pl = cp->pads[cp->nsp - 1];
     bd_emit(e, "static const bd_conv2d_shape sh = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-               "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};",
+               "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d};",
             ll(x->dims[0]), ll(x->dims[1]), ll(H), ll(W), ll(y->dims[1]), ll(OH), ll(OW), ll(KH),
-            ll(KW), ll(cp->group), ll(sh), ll(sw), ll(dh), ll(dw), ll(pt), ll(pl), ll(cp->winograd));
+            ll(KW), ll(cp->group), ll(sh), ll(sw), ll(dh), ll(dw), ll(pt), ll(pl), ll(cp->winograd),
+            cp->pre ? 1 + cp->pre_relu : 0);
 }
 
 /* Residual and activation over the block's float output just written by a kernel tile of batch
@@ -155,10 +156,24 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     const char *bias = cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL";
     kernel_act ka = kernel_act_of(n);
     int kact = n->epi.residual >= 0 ? BD_ACT_NONE : ka.code; /* act follows the residual */
+    const char *pre = "";
+    if (cp->pre) { /* an absorbed BatchNormalization: its factors a, b per input channel */
+        const bd_value *xv = operand_value(e, n, cp->x);
+        size_t nbytes;
+        unsigned char *buf = bd_batchnorm_factors(
+            operand_value(e, n, cp->pre_scale)->constant, operand_value(e, n, cp->pre_bias)->constant,
+            operand_value(e, n, cp->pre_mean)->constant, operand_value(e, n, cp->pre_var)->constant,
+            cp->pre_epsilon, xv->dims[1], BD_DT_FLOAT, &nbytes);
+        int64_t off = bd_emit_blob(e, buf, nbytes);
+        free(buf);
+        bd_emit(e, "const float *Pa = (const float *)(bd_weights + %lld), *Pb = Pa + %lld;", ll(off),
+                ll(xv->dims[1]));
+        pre = "_pre";
+    }
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    bd_emit(e, "%s_tile(&sh, %s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
+    bd_emit(e, "%s_tile%s(&sh, %s%s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
                "%s, %s, %d, %s, %s, scratch);",
-            fn, operand_ptr(e, n, cp->x), slot, bias, operand_ptr(e, n, cp->y),
+            fn, pre, operand_ptr(e, n, cp->x), cp->pre ? ", Pa, Pb" : "", slot, bias, operand_ptr(e, n, cp->y),
             cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
             bd_emit_float(e, kact == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
             bd_emit_float(e, kact == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
