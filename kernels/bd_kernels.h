@@ -150,7 +150,7 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
 
 /* bd_f32_conv2d_tile of a shape with a prologue (pre 1 or 2): the convolution of
  * x' = x * pre_a[c] + pre_b[c] (pre 2: max(0, x')), which is computed as the input is packed for
- * the GEMM and never stored. */
+ * the GEMM (or its rows prepared for the 16-lane direct kernel) and never stored. */
 void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const float *pre_a,
                             const float *pre_b, const float *wpacked, const float *bias, float *y,
                             int64_t n, int64_t oc0, int64_t oc1, int64_t oh0, int64_t oh1, int act,

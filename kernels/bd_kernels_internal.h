@@ -215,6 +215,10 @@ typedef struct bd_conv8d_job {
     int act;
     float act_min, act_max;
     float *scratch; /* bd_conv8d_scratch_floats(s) floats, 32-byte aligned */
+    /* a prologue (bd_f32_conv2d_tile_pre, the 16-lane kernel only): each input channel c read as
+     * x * pre_a[c] + pre_b[c], then max(0, .) where pre_relu; pre_a NULL: none */
+    const float *pre_a, *pre_b;
+    int pre_relu;
 } bd_conv8d_job;
 typedef void (*bd_conv8d_fn)(const bd_conv8d_job *job);
 

@@ -97,7 +97,8 @@ static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     const int few_products = kd->conv8d_lanes == 16 && s->KH * s->KW > 1 &&
                              Cg * s->KH * s->KW <= 36 && (s->stride_h == 1 || Mg >= 48);
-    return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd && !s->pre && !is_depthwise(s) &&
+    return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd &&
+           (!s->pre || kd->conv8d_lanes == 16) && !is_depthwise(s) &&
            !is_planes(kd, s) &&
            !is_group8(kd, s) && !few_products &&
            !(is_pointwise(s) &&
@@ -969,11 +970,21 @@ void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const floa
               oh0 <= oh1 && oh1 <= s->OH);
     if (oc0 == oc1 || oh0 == oh1) return;
     bd_pack_hdr h;
+    const int64_t HW = s->H * s->W;
+    memcpy(&h, wpacked, sizeof h);
+    if (h.kind == BD_PACK_CONV8) { /* the 16-lane direct kernel: on its interleaved rows */
+        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
+        BD_KCHECK(h.rows == s->M && h.K == s->C && kd->conv8d && kd->conv8d_lanes == 16);
+        bd_conv8d_job j = {s, x + n * s->C * HW, y + n * s->M * s->OH * s->OW,
+                           wpacked + BD_PACK_HDR_FLOATS, bias, oc0, oc1, oh0, oh1, act, act_min,
+                           act_max, bd_align64(scratch), pre_a, pre_b, s->pre == 2};
+        kd->conv8d(&j);
+        return;
+    }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);
     BD_KCHECK(h.rows == s->M && h.K == s->C && h.extra == 1 && h.tile == kd->mr);
     /* 1x1, stride 1, ungrouped: the GEMM of W by the input's rows [oh0, oh1), B packed through
      * the prologue */
-    const int64_t HW = s->H * s->W;
     pre_matrix pm = {{x + n * s->C * HW + oh0 * s->W, HW, 0}, pre_a, pre_b, s->pre == 2};
     bd_gemm_operand a = {wpacked + BD_PACK_HDR_FLOATS, NULL, NULL, NULL};
     bd_gemm_operand b = {NULL, NULL, pack_b_pre_for(kd), &pm};
@@ -1051,7 +1062,10 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
                                act,
                                act_min,
                                act_max,
-                               bd_align64(scratch)};
+                               bd_align64(scratch),
+                               NULL,
+                               NULL,
+                               0};
             kd->conv8d(&j);
         }
         return;

@@ -514,6 +514,31 @@ BD_INLINE BD_AVX512 void conv16d_store_row(const float *o, int64_t OW, float *yr
     if (hi > 8) conv8_store_row(o + 8, 16, OW, yrow + 8 * plane, plane, lo > 8 ? lo - 8 : 0, hi - 8);
 }
 
+/* The prologue on the interleaved rows just prepared (1x1 convolutions: no padding columns to
+ * keep at zero; the columns past OW are computed and never stored): two columns of 8 channels
+ * per vector, lanes past the last block's channels left as they are (never read). */
+static BD_AVX512 __attribute__((noinline)) void
+conv16d_prologue(const bd_conv8d_job *j, float *rows, int64_t rows_in, int64_t cols, int64_t rs,
+                 int64_t bs, int64_t ncb, int clast) {
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t cb = 0; cb < ncb; cb++) {
+        const int nch = cb + 1 < ncb ? 8 : clast;
+        float a8[16] = {0}, b8[16] = {0};
+        for (int c = 0; c < nch; c++)
+            a8[c] = a8[c + 8] = j->pre_a[cb * 8 + c], b8[c] = b8[c + 8] = j->pre_b[cb * 8 + c];
+        const __m512 a = _mm512_loadu_ps(a8), b = _mm512_loadu_ps(b8);
+        for (int64_t r = 0; r < rows_in; r++) {
+            float *d = rows + cb * bs + r * rs;
+            for (int64_t k = 0; k < cols * 8; k += 16) {
+                const __mmask16 m = cols * 8 - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)0xFF;
+                __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + k), a), b);
+                if (j->pre_relu) v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero);
+                _mm512_mask_storeu_ps(d + k, m, v);
+            }
+        }
+    }
+}
+
 BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv8d_job *j) {
     const bd_conv2d_shape *s = j->s;
     const int64_t Cg = s->C / s->group, ncb = (Cg + 7) / 8, taps = s->KH * s->KW;
@@ -534,6 +559,7 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
             for (int64_t r = 0; r < rows_in; r++)
                 conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
                                rows + cb * bs + r * rs, 8);
+        if (j->pre_a) conv16d_prologue(j, rows, rows_in, cols, rs, bs, ncb, clast);
         for (int64_t m0 = j->m_lo / 16 * 16; m0 < j->m_hi; m0 += 32) {
             const int two = m0 + 16 < j->m_hi;
             const __m512 bias0 = conv16d_bias(j, m0), bias1 = two ? conv16d_bias(j, m0 + 16) : bias0;

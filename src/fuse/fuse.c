@@ -414,10 +414,10 @@ static int insert_whole_before_output(bd_program *p, bd_nest *n, int *y, int val
 
 /* An inference BatchNormalization (with the Relu it absorbed, or none) whose output only a packed
  * 1x1 convolution reads, as its input (DenseNet's, on its concats): the convolution reads the
- * normalization's input instead and applies it as the kernel packs that input for the GEMM
- * (bd_f32_conv2d_tile_pre), so the normalized tensor is never stored: on a Zen 5 core
- * DenseNet-121's 56x56 and 28x28 ones took 0.78 ms less (of 28 at 1 thread). Targets whose tilers
- * pack no convolution weights (the GPU printers) never meet the case. */
+ * normalization's input instead and the kernel applies it to that input as it packs it for the
+ * GEMM, or prepares its rows for the 16-lane direct kernel (bd_f32_conv2d_tile_pre), so the
+ * normalized tensor is never stored. Targets whose tilers pack no convolution weights (the GPU
+ * printers) never meet the case. */
 static void absorb_prologue(bd_program *p, const fuse_index *ix, int i, bool *dead) {
     bd_graph *g = p->graph;
     bd_nest *b = nest_at(p, i);
@@ -440,18 +440,13 @@ static void absorb_prologue(bd_program *p, const fuse_index *ix, int i, bool *de
     for (int k = 0; k < cp->nsp && pointwise; k++)
         pointwise = cp->kernel[k] == 1 && cp->strides[k] == 1 && cp->dilations[k] == 1 &&
                     cp->pads[k] == 0 && cp->pads[cp->nsp + k] == 0;
-    /* where the kernel computes the convolution as a GEMM anyway: the 16-lane direct kernel it
-     * takes for 196 pixels or fewer (on AVX-512) has no prologue, and on the GEMM DenseNet's 14x14
-     * and 7x7 ones lost more than their normalizations had cost */
-    pointwise &= x->dims[2] * x->dims[3] > 196;
     bool only_x = cn->operands[cp->x].value == v;
     for (int k = 0; k < cn->n_operands; k++)
         only_x &= k == cp->x || cn->operands[k].value != v;
     if (!cp->packed || cp->winograd || cp->pre || cp->x_zero >= 0 || cp->x_scale >= 0 || !pointwise ||
         !only_x || cp->y != cn->n_operands - 1) {
         note(p, b, cn, false, "BatchNormalization into a convolution's prologue: only a packed 1x1 "
-                              "convolution of more than 196 pixels reading it alone, as its input, "
-                              "takes one");
+                              "convolution reading it alone, as its input, takes one");
         return;
     }
     cn->operands[cp->x].value = b->operands[np->x].value; /* same dims, same map */
