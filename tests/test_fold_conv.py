@@ -11,12 +11,14 @@ generator seeded by the case name): a Conv followed by BatchNormalization (with 
 Conv bias, opsets 9 and 15, grouped and depthwise, a Relu after it, its output a graph output
 or not), by Mul or Add with a per-channel or scalar constant on either side, or chains of them;
 and the cases that must not fold: a BatchNormalization after no Conv (with the Relu or Clip
-after it, which it takes into its epilogue unless its output is also read), a Conv output with
+after it, which it takes into its epilogue unless its output is also read; before a 1x1 Conv,
+that Conv's prologue), a Conv output with
 a second reader, constants that broadcast
 along the spatial or batch axes, a BatchNormalization whose var + epsilon is negative (its NaN
 must survive), a Conv with weights that are a graph input. Also DequantizeLinear of constant
 weights before a Conv or MatMul (per-channel int8 with an int32 bias, scalar uint8), which
-folds into float weights (infer/elementwise.c). For each case:
+folds into float weights (infer/elementwise.c). A Pad of zero pads before an AveragePool is
+bypassed (front/simplify.c), one of nonzero pads kept. For each case:
   folds    `bdc inspect --json`: node_count must be original_node_count minus the maps the
            case expects folded (so a fold that silently stops happening fails here);
   runs     `bdc compile --werror` and the executable on the sample input; every output is
@@ -165,6 +167,26 @@ def cases():
                                       ["n"], epsilon=1e-3),
                      helper.make_node("Relu", ["n"], ["y"])],
                     bn_params(2 * c), ["y"], folds=0))
+    # and before a 1x1 Conv, that Conv's prologue (fuse.c: the kernel applies it as it packs the
+    # input, on the GEMM past 196 pixels, on the 16-lane direct kernel below)
+    for hw, relu in ((16, True), (7, False)):
+        out.append(Case("keep/bn-prologue-1x1-%dx%d%s" % (hw, hw, "-relu" if relu else ""), 15,
+                        (1, c, hw, hw),
+                        [helper.make_node("Concat", ["x", "x"], ["cc"], axis=1),
+                         helper.make_node("BatchNormalization", ["cc", "scale", "bias", "mean", "var"],
+                                          ["n"], epsilon=1e-3)] +
+                        ([helper.make_node("Relu", ["n"], ["r"])] if relu else []) +
+                        [helper.make_node("Conv", ["r" if relu else "n", "w1", "b"], ["y"])],
+                        {**bn_params(2 * c), "w1": normal(16, 2 * c, 1, 1, scale=0.3),
+                         "b": normal(16)}, ["y"], folds=0))
+    # a Pad of zero pads (torch.onnx's before DenseNet's average pools) is bypassed; others stay
+    for pads, folds in (([0] * 8, 1), ([0, 0, 1, 0, 0, 0, 0, 1], 0)):
+        out.append(Case("%s/pad-%s-avgpool" % ("pad" if folds else "keep", "zero" if folds else "1"),
+                        15, (1, c, 8, 8),
+                        [helper.make_node("Pad", ["x", "pads"], ["p"], mode="constant"),
+                         helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[2, 2],
+                                          strides=[2, 2])],
+                        {"pads": np.array(pads, dtype=np.int64)}, ["y"], folds=folds))
     out.append(Case("keep/bn-clip-graph-output", 15, (1, c, 5, 5),
                     [helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
                                       ["n"], epsilon=1e-3),

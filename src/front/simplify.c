@@ -1,6 +1,6 @@
-/* simplify.c — graph clean-up after inference: Identity and inference-mode Dropout are bypassed,
- * per-channel affine maps after a Conv are folded into it (fold_bn.c), then nodes whose results
- * nobody needs (unused, or replaced by folded constants) are marked dead.
+/* simplify.c — graph clean-up after inference: Identity, inference-mode Dropout and Pads of zero
+ * pads are bypassed, per-channel affine maps after a Conv are folded into it (fold_bn.c), then
+ * nodes whose results nobody needs (unused, or replaced by folded constants) are marked dead.
  *
  * Values read by subgraphs (If/Loop bodies refer to enclosing values by name) count as used, so
  * nothing they need disappears. */
@@ -19,12 +19,30 @@ static bool dropout_is_identity(bd_graph *g, const bd_node *n) {
            bd_tensor_get_i64(training->constant, 0) == 0;
 }
 
+/* A Pad of zero pads everywhere (torch.onnx puts one before DenseNet's average pools) copies its
+ * input whatever its mode and value. */
+static bool pad_is_identity(bd_graph *g, const bd_node *n) {
+    const bd_value *pads = bd_node_in(g, n, 1);
+    const bd_attr *attr = bd_node_attr(n, "pads");
+    if (pads) {
+        if (!pads->constant || !pads->constant->data) return false;
+        for (int64_t i = 0; i < pads->constant->numel; i++)
+            if (bd_tensor_get_i64(pads->constant, i) != 0) return false;
+        return true;
+    }
+    if (!attr || attr->type != BD_ATTR_INTS) return false;
+    for (int i = 0; i < attr->n; i++)
+        if (attr->ints[i] != 0) return false;
+    return true;
+}
+
 void bd_remove_identities(bd_graph *g) {
     if (bd_graph_has_subgraphs(g)) return; /* bodies refer to values by name: keep names stable */
     for (size_t i = 0; i < g->nodes.len; i++) {
         bd_node *n = bd_graph_node(g, (int)i);
         if (n->dead) continue;
-        if (n->op != BD_OP_IDENTITY && !(n->op == BD_OP_DROPOUT && dropout_is_identity(g, n)))
+        if (n->op != BD_OP_IDENTITY && !(n->op == BD_OP_DROPOUT && dropout_is_identity(g, n)) &&
+            !(n->op == BD_OP_PAD && pad_is_identity(g, n)))
             continue;
         int in = n->inputs[0], out = n->outputs[0];
         if (in < 0 || out < 0) continue;
