@@ -903,6 +903,39 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     return direct_ok(kd, s) && direct > gemm ? direct : gemm;
 }
 
+/* A tile on the direct lane kernel (weights BD_PACK_CONV8), group by group; pre_a, pre_b: the
+ * prologue of bd_f32_conv2d_tile_pre (the 16-lane kernel only), or NULL. */
+static void conv8d_tiles(const bd_conv2d_shape *s, const float *x, const float *pre_a,
+                         const float *pre_b, const float *wpacked, const float *bias, float *y,
+                         int64_t n, int64_t oc0, int64_t oc1, int64_t oh0, int64_t oh1, int act,
+                         float act_min, float act_max, void *scratch) {
+    const int64_t Mg = s->M / s->group, Cg = s->C / s->group, Kd = Cg * s->KH * s->KW;
+    bd_pack_hdr h;
+    const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
+    BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8d &&
+              (!pre_a || kd->conv8d_lanes == 16));
+    for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
+        bd_conv8d_job j = {s,
+                           x + (n * s->C + g * Cg) * s->H * s->W,
+                           y + (n * s->M + g * Mg) * s->OH * s->OW,
+                           wpacked + BD_PACK_HDR_FLOATS +
+                               g * conv8d_mg(kd, s) * bd_conv8d_cin(s) * s->KH * s->KW,
+                           bias ? bias + g * Mg : NULL,
+                           imax(oc0 - g * Mg, 0),
+                           imin(oc1 - g * Mg, Mg),
+                           oh0,
+                           oh1,
+                           act,
+                           act_min,
+                           act_max,
+                           bd_align64(scratch),
+                           pre_a,
+                           pre_b,
+                           s->pre == 2};
+        kd->conv8d(&j);
+    }
+}
+
 /* The prologue of bd_f32_conv2d_tile_pre: the input rows (channels) packed as bd_pack_b_raw
  * packs them, each value v of channel k as v * a[k] + b[k] (relu: then max(0, .); NaN kept). */
 typedef struct pre_matrix {
@@ -973,12 +1006,8 @@ void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const floa
     const int64_t HW = s->H * s->W;
     memcpy(&h, wpacked, sizeof h);
     if (h.kind == BD_PACK_CONV8) { /* the 16-lane direct kernel: on its interleaved rows */
-        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
-        BD_KCHECK(h.rows == s->M && h.K == s->C && kd->conv8d && kd->conv8d_lanes == 16);
-        bd_conv8d_job j = {s, x + n * s->C * HW, y + n * s->M * s->OH * s->OW,
-                           wpacked + BD_PACK_HDR_FLOATS, bias, oc0, oc1, oh0, oh1, act, act_min,
-                           act_max, bd_align64(scratch), pre_a, pre_b, s->pre == 2};
-        kd->conv8d(&j);
+        conv8d_tiles(s, x, pre_a, pre_b, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act, act_min,
+                     act_max, scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);
@@ -1046,28 +1075,8 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         return;
     }
     if (h.kind == BD_PACK_CONV8) {
-        const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
-        BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8d);
-        for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
-            bd_conv8d_job j = {s,
-                               x + (n * s->C + g * Cg) * s->H * s->W,
-                               y + (n * s->M + g * Mg) * s->OH * s->OW,
-                               wpacked + BD_PACK_HDR_FLOATS +
-                                   g * conv8d_mg(kd, s) * bd_conv8d_cin(s) * s->KH * s->KW,
-                               bias ? bias + g * Mg : NULL,
-                               imax(oc0 - g * Mg, 0),
-                               imin(oc1 - g * Mg, Mg),
-                               oh0,
-                               oh1,
-                               act,
-                               act_min,
-                               act_max,
-                               bd_align64(scratch),
-                               NULL,
-                               NULL,
-                               0};
-            kd->conv8d(&j);
-        }
+        conv8d_tiles(s, x, NULL, NULL, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act, act_min, act_max,
+                     scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);

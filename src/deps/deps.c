@@ -211,18 +211,14 @@ static void edge_build(const bd_program *p, int pi, int wk, int ci, int k, int64
         if (root != o->value && !empty) view_region(rv, v, rlo, rhi, xlo, xhi);
         else memcpy(xlo, rlo, sizeof xlo), memcpy(xhi, rhi, sizeof xhi);
         if (written != root && !empty) {
-            if (p->inside_of && p->inside_of[root] == written) { /* a slice read, its container written */
+            /* a slice read and its container written, or another slice of that container (a
+             * concat chain's, fuse/views.c): the region into the container's coordinates */
+            int container = p->inside_of ? p->inside_of[root] : -1;
+            if (container >= 0 && (container == written || container == p->inside_of[written])) {
                 xlo[p->inside_axis[root]] += p->inside_at[root];
                 xhi[p->inside_axis[root]] += p->inside_at[root];
-            } else {
-                /* a slice of a concat chain's container read, another slice of it written
-                 * (fuse/views.c): the region into the container's coordinates first */
-                if (p->inside_of[root] >= 0 && p->inside_of[root] == p->inside_of[written]) {
-                    xlo[p->inside_axis[root]] += p->inside_at[root];
-                    xhi[p->inside_axis[root]] += p->inside_at[root];
-                }
-                empty = !inside_region(p, written, xlo, xhi);
             }
+            if (container != written) empty = !inside_region(p, written, xlo, xhi);
         }
         bool any = !empty && pull_back(wv, xlo, xhi, pn, w, blo, bhi);
         if (e->rank == 0) {

@@ -54,16 +54,18 @@ void bd_make_views(bd_program *p) {
     p->nests.len = kept;
 }
 
-/* A Concat part nest: a plain copy of x (read by the identity) into y at an offset along one
- * dim (the write map's only offset); the dim and offset into *axis, *at. */
-static bool concat_part(const bd_graph *g, const bd_nest *n, int *axis, int64_t *at) {
+/* A plain copy of x (read by the identity) into y: whole (*axis -1, *at 0: a Concat of one
+ * input), or at an offset along one dim (the write map's only offset) into *axis, *at. */
+static bool plain_copy(const bd_graph *g, const bd_nest *n, int *axis, int64_t *at) {
     if (n->body != BD_BODY_COPY || n->params.copy.reshape || n->params.copy.fill ||
         n->n_operands != 2 || n->operands[0].write || !n->operands[1].write)
         return false;
     const bd_operand *r = &n->operands[0], *w = &n->operands[1];
     const bd_value *x = bd_graph_value((bd_graph *)g, r->value), *y = bd_graph_value((bd_graph *)g, w->value);
-    if (x->dtype != y->dtype || x->rank != y->rank || r->rank != n->n_iter) return false;
+    if (x->dtype != y->dtype || x->rank != y->rank || r->rank != n->n_iter || w->rank != n->n_iter)
+        return false;
     *axis = -1;
+    *at = 0;
     for (int k = 0; k < x->rank; k++) {
         const bd_access_dim *a = &r->dims[k], *b = &w->dims[k];
         if (a->kind != BD_ACCESS_AFFINE || a->iter != k || a->scale != 1 || a->offset || a->window ||
@@ -75,28 +77,12 @@ static bool concat_part(const bd_graph *g, const bd_nest *n, int *axis, int64_t 
             *at = b->offset;
         }
     }
-    return *axis >= 0;
+    return true;
 }
 
-/* A plain copy of x into y of the same dims (a Concat of one input): a chain part at offset 0
- * along whatever axis its container has (axis -1 in a chain_part). */
-static bool whole_copy(const bd_graph *g, const bd_nest *n) {
-    int axis;
-    int64_t at;
-    if (n->body != BD_BODY_COPY || n->params.copy.reshape || n->params.copy.fill ||
-        n->n_operands != 2 || n->operands[0].write || !n->operands[1].write || concat_part(g, n, &axis, &at))
-        return false;
-    const bd_operand *r = &n->operands[0], *w = &n->operands[1];
-    const bd_value *x = bd_graph_value((bd_graph *)g, r->value), *y = bd_graph_value((bd_graph *)g, w->value);
-    if (x->dtype != y->dtype || x->rank != y->rank || r->rank != n->n_iter || w->rank != n->n_iter) return false;
-    for (int k = 0; k < x->rank; k++) {
-        const bd_access_dim *a = &r->dims[k], *b = &w->dims[k];
-        if (a->kind != BD_ACCESS_AFFINE || a->iter != k || a->scale != 1 || a->offset || a->window ||
-            b->kind != BD_ACCESS_AFFINE || b->iter != k || b->scale != 1 || b->offset || b->window ||
-            x->dims[k] != y->dims[k])
-            return false;
-    }
-    return true;
+/* A Concat part nest: a plain copy of x into y at an offset along one dim. */
+static bool concat_part(const bd_graph *g, const bd_nest *n, int *axis, int64_t *at) {
+    return plain_copy(g, n, axis, at) && *axis >= 0;
 }
 
 /* A value with bytes of its own that a pass may place: an intermediate (no constant, graph input
@@ -173,8 +159,7 @@ static void concat_chains(bd_program *p, bool *holds, const bool *viewed, bool *
         }
         chain_part c = {n->n_operands == 2 ? n->operands[1].value : -1,
                         n->operands[0].value, 0, (int)i, -1, 0};
-        if (concat_part(g, n, &c.axis, &c.at)) parts[np++] = c;
-        else if (whole_copy(g, n)) c.axis = -1, c.at = 0, parts[np++] = c;
+        if (plain_copy(g, n, &c.axis, &c.at)) parts[np++] = c; /* axis -1: a whole copy */
     }
     qsort(parts, (size_t)np, sizeof *parts, cmp_part_y);
     for (int i = 0; i < np;) { /* groups: the concat outputs written by parts alone */
@@ -183,13 +168,13 @@ static void concat_chains(bd_program *p, bool *holds, const bool *viewed, bool *
         bool ok = true;
         const int axis = parts[i].axis; /* -1: a whole copy, alone in its group */
         while (e < np && parts[e].y == parts[i].y) {
-            ok &= parts[e].axis == axis && axis >= 0;
+            ok &= parts[e].axis == axis;
             for (int j = i; j < e; j++) ok &= parts[j].x != parts[e].x; /* no input twice */
             if (axis >= 0) covered += bd_graph_value(g, parts[e].x)->dims[axis];
             e++;
         }
         const bd_value *yv = bd_graph_value(g, parts[i].y);
-        ok |= axis < 0 && e - i == 1;
+        ok &= axis >= 0 || e - i == 1;
         ok &= e - i == writers[parts[i].y] && (axis < 0 || covered == yv->dims[axis]) &&
               placeable(p, holds, viewed, parts[i].y);
         for (int k = 0; k < axis; k++) ok &= yv->dims[k] == 1; /* contiguous slices */
