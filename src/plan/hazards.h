@@ -6,9 +6,9 @@
  * earlier value X. For every such pair, every block accessing X (read or write) whose bytes meet
  * the bytes a block of Y writes gets an edge to that Y block (write-after-read and
  * write-after-write). Bytes are compared as each block's bounding byte interval, so the edges are
- * conservative, and skipped where the dependency edges already imply them. Reuse is thus never
- * restricted and the arena is the operator schedule's; the cost is some lost overlap, only where
- * bytes are actually shared. */
+ * conservative, and skipped where the dependency edges already imply them. The cost is some
+ * lost overlap, only where bytes are actually shared; the plan already keeps a value's bytes
+ * while steps that do not wait for its last use may still run (schedule.h overlap_end). */
 #ifndef BD_HAZARDS_H
 #define BD_HAZARDS_H
 

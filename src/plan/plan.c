@@ -172,6 +172,11 @@ bd_status bd_plan_memory(const bd_program *p, const bd_schedule *s, int64_t max_
     for (size_t v = 0; v < nv; v++)
         m->in_place_of[v] = -1;
     bd_status st = place(p, s, m, ranges, index, &n_ranges, d);
+    /* Under the block schedule a value stays live until its last step can no longer be running:
+     * a later value in its bytes would otherwise need edges (plan/hazards.c) that hold its
+     * writers back behind blocks they do not depend on. */
+    for (int i = 0; !st && s->overlap_end && i < n_ranges; i++)
+        ranges[i].last = s->overlap_end[ranges[i].last];
     live_range *plain = malloc(((size_t)n_ranges + 1) * sizeof *plain);
     BD_ASSERT(plain);
     memcpy(plain, ranges, (size_t)n_ranges * sizeof *ranges);

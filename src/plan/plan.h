@@ -3,8 +3,10 @@
  * Graph inputs and outputs live in the caller's buffers; constants in one blob embedded in the
  * executable; every other value at an offset in one arena, planned by lifetimes over the
  * schedule's order (largest first, first fit, 64-byte aligned): two values share bytes only when
- * no step between the first and the last use of one touches the other. A view (a zero-copy
- * reshape, fuse/views.c) has its root's storage, and its uses count as the root's. With fusion
+ * no step between the first and the last use of one touches the other, a last use counting
+ * under the block schedule until the last step that may run beside it (schedule.h overlap_end).
+ * A view (a zero-copy reshape, fuse/views.c) has its root's storage, and its uses count as the
+ * root's. With fusion
  * op or block, an elementwise nest (or an inference BatchNormalization) whose input dies in it
  * and is read exactly where the output is written writes its output in place, over that input
  * (in_place_of). Per-thread scratch is the largest any nest asks for. The activation cap

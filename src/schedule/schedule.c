@@ -97,6 +97,59 @@ static void build_dag(const bd_program *p, const bd_deps *deps, bd_schedule *s) 
     }
 }
 
+/* How long the block schedule may still be running a step: overlap_end[s] is the step before the
+ * first later one that is tied to it, every block of which waits (directly or through others)
+ * for some block of step s; at most OVERLAP_MAX_STEPS on. The steps in between have blocks that
+ * need nothing of step s and may run beside it (an Inception block's other branches, a pool
+ * whose channels from one branch of a Concat are ready before the other's). Found by marking
+ * what step s's tasks reach in the task DAG, within those steps. */
+enum { OVERLAP_MAX_STEPS = 32 };
+
+static void build_overlaps(const bd_program *p, bd_schedule *s) {
+    size_t nn = p->nests.len;
+    int *step_of = malloc((nn + 1) * sizeof *step_of);
+    int *mark = calloc((size_t)s->n_tasks + 1, sizeof *mark); /* i + 1: reached from step i */
+    int *stack = malloc(((size_t)s->n_tasks + 1) * sizeof *stack);
+    s->overlap_end = malloc(((size_t)s->n_steps + 1) * sizeof *s->overlap_end);
+    BD_ASSERT(step_of && mark && stack && s->overlap_end);
+    for (int i = 0; i < s->n_steps; i++)
+        step_of[s->order[i]] = i;
+    for (int i = 0; i < s->n_steps; i++) {
+        int end = i + OVERLAP_MAX_STEPS < s->n_steps ? i + OVERLAP_MAX_STEPS : s->n_steps - 1;
+        int k = s->order[i], first = s->first_task[k], top = 0;
+        int64_t nb = BD_VEC_AT(&p->nests, bd_nest, k).n_blocks;
+        for (int64_t b = 0; first >= 0 && b < nb; b++) {
+            mark[first + b] = i + 1;
+            stack[top++] = first + (int)b;
+        }
+        while (top) {
+            int t = stack[--top];
+            for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++) {
+                int u = s->succ[j], un = s->task_nest[u];
+                int ustep = step_of[un >= 0 ? un : -1 - un];
+                if (mark[u] == i + 1 || ustep > end) continue;
+                mark[u] = i + 1;
+                stack[top++] = u;
+            }
+        }
+        for (int t = i + 1; t <= end; t++) {
+            const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, s->order[t]);
+            int ft = s->first_task[s->order[t]];
+            bool tied = ft >= 0;
+            for (int64_t b = 0; tied && b < n->n_blocks; b++)
+                tied = mark[ft + b] == i + 1;
+            if (tied) {
+                end = t - 1;
+                break;
+            }
+        }
+        s->overlap_end[i] = end;
+    }
+    free(step_of);
+    free(mark);
+    free(stack);
+}
+
 bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_schedule_mode mode,
                               bd_schedule *s, bd_diag *d) {
     memset(s, 0, sizeof *s);
@@ -126,6 +179,7 @@ bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_sched
         s->chain = deps->critical_blocks == deps->total_blocks;
     }
     bd_schedule_finish(s);
+    if (mode == BD_SCHEDULE_BLOCK) build_overlaps(p, s);
     return BD_OK;
 }
 
@@ -133,6 +187,7 @@ void bd_schedule_free(bd_schedule *s) {
     free(s->order);
     free(s->task_nest);
     free(s->task_block);
+    free(s->overlap_end);
     free(s->first_task);
     free(s->event_task);
     bd_vec_free(&s->pending);
@@ -167,6 +222,8 @@ void bd_schedule_dump(const bd_program *p, const bd_schedule *s, FILE *f) {
         fprintf(f, "nest %d: tasks %d..%lld, %lld waits (at most %lld per block)", k, t0,
                 (long long)(t0 + n->n_blocks - 1), (long long)waits, (long long)most);
         if (s->event_task[k] >= 0) fprintf(f, ", completion event task %d", s->event_task[k]);
+        if (s->overlap_end && s->overlap_end[i] > i)
+            fprintf(f, ", may run beside steps %d..%d", i + 1, s->overlap_end[i]);
         fprintf(f, "\n");
     }
     fprintf(f, "block schedule: %d tasks, %d edges\n", s->n_tasks, s->n_edges);

@@ -38,6 +38,9 @@ typedef struct bd_schedule {
     int *n_preds;        /* per task: how many tasks it waits for */
     bool chain;          /* the blocks form one chain (critical path = all blocks): nothing can
                             overlap, and the runtime runs them in order on the calling thread */
+    int *overlap_end;    /* per step: the last step whose blocks may run while some of its own
+                            still do (the step before the first one that waits for all of them,
+                            at most 32 steps on); NULL under `op` */
 } bd_schedule;
 
 bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_schedule_mode mode,

@@ -40,6 +40,7 @@
 #include "fuse/fuse.h"
 #include "target/cpu/emit.h"
 #include "nest/loopnest.h"
+#include "schedule/schedule.h"
 
 extern char **environ;
 
@@ -552,6 +553,20 @@ static void test_branches(void) {
     check(ep == 14, "branches: join -> p is one block per block (14)", "got %lld", (long long)ep);
     check(eq == 2 * 2 * 10, "branches: join -> q meets 40 blocks across tilings", "got %lld",
           (long long)eq);
+    /* The block schedule may run q beside p, not the join, whose every block waits for a block
+     * of each: the memory plan keeps p's values live through q's step. */
+    bd_deps deps;
+    bd_schedule sched;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    bd_schedule_program(&f.p, &deps, BD_SCHEDULE_BLOCK, &sched, NULL);
+    check(sched.overlap_end && sched.overlap_end[0] == 1 && sched.overlap_end[1] == 1 &&
+              sched.overlap_end[2] == 2,
+          "branches: p may run beside q (overlap through step 1), q and the join beside nothing",
+          "%d %d %d", sched.overlap_end ? sched.overlap_end[0] : -1,
+          sched.overlap_end ? sched.overlap_end[1] : -1,
+          sched.overlap_end ? sched.overlap_end[2] : -1);
+    bd_schedule_free(&sched);
+    bd_deps_free(&deps);
     fx_free(&f);
 }
 

@@ -7,7 +7,10 @@
  * pool (serialised), blocks of very uneven cost, and the flush-denormals mode of the caller
  * reaching every worker (x86) and being restored; bdrt_help from inside blocks (every item once,
  * on a valid thread, its effects visible to the caller; two blocks asking at once; outside a
- * pool, on the caller), with the default spin and with every idle worker asleep. Prints the
+ * pool, on the caller), with the default spin and with every idle worker asleep. The block DAG
+ * executor (bdrt_dag_run) on random DAGs with completion events, on 2, 3 and 8 threads: every
+ * block runs once per run, on a valid thread, after every block it waits for (directly or
+ * through an event). Prints the
  * measured per-call overhead of
  * bdrt_pool_run (2 threads, 1000 tiny blocks). Closing line "N passed, M failed". */
 #define _POSIX_C_SOURCE 200809L
@@ -15,6 +18,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +355,116 @@ static void overhead(int threads, int64_t blocks, int calls) {
     bdrt_pool_destroy(p);
 }
 
+/* ---- the block DAG executor ---- */
+
+enum { DAG_TASKS = 600, DAG_MAX_PREDS = 4 };
+
+typedef struct dag_case {
+    int32_t task_fn[DAG_TASKS], task_block[DAG_TASKS], n_preds[DAG_TASKS];
+    int32_t succ_start[DAG_TASKS + 1], succ[DAG_TASKS * DAG_MAX_PREDS], touch_start[DAG_TASKS + 1];
+    int32_t preds[DAG_TASKS][DAG_MAX_PREDS];
+    int threads;
+    _Atomic int32_t ran[DAG_TASKS]; /* the run number, when it ran in it */
+    _Atomic int32_t times[DAG_TASKS];
+    int32_t run;
+    _Atomic int bad;
+} dag_case;
+
+static bool dag_done(dag_case *c, int32_t p) {
+    if (c->task_fn[p] >= 0) return atomic_load(&c->ran[p]) == c->run;
+    for (int j = 0; j < c->n_preds[p]; j++) /* an event: its blocks */
+        if (!dag_done(c, c->preds[p][j])) return false;
+    return true;
+}
+
+static void dag_block(void *ctx, int64_t b, int thread) {
+    dag_case *c = ctx;
+    int32_t t = (int32_t)b; /* each block's number is its task's */
+    for (int j = 0; j < c->n_preds[t]; j++)
+        if (!dag_done(c, c->preds[t][j])) atomic_store(&c->bad, 1);
+    if (thread < 0 || thread >= c->threads) atomic_store(&c->bad, 1);
+    atomic_fetch_add(&c->times[t], 1);
+    atomic_store(&c->ran[t], c->run);
+}
+
+/* A random DAG in topological order: blocks with up to DAG_MAX_PREDS earlier tasks to wait for,
+ * and every tenth task an event of up to DAG_MAX_PREDS earlier blocks (at least one). */
+static void dag_build(dag_case *c, uint64_t seed) {
+    uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+    int32_t count[DAG_TASKS + 1] = {0};
+    for (int32_t t = 0; t < DAG_TASKS; t++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        bool event = t > 0 && t % 10 == 0;
+        c->task_fn[t] = event ? -1 : 0;
+        c->task_block[t] = t;
+        int want = t == 0  ? 0
+                   : event ? 1 + (int)(r % DAG_MAX_PREDS)
+                           : (int)(r % (DAG_MAX_PREDS + 1));
+        c->n_preds[t] = 0;
+        for (int j = 0; j < want; j++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            int32_t p = (int32_t)(r % (uint64_t)t);
+            if (event && c->task_fn[p] < 0) continue; /* an event waits for blocks */
+            bool dup = false;
+            for (int i = 0; i < c->n_preds[t]; i++) dup |= c->preds[t][i] == p;
+            if (dup) continue;
+            c->preds[t][c->n_preds[t]++] = p;
+            count[p]++;
+        }
+        if (event && !c->n_preds[t]) { /* t - 1 is a block: t % 10 == 0 */
+            c->preds[t][c->n_preds[t]++] = t - 1;
+            count[t - 1]++;
+        }
+    }
+    c->succ_start[0] = 0;
+    for (int32_t t = 0; t < DAG_TASKS; t++) {
+        c->succ_start[t + 1] = c->succ_start[t] + count[t];
+        count[t] = c->succ_start[t];
+        c->touch_start[t] = 0;
+    }
+    c->touch_start[DAG_TASKS] = 0;
+    for (int32_t t = 0; t < DAG_TASKS; t++)
+        for (int j = 0; j < c->n_preds[t]; j++) c->succ[count[c->preds[t][j]]++] = t;
+}
+
+static void test_dag(int runs) {
+    static dag_case c;
+    static const int tcounts[] = {2, 3, 8};
+    const bdrt_task_fn fns[1] = {dag_block};
+    for (int variant = 0; variant < 3; variant++) {
+        memset(&c, 0, sizeof c);
+        dag_build(&c, 7 + (uint64_t)variant);
+        bdrt_dag dag = {DAG_TASKS, fns, c.task_fn, c.task_block, c.n_preds, c.succ_start, c.succ,
+                        0, NULL, NULL, c.touch_start, c.succ, 0, 0};
+        for (size_t i = 0; i < sizeof tcounts / sizeof tcounts[0]; i++) {
+            c.threads = tcounts[i];
+            bdrt_pool *p = bdrt_pool_create(tcounts[i]);
+            bdrt_dag_exec *x = p ? bdrt_dag_exec_create(&dag) : NULL;
+            expect(p && x, "create a pool and a DAG executor");
+            if (!p || !x) {
+                bdrt_dag_exec_destroy(x);
+                bdrt_pool_destroy(p);
+                continue;
+            }
+            for (int r = 1; r <= runs; r++) {
+                c.run = r;
+                bdrt_dag_run(x, p, &c, NULL);
+            }
+            bool once = true;
+            for (int32_t t = 0; t < DAG_TASKS; t++)
+                once &= c.task_fn[t] < 0 ? atomic_load(&c.times[t]) == 0
+                                         : atomic_load(&c.times[t]) == runs;
+            char what[128];
+            snprintf(what, sizeof what, "DAG %d: each block once a run, after what it waits for "
+                     "(%d threads)", variant, tcounts[i]);
+            expect(once && !atomic_load(&c.bad), what);
+            memset((void *)c.times, 0, sizeof c.times);
+            bdrt_dag_exec_destroy(x);
+            bdrt_pool_destroy(p);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick"); /* for slow sanitizer builds */
     int runs = quick ? 400 : 3000;
@@ -369,6 +483,7 @@ int main(int argc, char **argv) {
     unsetenv("BDRT_SPIN_US");
     test_nested();
     test_help();
+    test_dag(quick ? 100 : 1000);
     test_outside_threads();
     test_denormals();
     if (!quick) {
