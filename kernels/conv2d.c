@@ -85,7 +85,8 @@ static int is_planes(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
  * convolutions of more than 196 pixels (MobileNetV2's 56x56 projections 25% slower direct, its
  * 28x28 ones level, its 14x14 and 7x7 ones 7-13% faster, where the GEMM's 32-column tiles
  * fit the pixels worst) and those of more than 512 outputs (SqueezeNet's 1000-class 13x13 one
- * 10% slower direct), while every other shape measured ran 1.0x to 2x faster direct
+ * 10% slower direct) but for 7x7 images of 256 or more inputs (wide_few_pixels below), while
+ * every other shape measured ran 1.0x to 2x faster direct
  * (bdckernels_bench). Where is_planes does not take them, also left to the GEMM on AVX-512:
  * windows of at most 36 products per output
  * (3-channel 3x3 stems) at stride 1 or with at least 48 outputs, where the transposing store of
@@ -97,11 +98,16 @@ static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     const int few_products = kd->conv8d_lanes == 16 && s->KH * s->KW > 1 &&
                              Cg * s->KH * s->KW <= 36 && (s->stride_h == 1 || Mg >= 48);
+    /* a 7x7 image's 49 pixels fill 64 GEMM columns, and 256 or more inputs make the 16 lanes'
+     * transposes small: the 320 -> 1280 heads of MobileNetV2 and EfficientNet-B0 took 18-22%
+     * less time direct in the models (0.295 -> 0.229 ms), while MobileNetV2's 160 -> 960
+     * expansions were level and EfficientNet-B0's 192 -> 1152 ones 3% slower, so those stay */
+    const int wide_few_pixels = kd->conv8d_lanes == 16 && s->OH * s->OW <= 64 && Cg >= 256;
     return kd->conv8d && Mg % 8 == 0 && s->KH * s->KW <= 49 && !s->winograd &&
            (!s->pre || kd->conv8d_lanes == 16) && !is_depthwise(s) &&
            !is_planes(kd, s) &&
            !is_group8(kd, s) && !few_products &&
-           !(is_pointwise(s) &&
+           !(is_pointwise(s) && !wide_few_pixels &&
              (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
 }
 

@@ -657,6 +657,9 @@ static void test_conv_all(void) {
          BD_ACT_SILU},
         {"direct8 1x1 projection 7x7", 1, 96, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
          BD_ACT_CLIP},
+        /* a pointwise expansion of 256+ inputs over at most 64 pixels: direct on AVX-512 */
+        {"direct16 1x1 expansion 256->528 6x7", 1, 256, 6, 7, 528, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+         0, BD_ACT_RELU},
         /* pointwise, at most 16 outputs and 64 inputs per group, or reductions to at most 64
          * outputs: read in place on AVX-512, the next panels prefetched, the planes ending
          * inside a 32-pixel panel */
