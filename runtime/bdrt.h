@@ -179,10 +179,10 @@ void bdrt_fp_restore(unsigned saved);
  * are done. bdrt_dag_run executes the DAG on the pool's threads: a finishing task decrements its
  * successors' counters; of those that become ready, the thread runs the lowest-numbered one
  * next itself (its inputs are still in this core's cache) and puts the others on a shared ready
- * queue that hands out the lowest-numbered task first (the compiler numbers tasks in a
- * topological order, so this follows the program). Returns when every task is done. Task order
- * is itself a topological order (every edge runs from an earlier nest's block to a later one's),
- * which is how a one-thread pool, or a DAG marked serial, runs.
+ * queue that hands out the lowest-numbered task first (the compiler numbers tasks in its run
+ * order, a topological order that puts the blocks with the most work behind them first). Returns
+ * when every task is done. Task order being a topological order (every edge runs from a lower
+ * number to a higher one), a one-thread pool, or a DAG marked serial, runs the tasks in it.
  *
  * A test mode checks the DAG instead of running it fast: with BDRT_SCHEDULE_SEED=N in the
  * environment, run executes single-threaded, each time in another random topological order (from

@@ -118,8 +118,7 @@ bool bd_dep_box_next(int rank, const int64_t *lo, const int64_t *hi, int64_t *po
     return false;
 }
 
-/* Elements of operand o one output element of c reads, as the map states it. */
-static int64_t footprint_per_element(const bd_graph *g, const bd_operand *o) {
+int64_t bd_operand_footprint(const bd_graph *g, const bd_operand *o) {
     const bd_value *v = bd_graph_value((bd_graph *)g, o->value);
     int64_t n = 1;
     for (int k = 0; k < o->rank; k++) {
@@ -235,7 +234,7 @@ static void edge_build(const bd_program *p, int pi, int wk, int ci, int k, int64
     int64_t points = 1;
     for (int j = 0; j < cn->n_iter; j++)
         points *= cn->extent[j];
-    if (!bd_mul_i64(points, footprint_per_element(g, o), &e->element_pairs))
+    if (!bd_mul_i64(points, bd_operand_footprint(g, o), &e->element_pairs))
         e->element_pairs = INT64_MAX;
 }
 

@@ -61,6 +61,9 @@ typedef struct bd_deps {
 bd_status bd_deps_analyze(const bd_program *p, bd_deps *out, bd_diag *d);
 void bd_deps_free(bd_deps *deps);
 
+/* Elements of operand o that one output element of its nest reads, as the map states it (a
+ * convolution's input: C x KH x KW; a matrix product's: K). */
+int64_t bd_operand_footprint(const bd_graph *g, const bd_operand *o);
 /* The box of consumer block b on edge e, as block ranges; false when it is empty. */
 bool bd_dep_box(const bd_dep_edge *e, int64_t b, int64_t *lo, int64_t *hi);
 /* Advances point through the box [lo, hi] in row-major order; false after the last. */

@@ -63,6 +63,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     if (!s) s = bd_plan_memory(p, &out->sched, opts->max_activation_bytes, &out->mem, d);
     if (!s) s = bd_memory_plan_verify(p, &out->sched, &out->mem, d);
     if (!s) bd_plan_hazards(p, &out->mem, &out->sched);
+    if (!s) bd_schedule_rank(p, &out->sched);
     if (!s) bd_plan_hazards_verify(p, &out->mem, &out->sched);
     if (!s) s = bd_schedule_verify(p, &out->sched, d);
     if (!s && dumps->sched) bd_schedule_dump(p, &out->sched, stderr);

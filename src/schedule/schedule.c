@@ -183,11 +183,86 @@ bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_sched
     return BD_OK;
 }
 
+/* Multiply-adds (or comparisons) per output element of a nest, roughly: the most elements one
+ * output element reads of an operand (a convolution's C x KH x KW, a product's K). */
+static int64_t work_per_output(const bd_program *p, const bd_nest *n) {
+    int64_t w = 1;
+    for (int k = 0; k < n->n_operands; k++) {
+        if (n->operands[k].write) continue;
+        int64_t f = bd_operand_footprint(p->graph, &n->operands[k]);
+        if (f > w) w = f;
+    }
+    return w;
+}
+
+enum { RANK_BLOCK_OVERHEAD = 1000 }; /* a block's fixed cost, in the same units */
+
+typedef struct rank_item {
+    double level; /* bottom level */
+    int pos;      /* in a topological order, for ties (an event and the blocks after it) */
+} rank_item;
+
+static int cmp_rank(const void *a, const void *b) {
+    const rank_item *x = a, *y = b;
+    if (x->level != y->level) return x->level < y->level ? 1 : -1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+void bd_schedule_rank(const bd_program *p, bd_schedule *s) {
+    free(s->rank);
+    s->rank = NULL;
+    if (s->mode != BD_SCHEDULE_BLOCK) return;
+    int n = s->n_tasks;
+    int *topo = malloc(((size_t)n + 1) * sizeof *topo), *left = malloc(((size_t)n + 1) * sizeof *left);
+    double *level = malloc(((size_t)n + 1) * sizeof *level);
+    rank_item *items = malloc(((size_t)n + 1) * sizeof *items);
+    s->rank = malloc(((size_t)n + 1) * sizeof *s->rank);
+    BD_ASSERT(topo && left && level && items && s->rank);
+    int head = 0, tail = 0;
+    for (int t = 0; t < n; t++) {
+        left[t] = s->n_preds[t];
+        if (!left[t]) topo[tail++] = t;
+    }
+    while (head < tail) {
+        int t = topo[head++];
+        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
+            if (--left[s->succ[j]] == 0) topo[tail++] = s->succ[j];
+    }
+    BD_ASSERT(tail == n);
+    for (int i = n - 1; i >= 0; i--) {
+        int t = topo[i], k = s->task_nest[t];
+        double cost = 0, most = 0;
+        if (k >= 0) {
+            const bd_nest *nest = &BD_VEC_AT(&p->nests, bd_nest, k);
+            int64_t lo[BD_MAX_RANK], hi[BD_MAX_RANK];
+            double elems = 1;
+            bd_nest_block_range(nest, s->task_block[t], lo, hi);
+            for (int d = 0; d < nest->n_iter; d++) elems *= (double)(hi[d] - lo[d]);
+            cost = elems * (double)work_per_output(p, nest) + RANK_BLOCK_OVERHEAD;
+        }
+        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
+            if (level[s->succ[j]] > most) most = level[s->succ[j]];
+        level[t] = cost + most;
+        items[i] = (rank_item){level[t], i};
+    }
+    qsort(items, (size_t)n, sizeof *items, cmp_rank);
+    for (int r = 0; r < n; r++)
+        s->rank[topo[items[r].pos]] = r;
+    for (int t = 0; t < n; t++) /* a topological order: every edge goes forward */
+        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
+            BD_ASSERT(s->rank[t] < s->rank[s->succ[j]]);
+    free(topo);
+    free(left);
+    free(level);
+    free(items);
+}
+
 void bd_schedule_free(bd_schedule *s) {
     free(s->order);
     free(s->task_nest);
     free(s->task_block);
     free(s->overlap_end);
+    free(s->rank);
     free(s->first_task);
     free(s->event_task);
     bd_vec_free(&s->pending);

@@ -41,6 +41,8 @@ typedef struct bd_schedule {
     int *overlap_end;    /* per step: the last step whose blocks may run while some of its own
                             still do (the step before the first one that waits for all of them,
                             at most 32 steps on); NULL under `op` */
+    int *rank;           /* per task: its place in the run order (bd_schedule_rank); NULL under
+                            `op` */
 } bd_schedule;
 
 bd_status bd_schedule_program(const bd_program *p, const bd_deps *deps, bd_schedule_mode mode,
@@ -51,6 +53,11 @@ void bd_schedule_add_edge(bd_schedule *s, int from, int to);
 /* The completion event of nest n, made on first use (its blocks all lead to it). */
 int bd_schedule_event(bd_schedule *s, int nest);
 void bd_schedule_finish(bd_schedule *s);
+/* The run order, once the DAG is final (the memory plan's edges added): the tasks by decreasing
+ * bottom level (a block's estimated work, in multiply-adds, plus the most of its successors'),
+ * so that of the ready blocks the runtime starts those with the longest chain of work behind
+ * them first; a topological order, which a one-thread pool runs as it is. */
+void bd_schedule_rank(const bd_program *p, bd_schedule *s);
 void bd_schedule_free(bd_schedule *s);
 /* --dump=sched: op, one line per step; block, per nest its tasks and waits, then totals. */
 void bd_schedule_dump(const bd_program *p, const bd_schedule *s, FILE *f);

@@ -571,6 +571,40 @@ static void test_branches(void) {
 }
 
 
+/* The run order: two branches from one input, the later one (a 3x3 convolution, 9x the work of
+ * the 1x1 before it) first, since more work lies behind its blocks; a topological order. */
+static void test_rank(void) {
+    fixture f;
+    fx_init(&f);
+    int64_t act[4] = {1, 64, 28, 28}, w1[4] = {64, 64, 1, 1}, w3[4] = {64, 64, 3, 3};
+    int64_t tile[4] = {1, 64, 14, 28};
+    int x = fx_value(&f, "x", 4, act), a = fx_value(&f, "a", 4, act), b = fx_value(&f, "b", 4, act);
+    int s = fx_value(&f, "s", 4, act);
+    conv_nest(&f, x, fx_value(&f, "w1", 4, w1), a, 1, tile);
+    conv_nest(&f, x, fx_value(&f, "w3", 4, w3), b, 3, tile);
+    bd_nest *ns = fx_nest(&f, s, tile);
+    bd_access_identity(bd_nest_operand(ns, a, false, 4), 0);
+    bd_access_identity(bd_nest_operand(ns, b, false, 4), 0);
+    bd_deps deps;
+    bd_schedule sched;
+    bd_deps_analyze(&f.p, &deps, NULL);
+    bd_schedule_program(&f.p, &deps, BD_SCHEDULE_BLOCK, &sched, NULL);
+    bd_schedule_rank(&f.p, &sched);
+    bool forward = sched.rank != NULL;
+    for (int t = 0; forward && t < sched.n_tasks; t++)
+        for (int j = sched.succ_start[t]; j < sched.succ_start[t + 1]; j++)
+            forward = forward && sched.rank[t] < sched.rank[sched.succ[j]];
+    check(forward, "rank: every edge goes forward in the run order", "an edge goes back");
+    int a0 = sched.first_task[0], b0 = sched.first_task[1];
+    check(forward && sched.rank[b0] == 0 && sched.rank[b0 + 1] == 1 && sched.rank[a0] == 2,
+          "rank: the 3x3 branch's blocks run first, then the 1x1's", "ranks %d %d %d",
+          forward ? sched.rank[b0] : -1, forward ? sched.rank[b0 + 1] : -1,
+          forward ? sched.rank[a0] : -1);
+    bd_schedule_free(&sched);
+    bd_deps_free(&deps);
+    fx_free(&f);
+}
+
 /* ---------------------------------------------------------------- block-dependency analysis */
 
 /* Every edge, every consumer block: the box equals (exact) or contains (not exact) the producer
@@ -1097,6 +1131,7 @@ int main(void) {
     test_regions();
     test_worked_example();
     test_branches();
+    test_rank();
     test_deps_conv_halo();
     test_deps_transpose_concat_broadcast();
     test_deps_concat_chain();

@@ -199,11 +199,19 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     }
     if (!n_fns) bd_emit(e, "NULL");
     bd_emit_close(e, ";");
+    /* Tasks are emitted in the run order (bd_schedule_rank): emitted task r is the schedule's
+     * task at[r], so the runtime's one-thread order and its lowest-first queues follow it. */
     int nt = sch->n_tasks;
-    int *task_fn = malloc(((size_t)nt + 1) * sizeof *task_fn),
-        *task_block = malloc(((size_t)nt + 1) * sizeof *task_block);
+    int *at = malloc(((size_t)nt + 1) * sizeof *at),
+        *task_fn = malloc(((size_t)nt + 1) * sizeof *task_fn),
+        *task_block = malloc(((size_t)nt + 1) * sizeof *task_block),
+        *n_preds = malloc(((size_t)nt + 1) * sizeof *n_preds),
+        *succ_start = malloc(((size_t)nt + 2) * sizeof *succ_start),
+        *succ = malloc(((size_t)sch->n_edges + 1) * sizeof *succ);
     bd_vec touch_start = BD_VEC(int), touch = BD_VEC(int);
-    BD_ASSERT(task_fn && task_block);
+    BD_ASSERT(at && task_fn && task_block && n_preds && succ_start && succ);
+    for (int t = 0; t < nt; t++)
+        at[sch->rank ? sch->rank[t] : t] = t;
     int64_t *offsets = malloc((nv + 1) * sizeof *offsets), *bytes = malloc((nv + 1) * sizeof *bytes);
     BD_ASSERT(offsets && bytes);
     for (size_t v = 0; v < nv; v++) {
@@ -217,11 +225,16 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
         bytes[n_values] = nb;
         value_id[v] = n_values++;
     }
-    for (int t = 0; t < nt; t++) {
-        int k = sch->task_nest[t];
+    succ_start[0] = 0;
+    for (int r = 0; r < nt; r++) {
+        int t = at[r], k = sch->task_nest[t];
+        n_preds[r] = sch->n_preds[t];
+        succ_start[r + 1] = succ_start[r];
+        for (int j = sch->succ_start[t]; j < sch->succ_start[t + 1]; j++)
+            succ[succ_start[r + 1]++] = sch->rank ? sch->rank[sch->succ[j]] : sch->succ[j];
         *(int *)bd_vec_push(&touch_start) = (int)touch.len;
-        task_fn[t] = k >= 0 ? fn_of[k] : -1;
-        task_block[t] = (int)sch->task_block[t];
+        task_fn[r] = k >= 0 ? fn_of[k] : -1;
+        task_block[r] = (int)sch->task_block[t];
         if (k < 0) continue;
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
         for (int j = 0; j < n->n_operands; j++) {
@@ -237,9 +250,9 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     *(int *)bd_vec_push(&touch_start) = (int)touch.len;
     emit_table_i32(e, "bd_dag_task_fn", task_fn, (size_t)nt);
     emit_table_i32(e, "bd_dag_task_block", task_block, (size_t)nt);
-    emit_table_i32(e, "bd_dag_n_preds", sch->n_preds, (size_t)nt);
-    emit_table_i32(e, "bd_dag_succ_start", sch->succ_start, (size_t)nt + 1);
-    emit_table_i32(e, "bd_dag_succ", sch->succ, (size_t)sch->n_edges);
+    emit_table_i32(e, "bd_dag_n_preds", n_preds, (size_t)nt);
+    emit_table_i32(e, "bd_dag_succ_start", succ_start, (size_t)nt + 1);
+    emit_table_i32(e, "bd_dag_succ", succ, (size_t)sch->n_edges);
     emit_table(e, "int64_t", "bd_dag_value_offset", offsets, (size_t)n_values);
     emit_table(e, "int64_t", "bd_dag_value_bytes", bytes, (size_t)n_values);
     emit_table_i32(e, "bd_dag_use_start", touch_start.data, touch_start.len);
@@ -253,8 +266,12 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     bd_emit_blank(e);
     free(fn_of);
     free(value_id);
+    free(at);
     free(task_fn);
     free(task_block);
+    free(n_preds);
+    free(succ_start);
+    free(succ);
     free(offsets);
     free(bytes);
     bd_vec_free(&touch_start);
