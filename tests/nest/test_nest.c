@@ -570,7 +570,6 @@ static void test_branches(void) {
     fx_free(&f);
 }
 
-
 /* The run order: two branches from one input, the later one (a 3x3 convolution, 9x the work of
  * the 1x1 before it) first, since more work lies behind its blocks; a topological order. */
 static void test_rank(void) {
