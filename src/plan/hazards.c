@@ -57,25 +57,20 @@ static void reach_build(const bd_schedule *s, reach_sets *r) {
     size_t n = (size_t)s->n_tasks;
     r->words = (n + 63) / 64;
     r->bits = calloc(n * r->words + 1, sizeof *r->bits);
-    int *left = malloc((n + 1) * sizeof *left), *queue = malloc((n + 1) * sizeof *queue);
-    BD_ASSERT(r->bits && left && queue);
-    size_t head = 0, tail = 0;
-    for (size_t t = 0; t < n; t++)
-        if (!(left[t] = s->n_preds[t])) queue[tail++] = (int)t;
-    while (head < tail) { /* topological order: a task's set is complete when it is taken */
-        int t = queue[head++];
+    int *order = malloc((n + 1) * sizeof *order);
+    BD_ASSERT(r->bits && order);
+    int tasks = bd_schedule_topo_order(s, order);
+    for (int i = 0; i < tasks; i++) { /* topological order: a task's set is complete when taken */
+        int t = order[i];
         const uint64_t *from = r->bits + (size_t)t * r->words;
         for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++) {
-            int u = s->succ[j];
-            uint64_t *to = r->bits + (size_t)u * r->words;
+            uint64_t *to = r->bits + (size_t)s->succ[j] * r->words;
             for (size_t k = 0; k < r->words; k++)
                 to[k] |= from[k];
             to[t / 64] |= (uint64_t)1 << (t % 64);
-            if (--left[u] == 0) queue[tail++] = u;
         }
     }
-    free(left);
-    free(queue);
+    free(order);
 }
 
 /* Edges from the accesses in xs (grouped by nest, in block order) whose bytes meet those of

@@ -62,6 +62,21 @@ void bd_schedule_finish(bd_schedule *s) {
         s->succ_start[t + 1] += s->succ_start[t];
 }
 
+int bd_schedule_topo_order(const bd_schedule *s, int *order) {
+    int *left = malloc(((size_t)s->n_tasks + 1) * sizeof *left);
+    BD_ASSERT(left);
+    int head = 0, tail = 0;
+    for (int t = 0; t < s->n_tasks; t++)
+        if (!(left[t] = s->n_preds[t])) order[tail++] = t;
+    while (head < tail) {
+        int t = order[head++];
+        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
+            if (--left[s->succ[j]] == 0) order[tail++] = s->succ[j];
+    }
+    free(left);
+    return tail;
+}
+
 /* The tasks and the dependency edges of the block schedule. */
 static void build_dag(const bd_program *p, const bd_deps *deps, bd_schedule *s) {
     size_t nn = p->nests.len;
@@ -213,22 +228,12 @@ void bd_schedule_rank(const bd_program *p, bd_schedule *s) {
     s->rank = NULL;
     if (s->mode != BD_SCHEDULE_BLOCK) return;
     int n = s->n_tasks;
-    int *topo = malloc(((size_t)n + 1) * sizeof *topo), *left = malloc(((size_t)n + 1) * sizeof *left);
+    int *topo = malloc(((size_t)n + 1) * sizeof *topo);
     double *level = malloc(((size_t)n + 1) * sizeof *level);
     rank_item *items = malloc(((size_t)n + 1) * sizeof *items);
     s->rank = malloc(((size_t)n + 1) * sizeof *s->rank);
-    BD_ASSERT(topo && left && level && items && s->rank);
-    int head = 0, tail = 0;
-    for (int t = 0; t < n; t++) {
-        left[t] = s->n_preds[t];
-        if (!left[t]) topo[tail++] = t;
-    }
-    while (head < tail) {
-        int t = topo[head++];
-        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
-            if (--left[s->succ[j]] == 0) topo[tail++] = s->succ[j];
-    }
-    BD_ASSERT(tail == n);
+    BD_ASSERT(topo && level && items && s->rank);
+    BD_ASSERT(bd_schedule_topo_order(s, topo) == n);
     for (int i = n - 1; i >= 0; i--) {
         int t = topo[i], k = s->task_nest[t];
         double cost = 0, most = 0;
@@ -252,7 +257,6 @@ void bd_schedule_rank(const bd_program *p, bd_schedule *s) {
         for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
             BD_ASSERT(s->rank[t] < s->rank[s->succ[j]]);
     free(topo);
-    free(left);
     free(level);
     free(items);
 }
@@ -346,23 +350,13 @@ bd_status bd_schedule_verify(const bd_program *p, const bd_schedule *s, bd_diag 
             BD_ASSERT(s->task_nest[s->first_task[i] + b] == (int)i &&
                       s->task_block[s->first_task[i] + b] == b);
     }
-    int *left = malloc(((size_t)s->n_tasks + 1) * sizeof *left),
-        *queue = malloc(((size_t)s->n_tasks + 1) * sizeof *queue);
-    BD_ASSERT(left && queue);
-    int head = 0, tail = 0, events = 0;
-    for (int t = 0; t < s->n_tasks; t++) {
+    int events = 0;
+    for (int t = 0; t < s->n_tasks; t++)
         events += s->task_nest[t] < 0;
-        left[t] = s->n_preds[t];
-        if (!left[t]) queue[tail++] = t;
-    }
     BD_ASSERT(blocks + events == s->n_tasks);
-    while (head < tail) {
-        int t = queue[head++];
-        for (int j = s->succ_start[t]; j < s->succ_start[t + 1]; j++)
-            if (--left[s->succ[j]] == 0) queue[tail++] = s->succ[j];
-    }
-    BD_ASSERT(tail == s->n_tasks);
-    free(left);
-    free(queue);
+    int *order = malloc(((size_t)s->n_tasks + 1) * sizeof *order);
+    BD_ASSERT(order);
+    BD_ASSERT(bd_schedule_topo_order(s, order) == s->n_tasks);
+    free(order);
     return BD_OK;
 }

@@ -53,6 +53,9 @@ void bd_schedule_add_edge(bd_schedule *s, int from, int to);
 /* The completion event of nest n, made on first use (its blocks all lead to it). */
 int bd_schedule_event(bd_schedule *s, int nest);
 void bd_schedule_finish(bd_schedule *s);
+/* Kahn's order of the task DAG into order[0 .. n_tasks): returns how many tasks it holds, fewer
+ * than n_tasks when the DAG has a cycle. */
+int bd_schedule_topo_order(const bd_schedule *s, int *order);
 /* The run order, once the DAG is final (the memory plan's edges added): the tasks by decreasing
  * bottom level (a block's estimated work, in multiply-adds, plus the most of its successors'),
  * so that of the ready blocks the runtime starts those with the longest chain of work behind

@@ -184,8 +184,8 @@ static void set_conv_tile(const bd_graph *g, bd_nest *nest, int64_t channels, in
  * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
  * ones, but the last tile of a row of columns may be a half of 16); it re-packs (implicit
  * im2col) its K x cols input columns, once per group it meets, at about 0.8 cycle an element
- * (measured on ResNet-18); and it pays a fixed dispatch cost. The winner minimises spread_cost. Channel tiles are whole groups when the convolution is grouped.
- * lanes16: the layer runs on the kernels' 16-lane direct convolution, whose granules are 16
+ * (measured on ResNet-18); and it pays a fixed dispatch cost. The winner minimises spread_cost.
+ * Channel tiles are whole groups when the convolution is grouped. lanes16: the layer runs on the kernels' 16-lane direct convolution, whose granules are 16
  * channels x 8 pixels and which packs no im2col; its tile is chosen by that (a 7x7 image split
  * in rows of 4 and 3 leaves one thread idle an eighth of the layer, 16 channels at a time do
  * not), while the cost returned, which wino_tiling compares with Winograd's (fitted against it),
