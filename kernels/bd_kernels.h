@@ -236,6 +236,23 @@ void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_si
                                const bd_i8_requant *rq, void *y, int64_t n, int64_t oc0,
                                int64_t oc1, int64_t oh0, int64_t oh1, void *scratch);
 
+/* ---- 2-D max pooling (NCHW) -------------------------------------------------------------- */
+
+typedef struct bd_pool2d_shape {
+    int64_t H, W, OH, OW; /* input and output plane */
+    int64_t KH, KW;       /* window */
+    int64_t stride_h, stride_w, pad_top, pad_left;
+} bd_pool2d_shape;
+
+/* Max pooling of planes [c0, c1), output rows [oh0, oh1) and columns [ow0, ow1): x and y point
+ * at plane 0 of the input and output (planes H*W and OH*OW apart). Taps outside the input are
+ * skipped, and a NaN tap never wins (the result is the largest of the others; -inf for a window
+ * with no tap inside). At column stride 2 with windows up to 3 columns wide (and at most 15
+ * columns of padding on the left) every output runs on vectors (AVX2, AVX-512); other shapes in
+ * plain C. No scratch. */
+void bd_f32_maxpool2d_tile(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
+                           int64_t c1, int64_t oh0, int64_t oh1, int64_t ow0, int64_t ow1);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,11 +133,11 @@ static inline int bd_dw_planes_ok(const bd_conv2d_shape *s) {
            s->dil_h == 1 && s->dil_w == 1;
 }
 
-/* Convolutions of few input channels (3-channel stems) on the output planes: 32 output columns
- * of one row (two vectors of 16) for 8 output channels at a time, each input value a masked load
- * of the columns a tap reads (stride 2: the even ones of two loads), times a broadcast weight;
- * weights packed as [M/8][C*KH*KW][8] (BD_PACK_PLANES, zero past M). No im2col, no transposes:
- * the outputs are stored as rows of their planes. */
+/* Convolutions of few input channels (3-channel stems) on the output planes: per output row,
+ * the input columns each tap reads staged in scratch (bd_conv_planes_scratch_floats), then 32
+ * output columns of one row (two vectors of 16) for 8 output channels at a time, each staged
+ * vector times a broadcast weight; weights packed as [M/8][C*KH*KW][8] (BD_PACK_PLANES, zero past
+ * M). No im2col, no transposes: the outputs are stored as rows of their planes. */
 typedef struct bd_conv_planes_job {
     const bd_conv2d_shape *s;
     const float *x;   /* batch item n's input (C planes, H*W apart) */
@@ -147,6 +147,7 @@ typedef struct bd_conv_planes_job {
     int64_t m_lo, m_hi, oh0, oh1;
     int act;
     float act_min, act_max;
+    void *scratch;    /* bd_conv_planes_scratch_floats, any alignment */
 } bd_conv_planes_job;
 typedef void (*bd_conv_planes_fn)(const bd_conv_planes_job *job);
 
@@ -156,6 +157,12 @@ static inline int bd_conv_planes_ok(const bd_conv2d_shape *s) {
     return s->group == 1 && s->C <= 4 && s->KH <= 3 && s->KW <= 3 && s->OW >= 16 &&
            (s->stride_w == 1 || s->stride_w == 2) && s->dil_h == 1 && s->dil_w == 1 &&
            !s->winograd;
+}
+enum { BD_PLANES_COLS = 128 }; /* output columns staged at a time */
+/* Every tap's staged run of output columns (rounded up to 16), and 64-byte alignment. */
+static inline int64_t bd_conv_planes_scratch_floats(const bd_conv2d_shape *s) {
+    const int64_t cols = s->OW < BD_PLANES_COLS ? (s->OW + 15) / 16 * 16 : BD_PLANES_COLS;
+    return s->C * s->KH * s->KW * cols + 16;
 }
 
 /* Depthwise and narrow grouped convolutions with 8 output channels in the vector lanes: per
@@ -247,6 +254,26 @@ static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
     return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 32 * bd_conv8d_out_pixels(s);
 }
 
+/* A run of up to 16 (AVX2: 8) output columns of stride-2 max pooling: outputs [ow, ow + n),
+ * whose windows span the 2n - 2 + KW input columns from b; valid: those inside the input, as bits
+ * from b (columns left of 0 need a shift, lo > 0; past the right edge, fix); input rows up to lim
+ * can be read with plain vector loads without leaving the plane. The same for every row and
+ * plane, so computed once per tile (bd_f32_maxpool2d_tile). */
+typedef struct bd_pool_run {
+    int64_t ow, n, b, lo, lim;
+    uint64_t valid;
+    int fix;
+} bd_pool_run;
+/* Max pooling of planes [c0, c1) (x, y: plane 0), output rows [oh0, oh1), over the column runs
+ * of ru: the vector kernels' bd_f32_maxpool2d_tile. */
+typedef void (*bd_maxpool_rows_fn)(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
+                                   int64_t c1, int64_t oh0, int64_t oh1, const bd_pool_run *ru,
+                                   int64_t nru);
+/* Column stride 2, windows 1 to 3 columns wide, at most 15 columns of padding on the left. */
+static inline int bd_maxpool_rows_ok(const bd_pool2d_shape *s) {
+    return s->stride_w == 2 && s->KW >= 1 && s->KW <= 3 && s->pad_left < 16;
+}
+
 /* One instruction set's kernels and cache blocking. */
 typedef struct bd_gemm_kernel {
     const char *name;
@@ -266,6 +293,8 @@ typedef struct bd_gemm_kernel {
     int conv8_dw_lanes;          /* 8 or 16: the channels conv8 takes at once when depthwise */
     bd_dw_planes_fn dw_planes;   /* depthwise where bd_dw_planes_ok (before conv8), or NULL */
     bd_conv_planes_fn conv_planes; /* where bd_conv_planes_ok (BD_PACK_PLANES), or NULL */
+    bd_maxpool_rows_fn maxpool_rows; /* where bd_maxpool_rows_ok, or NULL */
+    int maxpool_lanes;               /* maxpool_rows' outputs per run (bd_pool_run.n) */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -287,6 +316,12 @@ void bd_f32_conv8d_avx2(const bd_conv8d_job *job);
 void bd_f32_conv16d_avx512(const bd_conv8d_job *job);
 void bd_f32_dw_planes_avx512(const bd_dw_planes_job *job);
 void bd_f32_conv_planes_avx512(const bd_conv_planes_job *job);
+void bd_f32_maxpool_rows_avx2(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
+                              int64_t c1, int64_t oh0, int64_t oh1, const bd_pool_run *ru,
+                              int64_t nru);
+void bd_f32_maxpool_rows_avx512(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
+                                int64_t c1, int64_t oh0, int64_t oh1, const bd_pool_run *ru,
+                                int64_t nru);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */

@@ -901,6 +901,7 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     if (is_group8(kd, s)) return (size_t)(16 + bd_conv8_scratch_floats(s)) * sizeof(float);
     if (is_conv8d(kd, s)) return (size_t)(16 + bd_conv8d_scratch_floats(s)) * sizeof(float);
     if (s->winograd) return bd_wino_scratch_floats(s, oh_tile) * sizeof(float);
+    if (is_planes(kd, s)) return (size_t)bd_conv_planes_scratch_floats(s) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
     size_t gemm = bd_gemm_scratch_bytes_all(Mg, oh_tile * s->OW, Kd, 1);
     size_t direct = direct_scratch_floats(s, oh_tile) * sizeof(float);
@@ -1069,7 +1070,8 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
                                  oh1,
                                  act,
                                  act_min,
-                                 act_max};
+                                 act_max,
+                                 scratch};
         kd->conv_planes(&jp);
         return;
     }

@@ -240,7 +240,9 @@ const bd_gemm_kernel bd_f32_gemm_kernel_portable = {"bd_f32_gemm_portable_4x16",
                                                     0,
                                                     0,
                                                     NULL,
-                                                    NULL};
+                                                    NULL,
+                                                    NULL,
+                                                    0};
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 

@@ -494,6 +494,104 @@ BD_AVX2 void bd_f32_conv8d_avx2(const bd_conv8d_job *j) {
         conv8d_run(0, 0, j);
 }
 
+/* ---- max pooling at column stride 2 ---------------------------------------------------------- */
+
+/* bd_f32_maxpool_rows_avx512's scheme on 8 lanes: per run of 8 outputs, the 17 input columns
+ * their windows span maxed over the rows, then split into even and odd columns (two shuffles and
+ * a lane permute each) and maxed across the taps; columns outside the input replaced by -inf
+ * after the rows; masked loads only where plain ones would leave the plane, masked stores only
+ * for a last partial run. */
+BD_INLINE BD_AVX2 void maxpool_rows8(const int KH_, const int KW_, const bd_pool2d_shape *s,
+                                     const float *x, float *y, int64_t c0, int64_t c1, int64_t oh0,
+                                     int64_t oh1, const bd_pool_run *ru, int64_t nru) {
+    const int64_t W = s->W, KH = KH_ ? KH_ : s->KH, KW = KW_ ? KW_ : s->KW;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i next = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256 lowest = _mm256_set1_ps(-INFINITY);
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xp = x + c * s->H * W;
+        for (int64_t oh = oh0; oh < oh1; oh++) {
+            const int64_t bh = oh * s->stride_h - s->pad_top;
+            const int64_t kh0 = bh < 0 ? -bh : 0, kh1 = s->H - bh < KH ? s->H - bh : KH;
+            const int all_rows = kh0 == 0 && kh1 == KH;
+            float *yr = y + (c * s->OH + oh) * s->OW;
+            for (const bd_pool_run *r = ru; r < ru + nru; r++) {
+                const int64_t span = 2 * r->n - 2 + KW; /* at most 17 */
+                /* the valid columns as lane masks */
+                const __m256i oka = _mm256_cmpeq_epi32(
+                    _mm256_and_si256(_mm256_set1_epi32((int)(r->valid & 0xFF)), bit), bit);
+                const __m256i okb = _mm256_cmpeq_epi32(
+                    _mm256_and_si256(_mm256_set1_epi32((int)(r->valid >> 8 & 0xFF)), bit), bit);
+                const int okc = (int)(r->valid >> 16 & 1);
+                __m256 va = lowest, vb = lowest, vc = lowest;
+                if (all_rows && !r->lo && bh + KH - 1 <= r->lim) { /* plain loads, no masks */
+                    const float *p = xp + bh * W + r->b;
+                    for (int64_t kh = 0; kh < KH; kh++, p += W) {
+                        va = _mm256_max_ps(_mm256_loadu_ps(p), va);
+                        if (span > 8) vb = _mm256_max_ps(_mm256_loadu_ps(p + 8), vb);
+                        if (span > 16) vc = _mm256_max_ps(_mm256_broadcast_ss(p + 16), vc);
+                    }
+                } else {
+                    /* lane i of the first vector: column b + i, the row's column i - lo */
+                    const __m256i shift = _mm256_sub_epi32(lane, _mm256_set1_epi32((int)r->lo));
+                    for (int64_t kh = kh0; kh < kh1; kh++) {
+                        const int64_t ih = bh + kh;
+                        if (ih <= r->lim) {
+                            const float *p = xp + ih * W + r->b;
+                            va = _mm256_max_ps(r->lo ? _mm256_permutevar8x32_ps(
+                                                           _mm256_loadu_ps(xp + ih * W), shift)
+                                                     : _mm256_loadu_ps(p),
+                                               va);
+                            if (span > 8) vb = _mm256_max_ps(_mm256_loadu_ps(p + 8), vb);
+                            if (span > 16) vc = _mm256_max_ps(_mm256_broadcast_ss(p + 16), vc);
+                        } else { /* lanes outside the masks are neither read nor formed into an
+                                    address */
+                            const uintptr_t p = (uintptr_t)(xp + ih * W) + (uintptr_t)(r->b * 4);
+                            va = _mm256_max_ps(_mm256_maskload_ps((const float *)p, oka), va);
+                            vb =
+                                _mm256_max_ps(_mm256_maskload_ps((const float *)(p + 32), okb), vb);
+                            if (okc)
+                                vc =
+                                    _mm256_max_ps(_mm256_broadcast_ss((const float *)(p + 64)), vc);
+                        }
+                    }
+                }
+                if (r->lo || r->fix) { /* columns outside the input */
+                    va = _mm256_blendv_ps(lowest, va, _mm256_castsi256_ps(oka));
+                    vb = _mm256_blendv_ps(lowest, vb, _mm256_castsi256_ps(okb));
+                    if (!okc) vc = lowest;
+                }
+                /* [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6] */
+                const __m256 e = _mm256_castpd_ps(
+                    _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(va, vb, 0x88)), 0xD8));
+                __m256 v = e;
+                if (KW >= 2)
+                    v = _mm256_max_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(
+                                          _mm256_castps_pd(_mm256_shuffle_ps(va, vb, 0xDD)), 0xD8)),
+                                      v);
+                if (KW == 3) /* the even columns one further: lanes 1..7 of e, then column 16 */
+                    v = _mm256_max_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(e, next), vc, 0x80),
+                                      v);
+                if (r->n == 8) /* a masked store is microcoded on some CPUs */
+                    _mm256_storeu_ps(yr + r->ow, v);
+                else
+                    _mm256_maskstore_ps(yr + r->ow,
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r->n), lane), v);
+            }
+        }
+    }
+}
+
+BD_AVX2 void bd_f32_maxpool_rows_avx2(const bd_pool2d_shape *s, const float *x, float *y,
+                                      int64_t c0, int64_t c1, int64_t oh0, int64_t oh1,
+                                      const bd_pool_run *ru, int64_t nru) {
+    if (s->KH == 3 && s->KW == 3)
+        maxpool_rows8(3, 3, s, x, y, c0, c1, oh0, oh1, ru, nru);
+    else
+        maxpool_rows8(0, 0, s, x, y, c0, c1, oh0, oh1, ru, nru);
+}
+
 const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 BD_KERNELS_ISA_AVX2,
                                                 6,
@@ -513,7 +611,9 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 8,
                                                 8,
                                                 NULL,
-                                                NULL};
+                                                NULL,
+                                                bd_f32_maxpool_rows_avx2,
+                                                8};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

@@ -705,12 +705,16 @@ static void test_conv_all(void) {
         {"stem planes 1->8 3x3", 1, 1, 9, 40, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
         {"stem planes 4->16 2x3 stride 1x2", 1, 4, 10, 47, 16, 2, 3, 1, 1, 2, 1, 1, 1, 0, 0, 2,
          BD_ACT_SILU},
-        /* a last block of 32 moved left over columns already done: 111 columns (inside the
-         * input), 48 (reaching the padding) */
+        /* column vectors in threes with one or two left over: 111 columns (inside the input),
+         * 48 (reaching the padding), 18; 150 columns staged as two runs (128 and 22) */
         {"stem planes 3->16 3x3 stride2 111 columns", 1, 3, 9, 223, 16, 3, 3, 1, 2, 2, 1, 1, 0, 0,
          0, 0, BD_ACT_RELU},
         {"stem planes 3->8 3x3 48 columns", 1, 3, 6, 48, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
          BD_ACT_CLIP},
+        {"stem planes 3->8 3x3 stride2 18 columns", 1, 3, 7, 36, 8, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1,
+         BD_ACT_NONE},
+        {"stem planes 2->16 3x3 150 columns", 1, 2, 5, 150, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+         BD_ACT_RELU},
     };
     int before = g_failed, count = 0;
     g_rel_err_max = 0;
@@ -845,6 +849,118 @@ static void test_deconv_all(void) {
     printf("%s deconv %s: %d cases, largest error %.2g of the sum of |products|\n",
            g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), count,
            g_rel_err_max);
+}
+
+/* ---- 2-D max pooling ------------------------------------------------------------------------- */
+
+typedef struct pool_case {
+    const char *name;
+    int64_t C, H, W, KH, KW, sh, sw, pt, pl, pb, pr;
+} pool_case;
+
+/* The output cut into random tiles (channels, rows, columns), each tile's call checked to write
+ * exactly its cells, all compared bit for bit with a scalar reference; the input allocated to
+ * its exact size (the sanitised build catches a read past it), with NaNs sprinkled in (a NaN tap
+ * never wins). */
+static void test_pool(const pool_case *pc) {
+    bd_pool2d_shape s = {pc->H,
+                         pc->W,
+                         (pc->H + pc->pt + pc->pb - pc->KH) / pc->sh + 1,
+                         (pc->W + pc->pl + pc->pr - pc->KW) / pc->sw + 1,
+                         pc->KH,
+                         pc->KW,
+                         pc->sh,
+                         pc->sw,
+                         pc->pt,
+                         pc->pl};
+    const int64_t C = pc->C, nx = C * s.H * s.W, ny = C * s.OH * s.OW;
+    float *x = frandom(nx);
+    for (int64_t i = 0; i < nx / 50; i++)
+        x[irand(nx)] = NAN;
+    float *ref = xmalloc((size_t)ny * sizeof(float)),
+          *y = xmalloc((size_t)(ny + 16) * sizeof(float));
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t oh = 0; oh < s.OH; oh++)
+            for (int64_t ow = 0; ow < s.OW; ow++) {
+                float v = -INFINITY;
+                for (int64_t kh = 0; kh < s.KH; kh++)
+                    for (int64_t kw = 0; kw < s.KW; kw++) {
+                        const int64_t ih = oh * s.stride_h - s.pad_top + kh;
+                        const int64_t iw = ow * s.stride_w - s.pad_left + kw;
+                        if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                        const float t = x[(c * s.H + ih) * s.W + iw];
+                        if (t > v) v = t;
+                    }
+                ref[(c * s.OH + oh) * s.OW + ow] = v;
+            }
+    for (int64_t i = 0; i < ny + 16; i++)
+        y[i] = 12345.0f;
+    int64_t cuts[3][4];
+    const int64_t ext[3] = {C, s.OH, s.OW};
+    for (int d = 0; d < 3; d++) { /* [0, a, b, ext]: up to three pieces */
+        int64_t a = irand(ext[d] + 1), b = irand(ext[d] + 1);
+        cuts[d][0] = 0, cuts[d][1] = a < b ? a : b, cuts[d][2] = a < b ? b : a, cuts[d][3] = ext[d];
+    }
+    int ok = 1;
+    unsigned char *done = calloc((size_t)ny, 1);
+    for (int ic = 0; ic < 3; ic++)
+        for (int ir = 0; ir < 3; ir++)
+            for (int iw = 0; iw < 3; iw++) {
+                const int64_t c0 = cuts[0][ic], c1 = cuts[0][ic + 1], r0 = cuts[1][ir],
+                              r1 = cuts[1][ir + 1], w0 = cuts[2][iw], w1 = cuts[2][iw + 1];
+                bd_f32_maxpool2d_tile(&s, x, y, c0, c1, r0, r1, w0, w1);
+                for (int64_t c = c0; c < c1; c++)
+                    for (int64_t oh = r0; oh < r1; oh++)
+                        for (int64_t ow = w0; ow < w1; ow++)
+                            done[(c * s.OH + oh) * s.OW + ow] = 1;
+                for (int64_t i = 0; i < ny; i++) /* the tiles so far written, nothing else */
+                    if (done[i] ? memcmp(&y[i], &ref[i], 4) != 0 : y[i] != 12345.0f) ok = 0;
+            }
+    free(done);
+    for (int64_t i = 0; i < ny; i++)
+        if (memcmp(&y[i], &ref[i], 4) != 0) ok = 0;
+    for (int64_t i = ny; i < ny + 16; i++)
+        if (y[i] != 12345.0f) ok = 0;
+    if (ok) {
+        g_passed++;
+    } else {
+        g_failed++;
+        printf("FAILED maxpool %s (%s)\n", pc->name, bd_kernels_isa_name(bd_kernels_get_isa()));
+    }
+    free(x), free(ref), free(y);
+}
+
+static void test_pool_all(void) {
+    reseed(6);
+    /* name, C H W KH KW sh sw pads (top left bottom right): stride 2 up to 3 columns wide on the
+     * vector rows (SqueezeNet's and GoogLeNet's ceil-mode pools, ResNet's padded one, UNet's 2x2),
+     * the rest in C */
+    static const pool_case cases[] = {
+        {"3x3/2 ceil 111", 3, 111, 111, 3, 3, 2, 2, 0, 0, 1, 1},
+        {"3x3/2 ceil 112 (the last window past the edge)", 2, 112, 112, 3, 3, 2, 2, 0, 0, 1, 1},
+        {"2x2/2 ceil 13", 3, 13, 13, 2, 2, 2, 2, 0, 0, 1, 1},
+        {"3x3/2 pads 2", 2, 20, 37, 3, 3, 2, 2, 2, 2, 2, 2},
+        {"3x3/2 2101 columns (runs computed in groups)", 1, 5, 2101, 3, 3, 2, 2, 1, 1, 1, 1},
+        {"3x3/2 pad 1 (resnet)", 2, 40, 45, 3, 3, 2, 2, 1, 1, 1, 1},
+        {"2x2/2 (unet)", 4, 20, 38, 2, 2, 2, 2, 0, 0, 0, 0},
+        {"1x1/2", 2, 9, 33, 1, 1, 2, 2, 0, 0, 0, 0},
+        {"3x3/2 pad 1 narrow", 3, 7, 5, 3, 3, 2, 2, 1, 1, 1, 1},
+        {"3x2 row stride 1, column stride 2", 2, 11, 67, 3, 2, 1, 2, 1, 0, 1, 1},
+        {"3x3/2 13 columns", 5, 27, 27, 3, 3, 2, 2, 0, 0, 0, 0},
+        {"5x5/2 (plain C)", 2, 19, 23, 5, 5, 2, 2, 2, 2, 2, 2},
+        {"3x3/3 (plain C)", 2, 13, 20, 3, 3, 3, 3, 1, 1, 1, 1},
+        {"3x3/1 (plain C)", 2, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1},
+        {"windows entirely in the padding", 1, 2, 3, 3, 3, 2, 2, 3, 3, 3, 3},
+        {"windows entirely in the padding, wide", 2, 2, 40, 3, 3, 2, 2, 3, 1, 3, 1},
+    };
+    int before = g_failed, count = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int rep = 0; rep < (g_quick ? 1 : 3); rep++) {
+            test_pool(&cases[i]);
+            count++;
+        }
+    printf("%s maxpool %s: %d cases\n", g_failed == before ? "ok" : "FAILED",
+           bd_kernels_isa_name(bd_kernels_get_isa()), count);
 }
 
 /* ---- 8-bit integer GEMM ---------------------------------------------------------------------- */
@@ -1201,6 +1317,7 @@ int main(int argc, char **argv) {
         test_conv_pre_all();
         test_winograd_all();
         test_deconv_all();
+        test_pool_all();
         test_i8_gemm_all();
         test_i8_conv_all();
         /* the AVX2 8-bit products by AVX-VNNI (above, where the CPU has it) and by vpmaddwd */

@@ -662,10 +662,41 @@ static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_param
     bd_emit_close(e, NULL);
 }
 
+/* 2-D float max pooling at column stride 2 with 3-column windows, without Indices or dilation:
+ * kernels/pool.c's bd_f32_maxpool2d_tile, on vector rows (alone, on a Zen 5 core: SqueezeNet's,
+ * GoogLeNet's and ResNet's pools 1.3-1.7x faster than the loops below). 2x2 windows stay on the
+ * loops, which gcc vectorizes well there (the kernel took 1.2-2.3x their time on UNet's and
+ * GoogLeNet's), and so do unit strides (the copy below). */
+static bool maxpool_kernel_ok(const bd_value *x, const bd_pool_params *pp) {
+    return pp->indices < 0 && pp->nsp == 2 && pp->is_max && x->dtype == BD_DT_FLOAT &&
+           pp->dilations[0] == 1 && pp->dilations[1] == 1 && pp->strides[1] == 2 &&
+           pp->kernel[1] == 3 && pp->pads[1] < 16;
+}
+
+static void emit_maxpool_kernel(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
+    const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
+    int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
+    bd_emit(e,
+            "static const bd_pool2d_shape ps = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+            "%lld, %lld};",
+            ll(H), ll(W), ll(OH), ll(OW), ll(pp->kernel[0]), ll(pp->kernel[1]), ll(pp->strides[0]),
+            ll(pp->strides[1]), ll(pp->pads[0]), ll(pp->pads[1]));
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit(e,
+            "bd_f32_maxpool2d_tile(&ps, %s + n * %lld, %s + n * %lld, lo[1], hi[1], lo[2], hi[2], "
+            "lo[3], hi[3]);",
+            operand_ptr(e, n, pp->x), ll(C * H * W), operand_ptr(e, n, pp->y), ll(C * OH * OW));
+    bd_emit_close(e, NULL);
+}
+
 bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
     const bd_pool_params *pp = BD_NEST_PARAMS(n, pool);
+    if (maxpool_kernel_ok(operand_value(e, n, pp->x), pp)) {
+        emit_maxpool_kernel(e, n, pp);
+        return BD_OK;
+    }
     if (bd_cpu_maxpool_copy_elems(n) > 0) {
         emit_maxpool_s1(e, n, pp);
         return BD_OK;
