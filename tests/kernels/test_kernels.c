@@ -687,11 +687,15 @@ static void test_conv_all(void) {
          4, BD_ACT_CLIP},
         {"depthwise16 7x7 33 channels", 1, 33, 11, 12, 33, 7, 7, 33, 1, 1, 1, 1, 3, 3, 3, 3, 0},
         /* on the planes (AVX-512, at most 3x3, 14 output columns or more): row blocks of 8 and
-         * columns of 16 with partial ends, pads on one side only, generic windows and strides */
+         * columns of 16 with partial ends, pads on one side only, generic windows and strides;
+         * 3x3 at stride 2 loads each row's columns once for its three taps */
         {"depthwise planes 3x3 stride2 pads 0/1", 1, 20, 23, 45, 20, 3, 3, 20, 2, 2, 1, 1, 0, 0, 1,
          1, BD_ACT_RELU},
         {"depthwise planes 3x3 stride2 pads 1/0", 2, 17, 30, 33, 17, 3, 3, 17, 2, 2, 1, 1, 1, 1, 0,
          0, BD_ACT_CLIP},
+        /* an odd width padded on both sides: the last window reaches the right padding */
+        {"depthwise planes 3x3 stride2 pads 1/1 odd width", 1, 18, 20, 45, 18, 3, 3, 18, 2, 2, 1,
+         1, 1, 1, 1, 1, BD_ACT_CLIP},
         {"depthwise planes 3x3 unpadded", 1, 9, 12, 18, 9, 3, 3, 9, 1, 1, 1, 1, 0, 0, 0, 0, 0},
         {"depthwise planes 3x1 stride 2x1", 1, 5, 19, 31, 5, 3, 1, 5, 2, 1, 1, 1, 1, 0, 1, 0, 0},
         {"depthwise planes 2x3 stride 1x2", 1, 6, 11, 40, 6, 2, 3, 6, 1, 2, 1, 1, 0, 1, 1, 1,
