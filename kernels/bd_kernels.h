@@ -247,9 +247,9 @@ typedef struct bd_pool2d_shape {
 /* Max pooling of planes [c0, c1), output rows [oh0, oh1) and columns [ow0, ow1): x and y point
  * at plane 0 of the input and output (planes H*W and OH*OW apart). Taps outside the input are
  * skipped, and a NaN tap never wins (the result is the largest of the others; -inf for a window
- * with no tap inside). At column stride 2 with windows up to 3 columns wide (and at most 15
- * columns of padding on the left) every output runs on vectors (AVX2, AVX-512); other shapes in
- * plain C. No scratch. */
+ * with no tap inside). With windows up to 3 columns wide (and at most 15 columns of padding on
+ * the left) at column stride 2, or at unit strides up to 3 rows high, every output runs on
+ * vectors (AVX2, AVX-512); other shapes in plain C. No scratch. */
 void bd_f32_maxpool2d_tile(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
                            int64_t c1, int64_t oh0, int64_t oh1, int64_t ow0, int64_t ow1);
 

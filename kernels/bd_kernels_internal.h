@@ -254,11 +254,11 @@ static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
     return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 32 * bd_conv8d_out_pixels(s);
 }
 
-/* A run of up to 16 (AVX2: 8) output columns of stride-2 max pooling: outputs [ow, ow + n),
- * whose windows span the 2n - 2 + KW input columns from b; valid: those inside the input, as bits
- * from b (columns left of 0 need a shift, lo > 0; past the right edge, fix); input rows up to lim
- * can be read with plain vector loads without leaving the plane. The same for every row and
- * plane, so computed once per tile (bd_f32_maxpool2d_tile). */
+/* A run of up to 16 (AVX2: 8) output columns of max pooling at column stride SW (1 or 2):
+ * outputs [ow, ow + n), whose windows span the SW (n - 1) + KW input columns from b; valid:
+ * those inside the input, as bits from b (columns left of 0 need a shift, lo > 0; past the right
+ * edge, fix); input rows up to lim can be read with plain vector loads without leaving the plane.
+ * The same for every row and plane, so computed once per tile (bd_f32_maxpool2d_tile). */
 typedef struct bd_pool_run {
     int64_t ow, n, b, lo, lim;
     uint64_t valid;
@@ -269,9 +269,11 @@ typedef struct bd_pool_run {
 typedef void (*bd_maxpool_rows_fn)(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
                                    int64_t c1, int64_t oh0, int64_t oh1, const bd_pool_run *ru,
                                    int64_t nru);
-/* Column stride 2, windows 1 to 3 columns wide, at most 15 columns of padding on the left. */
+/* Column stride 2, or unit strides with windows up to 3 rows high; windows 1 to 3 columns wide,
+ * at most 15 columns of padding on the left. */
 static inline int bd_maxpool_rows_ok(const bd_pool2d_shape *s) {
-    return s->stride_w == 2 && s->KW >= 1 && s->KW <= 3 && s->pad_left < 16;
+    return (s->stride_w == 2 || (s->stride_w == 1 && s->stride_h == 1 && s->KH <= 3)) &&
+           s->KW >= 1 && s->KW <= 3 && s->pad_left < 16;
 }
 
 /* One instruction set's kernels and cache blocking. */

@@ -583,10 +583,91 @@ BD_INLINE BD_AVX2 void maxpool_rows8(const int KH_, const int KW_, const bd_pool
     }
 }
 
+/* maxpool_rows16_s1 on 8 lanes: each input row's horizontal maxima over the run's windows taken
+ * once (the lanes one and two further by permutes of both vectors and a blend) and kept for the
+ * KH output rows that read it. */
+BD_INLINE BD_AVX2 __m256 maxpool_hrow8(const bd_pool2d_shape *s, const float *xp, int64_t ih,
+                                       const bd_pool_run *r, int64_t span, __m256i shift,
+                                       __m256i oka, __m256i okb) {
+    const __m256 lowest = _mm256_set1_ps(-INFINITY);
+    if (ih < 0 || ih >= s->H) return lowest;
+    const __m256i next = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+    const __m256i next2 = _mm256_setr_epi32(2, 3, 4, 5, 6, 7, 0, 1);
+    __m256 va, vb = lowest;
+    if (ih <= r->lim) {
+        const float *p = xp + ih * s->W + r->b;
+        va = r->lo ? _mm256_permutevar8x32_ps(_mm256_loadu_ps(xp + ih * s->W), shift)
+                   : _mm256_loadu_ps(p);
+        if (span > 8) vb = _mm256_loadu_ps(p + 8);
+    } else { /* lanes outside the masks are neither read nor formed into an address */
+        const uintptr_t p = (uintptr_t)(xp + ih * s->W) + (uintptr_t)(r->b * 4);
+        va = _mm256_maskload_ps((const float *)p, oka);
+        vb = _mm256_maskload_ps((const float *)(p + 32), okb);
+    }
+    if (r->lo || r->fix) { /* columns outside the input */
+        va = _mm256_blendv_ps(lowest, va, _mm256_castsi256_ps(oka));
+        vb = _mm256_blendv_ps(lowest, vb, _mm256_castsi256_ps(okb));
+    }
+    __m256 v = _mm256_max_ps(va, lowest); /* a NaN never wins: max keeps its second operand */
+    if (s->KW >= 2)
+        v = _mm256_max_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(va, next),
+                                          _mm256_permutevar8x32_ps(vb, next), 0x80),
+                          v);
+    if (s->KW == 3)
+        v = _mm256_max_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(va, next2),
+                                          _mm256_permutevar8x32_ps(vb, next2), 0xC0),
+                          v);
+    return v;
+}
+
+BD_INLINE BD_AVX2 void maxpool_rows8_s1(const bd_pool2d_shape *s, const float *x, float *y,
+                                        int64_t c0, int64_t c1, int64_t oh0, int64_t oh1,
+                                        const bd_pool_run *ru, int64_t nru) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const int64_t KH = s->KH, top = s->pad_top;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xp = x + c * s->H * s->W;
+        float *yp = y + c * s->OH * s->OW;
+        for (const bd_pool_run *r = ru; r < ru + nru; r++) {
+            const int64_t span = r->n - 1 + s->KW; /* at most 10 */
+            const __m256i shift = _mm256_sub_epi32(lane, _mm256_set1_epi32((int)r->lo));
+            const __m256i oka = _mm256_cmpeq_epi32(
+                _mm256_and_si256(_mm256_set1_epi32((int)(r->valid & 0xFF)), bit), bit);
+            const __m256i okb = _mm256_cmpeq_epi32(
+                _mm256_and_si256(_mm256_set1_epi32((int)(r->valid >> 8 & 0xFF)), bit), bit);
+            const __m256i mo = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r->n), lane);
+            __m256 h0 = maxpool_hrow8(s, xp, oh0 - top, r, span, shift, oka, okb);
+            __m256 h1 =
+                KH >= 2 ? maxpool_hrow8(s, xp, oh0 - top + 1, r, span, shift, oka, okb) : h0;
+            __m256 h2 =
+                KH >= 3 ? maxpool_hrow8(s, xp, oh0 - top + 2, r, span, shift, oka, okb) : h1;
+            for (int64_t oh = oh0; oh < oh1; oh++) {
+                const __m256 v = _mm256_max_ps(h2, _mm256_max_ps(h1, h0));
+                if (r->n == 8) /* a masked store is microcoded on some CPUs */
+                    _mm256_storeu_ps(yp + oh * s->OW + r->ow, v);
+                else
+                    _mm256_maskstore_ps(yp + oh * s->OW + r->ow, mo, v);
+                if (oh + 1 == oh1) break;
+                const __m256 nx =
+                    maxpool_hrow8(s, xp, oh + 1 - top + KH - 1, r, span, shift, oka, okb);
+                if (KH == 3)
+                    h0 = h1, h1 = h2, h2 = nx;
+                else if (KH == 2)
+                    h0 = h1 = h2, h2 = nx; /* h0 = h1: the max stays of two rows */
+                else
+                    h0 = h1 = h2 = nx;
+            }
+        }
+    }
+}
+
 BD_AVX2 void bd_f32_maxpool_rows_avx2(const bd_pool2d_shape *s, const float *x, float *y,
                                       int64_t c0, int64_t c1, int64_t oh0, int64_t oh1,
                                       const bd_pool_run *ru, int64_t nru) {
-    if (s->KH == 3 && s->KW == 3)
+    if (s->stride_w == 1)
+        maxpool_rows8_s1(s, x, y, c0, c1, oh0, oh1, ru, nru);
+    else if (s->KH == 3 && s->KW == 3)
         maxpool_rows8(3, 3, s, x, y, c0, c1, oh0, oh1, ru, nru);
     else
         maxpool_rows8(0, 0, s, x, y, c0, c1, oh0, oh1, ru, nru);

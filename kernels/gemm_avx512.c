@@ -1164,10 +1164,75 @@ BD_INLINE BD_AVX512 void maxpool_rows16(const int KH_, const int KW_, const bd_p
     }
 }
 
+/* Unit strides (GoogLeNet's branch pools): each input row's horizontal maxima over the run's
+ * windows (the row's columns and the two lane shifts of them) are taken once and kept in
+ * registers for the KH output rows that read the row (h0..h2, oldest first), run by run down the
+ * plane; the rows' -inf columns as at stride 2. */
+BD_INLINE BD_AVX512 __m512 maxpool_hrow16(const bd_pool2d_shape *s, const float *xp, int64_t ih,
+                                          const bd_pool_run *r, int64_t span, __m512i shift) {
+    const __m512 lowest = _mm512_set1_ps(-INFINITY);
+    if (ih < 0 || ih >= s->H) return lowest;
+    const __mmask16 ma = (__mmask16)r->valid, mb = (__mmask16)(r->valid >> 16);
+    __m512 va, vb = lowest;
+    if (ih <= r->lim) {
+        const float *p = xp + ih * s->W + r->b;
+        va = r->lo ? _mm512_permutex2var_ps(lowest, shift, _mm512_loadu_ps(xp + ih * s->W))
+                   : _mm512_loadu_ps(p);
+        if (span > 16) vb = _mm512_loadu_ps(p + 16);
+    } else { /* lanes outside the masks are neither read nor formed into an address */
+        const uintptr_t p = (uintptr_t)(xp + ih * s->W) + (uintptr_t)(r->b * 4);
+        va = _mm512_mask_loadu_ps(lowest, ma, (const float *)p);
+        vb = _mm512_mask_loadu_ps(lowest, mb, (const float *)(p + 64));
+    }
+    if (r->fix) { /* columns past the input (the next row's, in plain loads) */
+        va = _mm512_mask_mov_ps(lowest, ma, va);
+        vb = _mm512_mask_mov_ps(lowest, mb, vb);
+    }
+    const __m512i ia = _mm512_castps_si512(va), ib = _mm512_castps_si512(vb);
+    __m512 v = _mm512_max_ps(va, lowest); /* a NaN never wins: max keeps its second operand */
+    if (s->KW >= 2) v = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32(ib, ia, 1)), v);
+    if (s->KW == 3) v = _mm512_max_ps(_mm512_castsi512_ps(_mm512_alignr_epi32(ib, ia, 2)), v);
+    return v;
+}
+
+BD_INLINE BD_AVX512 void maxpool_rows16_s1(const bd_pool2d_shape *s, const float *x, float *y,
+                                           int64_t c0, int64_t c1, int64_t oh0, int64_t oh1,
+                                           const bd_pool_run *ru, int64_t nru) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int64_t KH = s->KH, top = s->pad_top;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xp = x + c * s->H * s->W;
+        float *yp = y + c * s->OH * s->OW;
+        for (const bd_pool_run *r = ru; r < ru + nru; r++) {
+            const int64_t span = r->n - 1 + s->KW; /* at most 18 */
+            const __m512i shift = _mm512_add_epi32(lane, _mm512_set1_epi32(16 - (int)r->lo));
+            const __mmask16 mo = (__mmask16)((1u << r->n) - 1u);
+            /* output row oh reads input rows oh - top .. oh - top + KH - 1 */
+            __m512 h0 = maxpool_hrow16(s, xp, oh0 - top, r, span, shift);
+            __m512 h1 = KH >= 2 ? maxpool_hrow16(s, xp, oh0 - top + 1, r, span, shift) : h0;
+            __m512 h2 = KH >= 3 ? maxpool_hrow16(s, xp, oh0 - top + 2, r, span, shift) : h1;
+            for (int64_t oh = oh0; oh < oh1; oh++) {
+                const __m512 v = _mm512_max_ps(h2, _mm512_max_ps(h1, h0));
+                _mm512_mask_storeu_ps(yp + oh * s->OW + r->ow, mo, v);
+                if (oh + 1 == oh1) break;
+                const __m512 next = maxpool_hrow16(s, xp, oh + 1 - top + KH - 1, r, span, shift);
+                if (KH == 3)
+                    h0 = h1, h1 = h2, h2 = next;
+                else if (KH == 2)
+                    h0 = h1 = h2, h2 = next; /* h0 = h1: the max stays of two rows */
+                else
+                    h0 = h1 = h2 = next;
+            }
+        }
+    }
+}
+
 BD_AVX512 void bd_f32_maxpool_rows_avx512(const bd_pool2d_shape *s, const float *x, float *y,
                                           int64_t c0, int64_t c1, int64_t oh0, int64_t oh1,
                                           const bd_pool_run *ru, int64_t nru) {
-    if (s->KH == 3 && s->KW == 3)
+    if (s->stride_w == 1)
+        maxpool_rows16_s1(s, x, y, c0, c1, oh0, oh1, ru, nru);
+    else if (s->KH == 3 && s->KW == 3)
         maxpool_rows16(3, 3, s, x, y, c0, c1, oh0, oh1, ru, nru);
     else
         maxpool_rows16(0, 0, s, x, y, c0, c1, oh0, oh1, ru, nru);

@@ -936,9 +936,9 @@ static void test_pool(const pool_case *pc) {
 
 static void test_pool_all(void) {
     reseed(6);
-    /* name, C H W KH KW sh sw pads (top left bottom right): stride 2 up to 3 columns wide on the
-     * vector rows (SqueezeNet's and GoogLeNet's ceil-mode pools, ResNet's padded one, UNet's 2x2),
-     * the rest in C */
+    /* name, C H W KH KW sh sw pads (top left bottom right): column stride 1 or 2 up to 3 columns
+     * wide on the vector rows (SqueezeNet's and GoogLeNet's ceil-mode pools, ResNet's padded one,
+     * UNet's 2x2, GoogLeNet's padded stride-1 branch pools), the rest in C */
     static const pool_case cases[] = {
         {"3x3/2 ceil 111", 3, 111, 111, 3, 3, 2, 2, 0, 0, 1, 1},
         {"3x3/2 ceil 112 (the last window past the edge)", 2, 112, 112, 3, 3, 2, 2, 0, 0, 1, 1},
@@ -953,7 +953,11 @@ static void test_pool_all(void) {
         {"3x3/2 13 columns", 5, 27, 27, 3, 3, 2, 2, 0, 0, 0, 0},
         {"5x5/2 (plain C)", 2, 19, 23, 5, 5, 2, 2, 2, 2, 2, 2},
         {"3x3/3 (plain C)", 2, 13, 20, 3, 3, 3, 3, 1, 1, 1, 1},
-        {"3x3/1 (plain C)", 2, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1},
+        {"3x3/1 pad 1 (googlenet's branch pools)", 3, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1},
+        {"3x3/1 pad 1 7x7", 4, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},
+        {"3x3/1 pad 1 narrow", 2, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1},
+        {"2x3/1 pads 2 and 0", 2, 12, 37, 2, 3, 1, 1, 0, 2, 1, 0},
+        {"2x2/1", 2, 6, 21, 2, 2, 1, 1, 0, 0, 0, 0},
         {"windows entirely in the padding", 1, 2, 3, 3, 3, 2, 2, 3, 3, 3, 3},
         {"windows entirely in the padding, wide", 2, 2, 40, 3, 3, 2, 2, 3, 1, 3, 1},
     };

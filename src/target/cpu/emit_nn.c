@@ -602,13 +602,13 @@ static void emit_pool_2d(bd_emitter *e, const bd_nest *n, const bd_pool_params *
     bd_emit_close(e, NULL);
 }
 
-/* 2-D max pooling with unit strides, without Indices (GoogLeNet's and Inception's 3x3 branch
- * pools): the block's window of each plane is copied into scratch with its padding as the lowest
- * value, and the max over the taps is taken for every position of that copy at once (a run of
- * rows x padded width, constant tap offsets, no bounds tests), then the output rows are taken out
- * of it. On planes of 7 to 28 columns, rows at a time left the vector loops mostly in their
- * scalar tails and every border pixel to a bounds-testing loop. Scratch (tile_pool): the copy and
- * the maxima. */
+/* 2-D max pooling with unit strides, without Indices, where maxpool_kernel_ok below does not
+ * take it (once GoogLeNet's and Inception's 3x3 branch pools): the block's window of each plane
+ * is copied into scratch with its padding as the lowest value, and the max over the taps is taken
+ * for every position of that copy at once (a run of rows x padded width, constant tap offsets, no
+ * bounds tests), then the output rows are taken out of it. On planes of 7 to 28 columns, rows at
+ * a time left the vector loops mostly in their scalar tails and every border pixel to a
+ * bounds-testing loop. Scratch (tile_pool): the copy and the maxima. */
 int64_t bd_cpu_maxpool_copy_elems(const bd_nest *n) {
     const bd_pool_params *pp = &n->params.pool;
     if (pp->indices >= 0 || pp->nsp != 2 || !pp->is_max || pp->strides[0] != 1 || pp->strides[1] != 1)
@@ -662,14 +662,16 @@ static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_param
     bd_emit_close(e, NULL);
 }
 
-/* 2-D float max pooling at column stride 2 with 3-column windows, without Indices or dilation:
- * kernels/pool.c's bd_f32_maxpool2d_tile, on vector rows (alone, on a Zen 5 core: SqueezeNet's,
- * GoogLeNet's and ResNet's pools 1.3-1.7x faster than the loops below). 2x2 windows stay on the
- * loops, which gcc vectorizes well there (the kernel took 1.2-2.3x their time on UNet's and
- * GoogLeNet's), and so do unit strides (the copy below). */
+/* 2-D float max pooling with 3-column windows at column stride 2, or at unit strides up to 3
+ * rows high, without Indices or dilation: kernels/pool.c's bd_f32_maxpool2d_tile on vector rows
+ * (alone, on a Zen 5 core: SqueezeNet's, GoogLeNet's and ResNet's stride-2 pools 1.3-1.7x faster
+ * than the loops below, GoogLeNet's stride-1 branch pools 1.4-2.6x faster than the copy below).
+ * 2x2 windows stay on the loops, which gcc vectorizes well there (the kernel took 1.2-2.3x their
+ * time on UNet's and GoogLeNet's). */
 static bool maxpool_kernel_ok(const bd_value *x, const bd_pool_params *pp) {
+    bool unit = pp->strides[0] == 1 && pp->strides[1] == 1 && pp->kernel[0] <= 3;
     return pp->indices < 0 && pp->nsp == 2 && pp->is_max && x->dtype == BD_DT_FLOAT &&
-           pp->dilations[0] == 1 && pp->dilations[1] == 1 && pp->strides[1] == 2 &&
+           pp->dilations[0] == 1 && pp->dilations[1] == 1 && (pp->strides[1] == 2 || unit) &&
            pp->kernel[1] == 3 && pp->pads[1] < 16;
 }
 
