@@ -254,16 +254,29 @@ static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
     return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 32 * bd_conv8d_out_pixels(s);
 }
 
-/* A run of up to 16 (AVX2: 8) output columns of max pooling at column stride SW (1 or 2):
- * outputs [ow, ow + n), whose windows span the SW (n - 1) + KW input columns from b; valid:
- * those inside the input, as bits from b (columns left of 0 need a shift, lo > 0; past the right
- * edge, fix); input rows up to lim can be read with plain vector loads without leaving the plane.
- * The same for every row and plane, so computed once per tile (bd_f32_maxpool2d_tile). */
+/* A run of up to 16 (AVX2: 8) output columns of a window op at column stride 1 or 2 (max
+ * pooling, and the depthwise 3x3 stride-2 rows on the planes): outputs [ow, ow + n), whose
+ * windows span the input columns [b, b + span); valid: those inside the input, as bits from b
+ * (columns left of 0 need a shift, lo > 0; past the right edge, fix); input rows up to lim can be
+ * read with plain vector loads without leaving the plane. The same for every row and plane. */
 typedef struct bd_pool_run {
     int64_t ow, n, b, lo, lim;
     uint64_t valid;
     int fix;
 } bd_pool_run;
+/* Fills r for spans up to 2 * lanes + 1 columns (at most 33) in rows of W floats, planes of
+ * `plane`: plain loads read one vector (the first from the row's start when lo > 0), two, or two
+ * and one column, from b. */
+static inline void bd_pool_run_set(bd_pool_run *r, int64_t ow, int64_t n, int64_t b, int64_t span,
+                                   int64_t W, int64_t plane, int64_t lanes) {
+    const int64_t lo = b < 0 ? -b : 0, in = W - b < span ? W - b : span;
+    const int64_t need = b + (span > 2 * lanes ? 2 * lanes + 1 : span > lanes ? 2 * lanes : lanes);
+    const int64_t reach = need > lanes ? need : lanes; /* the plain loads' end in the row */
+    r->ow = ow, r->n = n, r->b = b, r->lo = lo;
+    r->lim = plane >= reach ? (plane - reach) / W : -1;
+    r->valid = in > lo ? ((1ull << in) - 1ull) & ~((1ull << lo) - 1ull) : 0;
+    r->fix = in < span;
+}
 /* Max pooling of planes [c0, c1) (x, y: plane 0), output rows [oh0, oh1), over the column runs
  * of ru: the vector kernels' bd_f32_maxpool2d_tile. */
 typedef void (*bd_maxpool_rows_fn)(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,

@@ -678,24 +678,22 @@ BD_INLINE BD_AVX512 void dw_planes_run(const int KH_, const int KW_, const int S
                 const __mmask16 mout = (__mmask16)((1u << n) - 1u);
                 __mmask16 m0[3], m1[3];
                 const int64_t first = ow0 * SW - s->pad_left;
-                for (int64_t kw = 0; kw < KW; kw++)
-                    planes_tap_masks(first + kw, n, SW, W, &m0[kw], &m1[kw]);
                 /* stride 2, 3 columns (S23): the block's 2n + 1 input columns from first, loaded
-                 * once per row and split into the three taps' vectors; those inside the input
-                 * are the bits of valid (from lft, zeros shifted in; fix: some past the right
-                 * edge, read from the next row and zeroed after); rows up to lim
-                 * take plain loads without leaving the plane */
-                const int64_t span = 2 * n + 1, lft = first < 0 ? -first : 0;
-                const int64_t in = W - first < span ? W - first : span;
-                const uint64_t valid =
-                    in > lft ? ((1ull << in) - 1ull) & ~((1ull << lft) - 1ull) : 0;
-                const int64_t need = first + (span > 32 ? 33 : span > 16 ? 32 : 16);
-                const int64_t reach = need > 16 ? need : 16;
-                const int64_t lim = H * W >= reach ? (H * W - reach) / W : -1;
-                const int fix = in < span;
-                const __mmask16 va_m = (__mmask16)valid, vb_m = (__mmask16)(valid >> 16),
-                                vc_m = (__mmask16)(valid >> 32);
-                const __m512i shift = _mm512_add_epi32(lane, _mm512_set1_epi32(16 - (int)lft));
+                 * once per row and split into the three taps' vectors (zeros shifted in at the
+                 * left edge, those past the right one, read from the next row, zeroed after) */
+                bd_pool_run ru = {0};
+                if (S23)
+                    bd_pool_run_set(&ru, ow0, n, first, 2 * n + 1, W, H * W, 16);
+                else
+                    for (int64_t kw = 0; kw < KW; kw++)
+                        planes_tap_masks(first + kw, n, SW, W, &m0[kw], &m1[kw]);
+                /* the run in registers for the rows below */
+                const int64_t span = 2 * n + 1, lim = ru.lim;
+                const int fix = ru.fix;
+                const __mmask16 va_m = (__mmask16)ru.valid, vb_m = (__mmask16)(ru.valid >> 16),
+                                vc_m = (__mmask16)(ru.valid >> 32);
+                /* lane i of the first vector: column first + i, the row's column i - lo */
+                const __m512i shift = _mm512_add_epi32(lane, _mm512_set1_epi32(16 - (int)ru.lo));
                 /* named sums: as an array, gcc kept them on the stack */
                 __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias,
                        a7 = bias;
@@ -711,9 +709,9 @@ BD_INLINE BD_AVX512 void dw_planes_run(const int KH_, const int KW_, const int S
                         __m512 va, vb = zero, vc = zero;
                         if (ih <= lim) { /* the loads the span needs, as lim counted them */
                             const float *p = xc + ih * W + first;
-                            va = lft ? _mm512_permutex2var_ps(zero, shift,
-                                                              _mm512_loadu_ps(xc + ih * W))
-                                     : _mm512_loadu_ps(p);
+                            va = ru.lo ? _mm512_permutex2var_ps(zero, shift,
+                                                                _mm512_loadu_ps(xc + ih * W))
+                                       : _mm512_loadu_ps(p);
                             if (span > 16) vb = _mm512_loadu_ps(p + 16);
                             if (span > 32) vc = _mm512_set1_ps(p[32]);
                         } else {

@@ -44,21 +44,9 @@ void bd_f32_maxpool2d_tile(const bd_pool2d_shape *s, const float *x, float *y, i
         const int64_t gz = ow1 - g < POOL_RUNS * lanes ? ow1 : g + POOL_RUNS * lanes;
         int64_t nru = 0;
         for (int64_t ow = g; ow < gz; ow += lanes, nru++) {
-            bd_pool_run *r = &ru[nru];
             const int64_t n = gz - ow < lanes ? gz - ow : lanes;
-            const int64_t span = s->stride_w * (n - 1) + s->KW;
-            const int64_t b = ow * s->stride_w - s->pad_left, lo = b < 0 ? -b : 0;
-            const int64_t in = s->W - b < span ? s->W - b : span;
-            /* plain loads read one, two or three vectors' worth of columns from b (the first
-             * from the row's start when lo > 0); the rows up to lim keep them in the plane */
-            const int64_t need = b + (span > 2 * lanes ? 2 * lanes + 1
-                                      : span > lanes   ? 2 * lanes
-                                                       : lanes);
-            const int64_t reach = need > lanes ? need : lanes;
-            r->ow = ow, r->n = n, r->b = b, r->lo = lo;
-            r->lim = plane >= reach ? (plane - reach) / s->W : -1;
-            r->valid = in > lo ? ((1ull << in) - 1ull) & ~((1ull << lo) - 1ull) : 0;
-            r->fix = in < span;
+            bd_pool_run_set(&ru[nru], ow, n, ow * s->stride_w - s->pad_left,
+                            s->stride_w * (n - 1) + s->KW, s->W, plane, lanes);
         }
         kd->maxpool_rows(s, x, y, c0, c1, oh0, oh1, ru, nru);
     }
