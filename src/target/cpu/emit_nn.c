@@ -602,17 +602,31 @@ static void emit_pool_2d(bd_emitter *e, const bd_nest *n, const bd_pool_params *
     bd_emit_close(e, NULL);
 }
 
-/* 2-D max pooling with unit strides, without Indices, where maxpool_kernel_ok below does not
- * take it (once GoogLeNet's and Inception's 3x3 branch pools): the block's window of each plane
- * is copied into scratch with its padding as the lowest value, and the max over the taps is taken
+/* 2-D float max pooling with 3-column windows at column stride 2, or at unit strides up to 3
+ * rows high, without Indices or dilation: kernels/pool.c's bd_f32_maxpool2d_tile on vector rows
+ * (alone, on a Zen 5 core: SqueezeNet's, GoogLeNet's and ResNet's stride-2 pools 1.3-1.7x faster
+ * than emit_pool_2d's loops, GoogLeNet's stride-1 branch pools 1.4-2.6x faster than the copy
+ * below). 2x2 windows stay on the loops, which gcc vectorizes well there (the kernel took
+ * 1.2-2.3x their time on UNet's and GoogLeNet's). */
+static bool maxpool_kernel_ok(const bd_value *x, const bd_pool_params *pp) {
+    bool unit = pp->strides[0] == 1 && pp->strides[1] == 1 && pp->kernel[0] <= 3;
+    return pp->indices < 0 && pp->nsp == 2 && pp->is_max && x->dtype == BD_DT_FLOAT &&
+           pp->dilations[0] == 1 && pp->dilations[1] == 1 && (pp->strides[1] == 2 || unit) &&
+           pp->kernel[1] == 3 && pp->pads[1] < 16;
+}
+
+/* 2-D max pooling with unit strides, without Indices, where maxpool_kernel_ok does not take it
+ * (once GoogLeNet's and Inception's 3x3 branch pools): the block's window of each plane is
+ * copied into scratch with its padding as the lowest value, and the max over the taps is taken
  * for every position of that copy at once (a run of rows x padded width, constant tap offsets, no
  * bounds tests), then the output rows are taken out of it. On planes of 7 to 28 columns, rows at
  * a time left the vector loops mostly in their scalar tails and every border pixel to a
  * bounds-testing loop. Scratch (tile_pool): the copy and the maxima. */
-int64_t bd_cpu_maxpool_copy_elems(const bd_nest *n) {
+int64_t bd_cpu_maxpool_copy_elems(const bd_graph *g, const bd_nest *n) {
     const bd_pool_params *pp = &n->params.pool;
     if (pp->indices >= 0 || pp->nsp != 2 || !pp->is_max || pp->strides[0] != 1 || pp->strides[1] != 1)
         return 0;
+    if (maxpool_kernel_ok(bd_graph_value((bd_graph *)g, n->operands[pp->x].value), pp)) return 0;
     return (n->tile[2] + (pp->kernel[0] - 1) * pp->dilations[0]) *
            (n->tile[3] + (pp->kernel[1] - 1) * pp->dilations[1]);
 }
@@ -623,7 +637,7 @@ static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_param
     int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
     int64_t KH = pp->kernel[0], KW = pp->kernel[1], dh = pp->dilations[0], dw = pp->dilations[1];
     int64_t ph = pp->pads[0], pw = pp->pads[1], eh = (KH - 1) * dh, ew = (KW - 1) * dw;
-    int64_t copy_max = bd_cpu_maxpool_copy_elems(n);
+    int64_t copy_max = bd_cpu_maxpool_copy_elems(e->graph, n);
     bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
     bd_emit(e, "%s *cp = (%s *)(void *)scratch, *mx = cp + %lld;", T, T, ll(copy_max));
@@ -662,19 +676,6 @@ static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_param
     bd_emit_close(e, NULL);
 }
 
-/* 2-D float max pooling with 3-column windows at column stride 2, or at unit strides up to 3
- * rows high, without Indices or dilation: kernels/pool.c's bd_f32_maxpool2d_tile on vector rows
- * (alone, on a Zen 5 core: SqueezeNet's, GoogLeNet's and ResNet's stride-2 pools 1.3-1.7x faster
- * than the loops below, GoogLeNet's stride-1 branch pools 1.4-2.6x faster than the copy below).
- * 2x2 windows stay on the loops, which gcc vectorizes well there (the kernel took 1.2-2.3x their
- * time on UNet's and GoogLeNet's). */
-static bool maxpool_kernel_ok(const bd_value *x, const bd_pool_params *pp) {
-    bool unit = pp->strides[0] == 1 && pp->strides[1] == 1 && pp->kernel[0] <= 3;
-    return pp->indices < 0 && pp->nsp == 2 && pp->is_max && x->dtype == BD_DT_FLOAT &&
-           pp->dilations[0] == 1 && pp->dilations[1] == 1 && (pp->strides[1] == 2 || unit) &&
-           pp->kernel[1] == 3 && pp->pads[1] < 16;
-}
-
 static void emit_maxpool_kernel(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
     const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
     int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
@@ -699,7 +700,7 @@ bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
         emit_maxpool_kernel(e, n, pp);
         return BD_OK;
     }
-    if (bd_cpu_maxpool_copy_elems(n) > 0) {
+    if (bd_cpu_maxpool_copy_elems(e->graph, n) > 0) {
         emit_maxpool_s1(e, n, pp);
         return BD_OK;
     }

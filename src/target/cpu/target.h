@@ -15,6 +15,6 @@ int64_t bd_cpu_resize_row_elems(const bd_graph *g, const bd_nest *n);
 
 /* emit_nn.c: the elements of the padded copy a unit-stride 2-D MaxPool block takes (its scratch
  * holds it and the maxima), or 0 when the pool takes another path. */
-int64_t bd_cpu_maxpool_copy_elems(const bd_nest *n);
+int64_t bd_cpu_maxpool_copy_elems(const bd_graph *g, const bd_nest *n);
 
 #endif

@@ -753,7 +753,7 @@ static void tile_pool(const bd_graph *g, bd_nest *nest) {
     bd_nest_tile_default(g, nest, imax64(64, (1 << 16) / ksize));
     /* the row buffer of emit_pool_rows: the block's run of the last spatial axis */
     nest->scratch_bytes = nest->tile[nest->n_iter - 1] * 8 + 64;
-    int64_t copy = bd_cpu_maxpool_copy_elems(nest); /* emit_maxpool_s1's copy and maxima */
+    int64_t copy = bd_cpu_maxpool_copy_elems(g, nest); /* emit_maxpool_s1's copy and maxima */
     if (copy > 0) nest->scratch_bytes = 2 * copy * 8 + 64;
 }
 
