@@ -9,9 +9,9 @@ extern const bd_target bd_target_cpu;
 /* tile.c: the tile pass. */
 bd_status bd_cpu_tile(bd_program *p, bd_diag *d);
 
-/* emit_data.c: the input row a plain linear Resize of the last two dims reads, as elements of
- * its per-thread scratch (0 when it takes another path). */
-int64_t bd_cpu_resize_row_elems(const bd_graph *g, const bd_nest *n);
+/* emit_data.c: the per-thread scratch, in elements, of a plain linear Resize of the last two
+ * dims: two input rows sampled to the output's width (0 when it takes another path). */
+int64_t bd_cpu_resize_row_elems(const bd_nest *n);
 
 /* emit_nn.c: the elements of the padded copy a unit-stride 2-D MaxPool block takes (its scratch
  * holds it and the maxima), or 0 when the pool takes another path. */

@@ -922,7 +922,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         case BD_BODY_ROI_ALIGN: bd_nest_tile_default(g, n, ROI_ALIGN_TILE); break;
         case BD_BODY_RESIZE:
             bd_nest_tile_default(g, n, data_tile_target(n));
-            n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(g, n)) *
+            n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(n)) *
                                (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
             break;
         case BD_BODY_CONV: tile_conv(g, n, p->winograd, p->i8_direct, p->tile_threads); break;
