@@ -56,6 +56,53 @@ static void scope_open(bd_emitter *e) {
     e->pr.indent++;
 }
 
+/* `out = ` the VL lanes of vector `in` folded into one scalar, by halves kept in registers (64,
+ * 32, then 16 bytes, then the 4 or 2 lanes left), max (a lane wins only when greater: NaN never
+ * does) or sum, in the same tree as lanes l and l + VL/2, ... folded pairwise. Spilled to an
+ * array and folded there, the stores and reloads chained: two such folds took about a third of
+ * a 197-element softmax row. */
+static void emit_vec_fold(bd_emitter *e, int dt, bool max, const char *out, const char *in) {
+    const char *t = bd_c_type(dt), *it = dt == BD_DT_FLOAT ? "int32_t" : "int64_t";
+    static const char *halves[] = {"h32", "h16"};
+    scope_open(e);
+    for (int w = 0; w < 3; w++) { /* AVX-512: 64 -> 32 -> 16 bytes; AVX2: 32 -> 16; else 16 */
+        bd_emit(e, "%s", w == 0 ? "#if defined(__AVX512F__)" : w == 1 ? "#elif defined(__AVX2__)" : "#else");
+        const char *from = in;
+        for (int h = w; h < 2; h++) {
+            const char *ty = halves[h];
+            int bytes = h == 0 ? 32 : 16;
+            bd_emit(e, "typedef %s %s __attribute__((vector_size(%d)));", t, ty, bytes);
+            if (max) bd_emit(e, "typedef %s %si __attribute__((vector_size(%d)));", it, ty, bytes);
+            bd_emit(e, "%s %sa_, %sb_;", ty, ty, ty);
+            bd_emit(e, "memcpy(&%sa_, &%s, %d);", ty, from, bytes);
+            bd_emit(e, "memcpy(&%sb_, (const char *)&%s + %d, %d);", ty, from, bytes, bytes);
+            if (max)
+                bd_emit(e, "{ const %si m_ = %sb_ > %sa_; %sa_ = (%s)(((%si)%sb_ & m_) | ((%si)%sa_ & ~m_)); }",
+                        ty, ty, ty, ty, ty, ty, ty, ty, ty);
+            else
+                bd_emit(e, "%sa_ += %sb_;", ty, ty);
+            from = bd_emit_str(e, "%sa_", ty);
+        }
+        if (w == 2) { /* SSE: the vector is already 16 bytes */
+            bd_emit(e, "typedef %s h16 __attribute__((vector_size(16)));", t);
+            bd_emit(e, "h16 h16a_;");
+            bd_emit(e, "memcpy(&h16a_, &%s, 16);", in);
+        }
+    }
+    bd_emit(e, "#endif");
+    if (dt != BD_DT_FLOAT && max)
+        bd_emit(e, "%s = h16a_[1] > h16a_[0] ? h16a_[1] : h16a_[0];", out);
+    else if (dt != BD_DT_FLOAT)
+        bd_emit(e, "%s = h16a_[0] + h16a_[1];", out);
+    else if (max) {
+        bd_emit(e, "const %s m0_ = h16a_[2] > h16a_[0] ? h16a_[2] : h16a_[0];", t);
+        bd_emit(e, "const %s m1_ = h16a_[3] > h16a_[1] ? h16a_[3] : h16a_[1];", t);
+        bd_emit(e, "%s = m1_ > m0_ ? m1_ : m0_;", out);
+    } else
+        bd_emit(e, "%s = (h16a_[0] + h16a_[2]) + (h16a_[1] + h16a_[3]);", out);
+    bd_emit_close(e, NULL);
+}
+
 /* ---------------------------------------------------------------- reductions */
 
 /* Accumulator type: the element type for floats and for Max, 64 bits for integer sums. */
@@ -318,13 +365,10 @@ static void emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
         bd_emit(e, "%s", vec_select(e, "vm0", "m0", "v0"));
         bd_emit(e, "%s", vec_select(e, "vm1", "m1", "v1"));
         bd_emit_close(e, NULL);
-        /* the lanes by halves (four steps deep, not a chain of 32 compares each waiting on the
-         * last: a row of 64 to 197 is only a few hundred cycles) */
+        /* the two accumulators, then the lanes by halves (four steps deep, not a chain of 32
+         * compares each waiting on the last: a row of 64 to 197 is only a few hundred cycles) */
         bd_emit(e, "{ const vi m_ = vm1 > vm0; %s }", vec_select(e, "vm0", "m_", "vm1"));
-        bd_emit(e, "float lanes_[VL];");
-        bd_emit(e, "memcpy(lanes_, &vm0, sizeof vm0);");
-        bd_emit(e, "for (int w = VL / 2; w > 0; w /= 2) for (int l = 0; l < w; l++) lanes_[l] = lanes_[l + w] > lanes_[l] ? lanes_[l + w] : lanes_[l];");
-        bd_emit(e, "mx = lanes_[0];");
+        emit_vec_fold(e, dt, true, "mx", "vm0");
         bd_emit(e, "for (int64_t j = %lld - %lld %% (2 * VL); j < %lld; j++) mx = xr[j] > mx ? xr[j] : mx;", N, N, N);
         /* exp and sum */
         bd_emit(e, "const vf vmx = vzero + mx;");
@@ -336,9 +380,7 @@ static void emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
         if (!log) bd_emit(e, "memcpy(yr + j, &ev, sizeof ev);");
         bd_emit(e, "vs += ev;");
         bd_emit_close(e, NULL);
-        bd_emit(e, "memcpy(lanes_, &vs, sizeof vs);");
-        bd_emit(e, "for (int w = VL / 2; w > 0; w /= 2) for (int l = 0; l < w; l++) lanes_[l] += lanes_[l + w];");
-        bd_emit(e, "sum = lanes_[0];");
+        emit_vec_fold(e, dt, false, "sum", "vs");
         /* the last partial vector by the same polynomial (a libm call per element cost a third
          * of a 197-element row), its missing lanes padded with the max */
         bd_emit_open(e, "if (%lld %% VL)", N);
