@@ -65,6 +65,7 @@ typedef struct bd_operand {
     X(POOL, pool)         /* MaxPool, AveragePool */                                               \
     X(GLOBAL_POOL, global_pool)                                                                    \
     X(MATMUL, matmul)     /* MatMul, Gemm */                                                       \
+    X(ATTENTION, attention) /* softmax(Q K^T) V per block of rows (fuse/attention.c) */            \
     X(REDUCE, reduce)     /* ReduceSum/Mean/Max */                                                 \
     X(SOFTMAX, softmax)   /* Softmax, LogSoftmax */                                                \
     X(NORM, norm)         /* BatchNormalization (inference), LayerNormalization */                 \

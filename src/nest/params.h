@@ -279,11 +279,27 @@ typedef struct bd_scatter_params {
     int axis;
 } bd_scatter_params;
 
+/* An ATTENTION nest (fuse/attention.c): Y = softmax(score(A B)) V along the last dim, one block
+ * of rows at a time, the scores never stored. qk and pv are the two products' parameters as
+ * lowering and the tiler left them, their operand indices renumbered to this nest's (qk.y and
+ * pv.a, the scores, are -1: no operand); the iteration dims are pv's output's, and qk's batch
+ * axes are the same ones. score, when n > 0, is the elementwise expression that stood between
+ * the first product and the softmax: it loads the scores' element through operand index s
+ * (this nest's output, which it never loads otherwise) and its other inputs (a mask, constants)
+ * through operands of this nest, at element strides score_stride[k][i] along qk's iteration dim
+ * i (their maps here read whole rows, the scores' columns being no iteration dim of the nest). */
+typedef struct bd_attention_params {
+    bd_matmul_params qk, pv;
+    bd_expr score;
+    int s;
+    int64_t score_stride[16][BD_MAX_RANK];
+} bd_attention_params;
+
 /* The member of bd_nest_params each body uses (see BD_BODIES), NONE for bodies without. */
 #define BD_PARAM_KINDS(X)                                                                          \
     X(none)                                                                                        \
     X(expr) X(copy) X(pad) X(gather) X(resize) X(roi_align) X(conv) X(pool) X(global_pool)         \
-        X(matmul) X(reduce) X(softmax) X(norm) X(lstm) X(scatter)
+        X(matmul) X(attention) X(reduce) X(softmax) X(norm) X(lstm) X(scatter)
 
 typedef union bd_nest_params {
     char none;
@@ -298,6 +314,7 @@ typedef union bd_nest_params {
     bd_pool_params pool;
     bd_global_pool_params global_pool;
     bd_matmul_params matmul;
+    bd_attention_params attention;
     bd_reduce_params reduce;
     bd_softmax_params softmax;
     bd_norm_params norm;

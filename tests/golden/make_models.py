@@ -8,7 +8,8 @@ Each model exercises a different family of access maps and tilings: convolution 
 epilogue fusion (conv_chain, residual), matrix products with a broadcast bias and an elementwise
 tail (mlp_gelu), two branches joined by Concat pieces (branches_concat), sibling 1x1 convs that
 --fusion block stacks into one (siblings), a transpose/reshape
-remap into a FULL softmax axis (transpose_softmax), padding into a strided pooling window
+remap into a FULL softmax axis (transpose_softmax), attention that --fusion block computes per
+band of rows (attention), padding into a strided pooling window
 (pad_maxpool), a resized spatial dim (resize), and reversed slices and Split pieces (slice_split).
 Weights come from a fixed seed and the files are deterministic; test_golden.sh caches them keyed
 by a hash of this script, so changing it regenerates them (then refresh the golden files with
@@ -139,6 +140,20 @@ def transpose_softmax():
     ], [("x", [2, 3, 4, 5])], [("y", [2, 4, 15])], [const_i64("shape", [2, 4, 15])])
 
 
+def attention():
+    """Q K^T / sqrt(d) + a mask, Softmax, x V: with --fusion block one ATTENTION nest per band of
+    rows (PANEL), the scores never stored."""
+    return model("attention", [
+        helper.make_node("Transpose", ["k"], ["kt"], name="keys_t", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores"),
+        helper.make_node("Div", ["s", "sqrt_d"], ["sd"], name="scale"),
+        helper.make_node("Add", ["sd", "mask"], ["sm"], name="mask_add"),
+        helper.make_node("Softmax", ["sm"], ["p"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["y"], name="weighted"),
+    ], [("q", [1, 2, 16, 8]), ("k", [1, 2, 16, 8]), ("v", [1, 2, 16, 8]), ("mask", [1, 1, 1, 16])],
+        [("y", [1, 2, 16, 8])], [const_f32("sqrt_d", np.sqrt(8.0))])
+
+
 def pad_maxpool():
     """Explicit Pad, then MaxPool 3x3 stride 2 (a strided window over the padded tensor)."""
     return model("pad_maxpool", [
@@ -170,8 +185,8 @@ def slice_split():
          const_i64("steps", [-1]), const_i64("split", [4, 6])])
 
 
-MODELS = [conv_chain, residual, mlp_gelu, branches_concat, siblings, transpose_softmax, pad_maxpool,
-          resize, slice_split]
+MODELS = [conv_chain, residual, mlp_gelu, branches_concat, siblings, transpose_softmax, attention,
+          pad_maxpool, resize, slice_split]
 
 
 def main():

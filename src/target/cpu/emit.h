@@ -55,6 +55,11 @@ int64_t bd_emit_blob(bd_emitter *e, const void *data, size_t len);
 /* The nest's S->packed slot, allocated on first call (same number in both phases). */
 int bd_emit_nest_slot(bd_emitter *e, const bd_nest *n);
 const bd_node *bd_emit_node(const bd_emitter *e, const bd_nest *n);
+/* emit_reduce.c, for the ATTENTION body: the block-scope vector types of dtype dt (float or
+ * double: vf, vi, VL, vzero), and one softmax (log: LogSoftmax) of a contiguous row of n
+ * elements from `xr` into `yr` (float: on those vectors), both pointers declared by the caller. */
+void bd_emit_vec_types(bd_emitter *e, int dt);
+void bd_emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n);
 /* Declares int64_t lo[], hi[] and sets them to block `block`'s index range along every iteration
  * dim (hi exclusive): the same decoding as bd_nest_block_range, printed (tests check they agree). */
 void bd_emit_block_decode(bd_emitter *e, const bd_nest *n);

@@ -1083,6 +1083,83 @@ bd_status bd_emit_body_MATMUL(bd_emitter *e, const bd_nest *n, bd_emit_phase pha
     return BD_OK;
 }
 
+/* ---------------------------------------------------------------- ATTENTION */
+
+/* softmax(score(A B)) V for the block's rows (fuse/attention.c), batch index by batch index:
+ * the first product's rows into scratch (rows x N, a GEMM), then per row the score expression
+ * and the softmax in place, then the second product from those rows (a GEMM into Y). */
+bd_status bd_emit_body_ATTENTION(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
+    (void)d;
+    const bd_attention_params *ap = BD_NEST_PARAMS(n, attention);
+    const bd_matmul_params *qk = &ap->qk, *pv = &ap->pv;
+    const int r = n->n_iter, row = r - 2, col = r - 1;
+    const int64_t rows = n->tile[row], N = qk->N, sbytes = (rows * N * 4 + 63) / 64 * 64;
+    const char *g1 = bd_emit_str(e, "bd_f32_gemm_scratch_bytes(%lld, %lld, %lld)", ll(rows), ll(N), ll(qk->K));
+    const char *g2 = bd_emit_str(e, "bd_f32_gemm_scratch_bytes(%lld, %lld, %lld)", ll(rows), ll(pv->N), ll(pv->K));
+    if (phase == BD_EMIT_SETUP) {
+        bd_emit_open(e, "%s", "");
+        emit_scratch_check(e, n, bd_emit_str(e, "%lld + (%s > %s ? %s : %s)", ll(sbytes), g1, g2, g1, g2));
+        bd_emit_close(e, NULL);
+        return BD_OK;
+    }
+    const mm_layout lq = mm_layout_of(qk), lv = mm_layout_of(pv);
+    bd_emit(e, "const float *A = %s;", operand_ptr(e, n, qk->a));
+    bd_emit(e, "const float *B = %s;", operand_ptr(e, n, qk->b));
+    bd_emit(e, "const float *V = %s;", operand_ptr(e, n, pv->b));
+    bd_emit(e, "float *Y = %s;", operand_ptr(e, n, pv->y));
+    /* the score's inputs, loaded as x<k>_, the scores' element as s_ */
+    const char *names[BD_NEST_MAX_OPERANDS];
+    bool loaded[BD_NEST_MAX_OPERANDS] = {false};
+    for (int t = 0; t < ap->score.n; t++)
+        if (ap->score.node[t].op == BD_EXPR_LOAD) loaded[ap->score.node[t].operand] = true;
+    for (int k = 0; k < n->n_operands; k++) {
+        names[k] = k == ap->s ? "s_" : bd_emit_str(e, "x%d_", k);
+        if (loaded[k] && k != ap->s)
+            bd_emit(e, "const %s *restrict P%d = %s;", bd_c_type(operand_value(e, n, k)->dtype), k,
+                    operand_ptr(e, n, k));
+    }
+    bd_emit(e, "float *const Sc = (float *)(void *)scratch;");
+    bd_emit(e, "void *const gs = scratch + %lld;", ll(sbytes));
+    bd_emit_vec_types(e, BD_DT_FLOAT);
+    const char *ao = "0", *bo = "0", *vo = "0", *yo = "0";
+    for (int j = 0; j < row; j++) {
+        bd_emit_open(e, "for (int64_t i%d = lo[%d]; i%d < hi[%d]; i%d++)", j, j, j, j, j);
+        if (qk->a_bstride[j]) ao = bd_emit_str(e, "%s + i%d * %lld", ao, j, ll(qk->a_bstride[j]));
+        if (qk->b_bstride[j]) bo = bd_emit_str(e, "%s + i%d * %lld", bo, j, ll(qk->b_bstride[j]));
+        if (pv->b_bstride[j]) vo = bd_emit_str(e, "%s + i%d * %lld", vo, j, ll(pv->b_bstride[j]));
+        yo = bd_emit_str(e, "%s + i%d * %lld", yo, j, ll(pv->y_bstride[j]));
+    }
+    bd_emit(e, "const int64_t m0 = lo[%d], m1 = hi[%d];", row, row);
+    bd_emit(e, "bd_f32_gemm(m1 - m0, %lld, %lld, A + %s + %s, %lld, %d, B + %s, %lld, %d, Sc, %lld, "
+               "NULL, NULL, 0, 0, 0.0f, 0.0f, gs);",
+            ll(N), ll(qk->K), ao, qk->trans_a ? "m0" : bd_emit_str(e, "m0 * %lld", ll(lq.lda)),
+            ll(lq.lda), qk->trans_a, bo, ll(lq.ldb), qk->trans_b, ll(N));
+    bd_emit_open(e, "for (int64_t i%d = m0; i%d < m1; i%d++)", row, row, row);
+    bd_emit(e, "float *const sr = Sc + (i%d - m0) * %lld;", row, ll(N));
+    if (ap->score.n) {
+        bd_emit_open(e, "for (int64_t i%d = 0; i%d < %lld; i%d++)", col, col, ll(N), col);
+        bd_emit(e, "const float s_ = sr[i%d];", col);
+        for (int k = 0; k < n->n_operands; k++) {
+            if (!loaded[k] || k == ap->s) continue;
+            const char *off = "0";
+            for (int i = 0; i < r; i++)
+                if (ap->score_stride[k][i]) off = bd_emit_str(e, "%s + i%d * %lld", off, i, ll(ap->score_stride[k][i]));
+            bd_emit(e, "const %s %s = P%d[%s];", bd_c_type(operand_value(e, n, k)->dtype), names[k], k, off);
+        }
+        bd_emit(e, "sr[i%d] = (float)(%s);", col, bd_print_expr(&e->pr, &bd_c_dialect, &ap->score, names));
+        bd_emit_close(e, NULL);
+    }
+    bd_emit(e, "const float *xr = sr;");
+    bd_emit(e, "float *yr = sr;");
+    bd_emit_softmax_row(e, BD_DT_FLOAT, false, N);
+    bd_emit_close(e, NULL);
+    bd_emit(e, "bd_f32_gemm(m1 - m0, %lld, %lld, Sc, %lld, 0, V + %s, %lld, %d, Y + %s + m0 * %lld, %lld, "
+               "NULL, NULL, 0, 0, 0.0f, 0.0f, gs);",
+            ll(pv->N), ll(pv->K), ll(N), vo, ll(lv.ldb), pv->trans_b, yo, ll(lv.ldy), ll(lv.ldy));
+    for (int j = 0; j < row; j++) bd_emit_close(e, NULL);
+    return BD_OK;
+}
+
 /* ---------------------------------------------------------------- NORM */
 
 static void emit_batchnorm(bd_emitter *e, const bd_nest *n, const bd_norm_params *np) {

@@ -30,7 +30,7 @@ static bool is_float_dt(int dt) { return dt == BD_DT_FLOAT || dt == BD_DT_DOUBLE
 
 /* Declares, at block scope, the vector type `vf` of T (float or double), the same-width integer
  * type `vi` its comparisons yield, the lane count VL and a zero vector. */
-static void emit_vec_types(bd_emitter *e, int dt) {
+void bd_emit_vec_types(bd_emitter *e, int dt) {
     const char *t = bd_c_type(dt), *it = dt == BD_DT_FLOAT ? "int32_t" : "int64_t";
     static const struct { const char *cond; int bytes; } widths[] = {
         {"#if defined(__AVX512F__)", 64}, {"#elif defined(__AVX2__)", 32}, {"#else", 16}};
@@ -298,7 +298,7 @@ bd_status bd_emit_body_REDUCE(bd_emitter *e, const bd_nest *nest, bd_emit_phase 
     bool column = inner >= 0 && prm->iter_of[inner] >= 0;
 
     bd_emit(e, "{"); /* scopes the body's names */
-    if (is_float_dt(dt)) emit_vec_types(e, dt);
+    if (is_float_dt(dt)) bd_emit_vec_types(e, dt);
     bd_emit(e, "const %s *restrict X = %s;", t, bd_emit_ptr(e, nest->operands[0].value));
     bd_emit(e, "%s *restrict Y = %s;", t, bd_emit_ptr(e, nest->operands[1].value));
     int n_loops = column ? nk - 1 : nk;
@@ -350,7 +350,7 @@ static void emit_vec_exp(bd_emitter *e, const char *out, const char *in) {
 }
 
 /* One contiguous row of n (a literal) elements: xr -> yr. */
-static void emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
+void bd_emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n) {
     const char *t = bd_c_type(dt), *f = dt == BD_DT_FLOAT ? "f" : "";
     long long N = (long long)n;
     bd_emit(e, "%s mx = -INFINITY, sum = 0;", t);
@@ -472,7 +472,7 @@ bd_status bd_emit_body_SOFTMAX(bd_emitter *e, const bd_nest *nest, bd_emit_phase
     bool columns = prm->last < r - 1;
 
     bd_emit(e, "{");
-    if (dt == BD_DT_FLOAT) emit_vec_types(e, dt);
+    if (dt == BD_DT_FLOAT) bd_emit_vec_types(e, dt);
     bd_emit(e, "const %s *restrict X = %s;", t, bd_emit_ptr(e, nest->operands[0].value));
     bd_emit(e, "%s *restrict Y = %s;", t, bd_emit_ptr(e, nest->operands[1].value));
     /* Loops over the tiled dims (the last one is the column range when the axis is not innermost). */
@@ -487,7 +487,7 @@ bd_status bd_emit_body_SOFTMAX(bd_emitter *e, const bd_nest *nest, bd_emit_phase
     bd_emit(e, "const %s *restrict xr = X + (%s);", t, off);
     bd_emit(e, "%s *restrict yr = Y + (%s);", t, off);
     if (columns) emit_softmax_columns(e, dt, prm->log, n, xs[prm->last], r - 1);
-    else emit_softmax_row(e, dt, prm->log, n);
+    else bd_emit_softmax_row(e, dt, prm->log, n);
     for (int i = 0; i < opened; i++) bd_emit_close(e, NULL);
     bd_emit(e, "}");
     return BD_OK;

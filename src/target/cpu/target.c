@@ -18,6 +18,7 @@ const bd_target bd_target_cpu = {
     .summary = "C for this machine's CPU (AVX-512/AVX2 kernels chosen at run time), the default",
     .dialect = &bd_c_dialect,
     .tile = bd_cpu_tile,
+    .tile_attention = bd_cpu_tile_attention,
     .emit = bd_emit_c,
     .cflags = cpu_cflags,
     .build = {.source_name = "model.c", .hint = "set CC or install gcc", .arch_flag = "-march=%s",

@@ -66,6 +66,32 @@ static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
     return (kc * nc + mc * kc + 32 * 32 + 64) * 4 + 64;
 }
 
+/* An ATTENTION nest (fuse/attention.c): a block is a band of rows at one batch index, as many
+ * as keep its scores (rows x the first product's columns) within ATTENTION_SCORE_FLOATS, about
+ * half a core's L2, then halved (in whole register tiles of 12 rows) while there are fewer than
+ * two blocks a thread. Each block packs both products' B operands again, so bands of 48 rows
+ * (BERT's 128 rows in 3) took 1.07x the four unfused nests' time; a head whole, 0.98x. Scratch:
+ * the scores (in 64-byte lines of their own) and either product's GEMM blocks. */
+enum { ATTENTION_SCORE_FLOATS = 1 << 17 };
+void bd_cpu_tile_attention(const bd_graph *g, bd_nest *n, int threads) {
+    const bd_attention_params *ap = &n->params.attention;
+    int r = n->n_iter;
+    int64_t tile[BD_MAX_RANK], cols = ap->qk.N, L = n->extent[r - 2], batches = 1;
+    for (int i = 0; i < r; i++)
+        tile[i] = 1;
+    for (int i = 0; i < r - 2; i++)
+        batches *= n->extent[i];
+    int64_t rows = imin64(L, imax64(12, ATTENTION_SCORE_FLOATS / imax64(cols, 1) / 12 * 12));
+    while (rows > 12 && batches * ceil_div(L, rows) < 2 * threads)
+        rows = imax64(12, round_up(rows / 2, 12));
+    tile[r - 2] = rows;
+    tile[r - 1] = n->extent[r - 1];
+    bd_nest_set_tile(g, n, tile);
+    n->scratch_bytes = (rows * cols * 4 + 63) / 64 * 64 +
+                       imax64(gemm_scratch_bound(rows, cols, ap->qk.K),
+                              gemm_scratch_bound(rows, ap->pv.N, ap->pv.K));
+}
+
 /* The scratch of kernels/'s pointwise convolution read in place (pointwise_scratch_floats): two
  * offsets and a 32-float panel row per input channel of the group, and alignment. */
 static int64_t pointwise_scratch_bound(int64_t Cg) {
@@ -920,6 +946,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         case BD_BODY_PAD:
         case BD_BODY_GATHER: bd_nest_tile_default(g, n, data_tile_target(n)); break;
         case BD_BODY_ROI_ALIGN: bd_nest_tile_default(g, n, ROI_ALIGN_TILE); break;
+        case BD_BODY_ATTENTION: bd_cpu_tile_attention(g, n, p->tile_threads); break;
         case BD_BODY_RESIZE:
             bd_nest_tile_default(g, n, data_tile_target(n));
             n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(n)) *

@@ -1238,6 +1238,7 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
     case BD_BODY_ROI_ALIGN: body_roi_align(g, n); break;
     case BD_BODY_LSTM: body_lstm(g, n); break;
     case BD_BODY_SCATTER: body_scatter(g, n); break;
+    case BD_BODY_ATTENTION: BD_ASSERT(!"attention is fused only for targets with tile_attention");
     case BD_BODY_COUNT: BD_ASSERT(!"no body");
     }
     return BD_OK;
