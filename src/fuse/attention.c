@@ -17,6 +17,8 @@
 
 #include "fuse/fuse.h"
 
+_Static_assert(BD_NEST_MAX_OPERANDS == 16, "bd_attention_params.score_stride has 16 operands");
+
 /* The nest writing v, -1 when none; the number of nests reading it (each once), in *count. */
 static int writer_and_readers(const bd_program *p, int v, int *count) {
     int w = -1;

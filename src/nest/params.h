@@ -292,7 +292,7 @@ typedef struct bd_attention_params {
     bd_matmul_params qk, pv;
     bd_expr score;
     int s;
-    int64_t score_stride[16][BD_MAX_RANK];
+    int64_t score_stride[16][BD_MAX_RANK]; /* 16: BD_NEST_MAX_OPERANDS (loopnest.h) */
 } bd_attention_params;
 
 /* The member of bd_nest_params each body uses (see BD_BODIES), NONE for bodies without. */

@@ -70,7 +70,8 @@ static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
  * as keep its scores (rows x the first product's columns) within ATTENTION_SCORE_FLOATS, about
  * half a core's L2, then halved (in whole register tiles of 12 rows) while there are fewer than
  * two blocks a thread. Each block packs both products' B operands again, so bands of 48 rows
- * (BERT's 128 rows in 3) took 1.07x the four unfused nests' time; a head whole, 0.98x. Scratch:
+ * (BERT's 128 rows in 3) took 1.07x the four unfused nests' time; whole heads, level (BERT) to
+ * 0.96x (ViT). Scratch:
  * the scores (in 64-byte lines of their own) and either product's GEMM blocks. */
 enum { ATTENTION_SCORE_FLOATS = 1 << 17 };
 void bd_cpu_tile_attention(const bd_graph *g, bd_nest *n, int threads) {
