@@ -85,7 +85,7 @@ bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py 
              --schedule block --sample 6 -j 1)
 # GoogLeNet's stacked sibling convolutions (--fusion block) on the GPU printer.
 bdc_add_test(gpu_opencl_real_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
-             --schedule block --fusion block googlenet)
+             --schedule block --fusion block googlenet bert)
 # --branches fuse (small independent siblings in one kernel) on the branchy models.
 bdc_add_test(gpu_opencl_real_fuse COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl --schedule op
              --branches fuse googlenet squeezenet1_1 shufflenet_v2_x1_0 densenet121)

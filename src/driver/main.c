@@ -55,7 +55,7 @@ static const char usage_text_qdq[] = /* (split: C99 guarantees string literals o
     "                                residual Add and activation; block: op, and chains of\n"
     "                                elementwise nests with 1:1 block dependencies become one\n"
     "                                nest, sibling convs of one input and window (each\n"
-    "                                with the same activation) one stacked conv, and (cpu)\n"
+    "                                with the same activation) one stacked conv, and\n"
     "                                attention's product, softmax and product one nest per\n"
     "                                block of rows; none: one nest per node\n"
     "      --schedule op|block       block (default): a block runs as soon as the producer blocks\n"

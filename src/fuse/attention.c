@@ -2,8 +2,8 @@
  * consumes whole rows of the first product and the second product consumes whole rows of the
  * softmax, becomes one ATTENTION nest whose block computes a band of rows through all three, so
  * the scores (heads x rows x columns) are never stored and each band starts as soon as its
- * inputs are ready. With --fusion block, for targets that print the body (bd_target's
- * tile_attention), after bd_fuse (which has made BERT's Div and mask Add, or GPT-2's Where, one
+ * inputs are ready. With --fusion block, where the target's tile_attention takes the nest, after
+ * bd_fuse (which has made BERT's Div and mask Add, or GPT-2's Where, one
  * elementwise nest: the score expression).
  *
  * The pattern, each intermediate read by the next nest alone and no graph output:
@@ -98,7 +98,7 @@ static bool score_ok(const bd_program *p, const bd_nest *x, int s_value, int fix
 
 /* Tries the pattern ending at nest i (the second product); on success replaces it by the fused
  * nest and marks the others dead. */
-static bool fuse_at(bd_program *p, int i, bool *dead, void (*tile)(const bd_graph *, bd_nest *, int)) {
+static bool fuse_at(bd_program *p, int i, bool *dead, bool (*tile)(const bd_graph *, bd_nest *, int)) {
     bd_nest *pv_nest = &BD_VEC_AT(&p->nests, bd_nest, i);
     if (!plain_matmul(p, pv_nest)) return false;
     const bd_matmul_params *pv = &pv_nest->params.matmul;
@@ -181,6 +181,7 @@ static bool fuse_at(bd_program *p, int i, bool *dead, void (*tile)(const bd_grap
                 ap->score.node[t].operand = remap[k] < 0 ? ap->s : remap[k];
             }
     }
+    if (!tile(p->graph, &f, p->tile_threads)) return false;
     const char *why = "attention: softmax(scores) V per block of rows, the scores never stored";
     bd_fusion_note *nt;
     const int absorbed[3] = {jq, score ? jx : -1, js};
@@ -191,11 +192,10 @@ static bool fuse_at(bd_program *p, int i, bool *dead, void (*tile)(const bd_grap
         *nt = (bd_fusion_note){BD_VEC_AT(&p->nests, bd_nest, absorbed[k]).node, f.node, true, why};
     }
     *pv_nest = f;
-    tile(p->graph, pv_nest, p->tile_threads);
     return true;
 }
 
-bd_status bd_fuse_attention(bd_program *p, void (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d) {
+bd_status bd_fuse_attention(bd_program *p, bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d) {
     /* a range of batches (plan/batch.c) slices the nests the tile pass tiled at its smallest */
     if (p->fusion != BD_FUSION_BLOCK || !tile || !p->nests.len || p->graph->batch_max) return BD_OK;
     bool *dead = calloc(p->nests.len, sizeof *dead);

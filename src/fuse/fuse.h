@@ -33,8 +33,9 @@ void bd_fusion_dump(const bd_program *p, FILE *f);
 void bd_fuse_siblings(bd_program *p);
 /* attention.c: with fusion block, attention (a product, an optional elementwise score, a
  * softmax along the last dim, a product) becomes one ATTENTION nest computed per block of rows,
- * tiled by `tile` (the target's tile_attention). Runs after bd_fuse. */
-bd_status bd_fuse_attention(bd_program *p, void (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d);
+ * tiled by `tile` (the target's tile_attention; where it returns false the nests stay). Runs
+ * after bd_fuse. */
+bd_status bd_fuse_attention(bd_program *p, bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d);
 /* views.c: Reshape-family copies whose output need not own its bytes become views of their
  * input (bd_program.view_of); their nests are removed. Runs after bd_fuse, with fusion op or block. */
 void bd_make_views(bd_program *p);

@@ -63,8 +63,9 @@ typedef struct bd_target {
     /* The tile pass: every nest's tile, with the kernel choices and scratch that go with it. */
     bd_status (*tile)(bd_program *p, bd_diag *d);
     /* Targets whose printer has the ATTENTION body: the tile and scratch of a nest that
-     * fuse/attention.c forms after the tile pass; NULL: attention stays as its nests. */
-    void (*tile_attention)(const bd_graph *g, bd_nest *n, int threads);
+     * fuse/attention.c forms after the tile pass, false where the printer cannot take it (the
+     * attention then stays as its nests, as it does for a target with none). */
+    bool (*tile_attention)(const bd_graph *g, bd_nest *n, int threads);
     /* The printer over the planned program. */
     bd_status (*emit)(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
                       const bd_emit_opts *o, bd_c_program *out, bd_diag *d);

@@ -74,7 +74,7 @@ static int64_t gemm_scratch_bound(int64_t M, int64_t N, int64_t K) {
  * 0.96x (ViT). Scratch:
  * the scores (in 64-byte lines of their own) and either product's GEMM blocks. */
 enum { ATTENTION_SCORE_FLOATS = 1 << 17 };
-void bd_cpu_tile_attention(const bd_graph *g, bd_nest *n, int threads) {
+bool bd_cpu_tile_attention(const bd_graph *g, bd_nest *n, int threads) {
     const bd_attention_params *ap = &n->params.attention;
     int r = n->n_iter;
     int64_t tile[BD_MAX_RANK], cols = ap->qk.N, L = n->extent[r - 2], batches = 1;
@@ -91,6 +91,7 @@ void bd_cpu_tile_attention(const bd_graph *g, bd_nest *n, int threads) {
     n->scratch_bytes = (rows * cols * 4 + 63) / 64 * 64 +
                        imax64(gemm_scratch_bound(rows, cols, ap->qk.K),
                               gemm_scratch_bound(rows, ap->pv.N, ap->pv.K));
+    return true;
 }
 
 /* The scratch of kernels/'s pointwise convolution read in place (pointwise_scratch_floats): two

@@ -679,6 +679,67 @@ static void body_matmul(bd_gpu_printer *g, const bd_nest *n) {
 }
 
 
+/* ATTENTION (fuse/attention.c): the block's rows dealt to the threads. A thread computes its
+ * row's scores, each a dot product over K, into a private array, applies the score expression
+ * and the softmax there, then each output column as the scores' dot product with V's column:
+ * the products' work once, the scores in no buffer. */
+static void body_attention(bd_gpu_printer *g, const bd_nest *n) {
+    const bd_attention_params *ap = &n->params.attention;
+    const bd_matmul_params *qk = &ap->qk, *pv = &ap->pv;
+    const int r = n->n_iter, row = r - 2, col = r - 1;
+    const int64_t N = qk->N, K = qk->K, Dv = pv->N;
+    const int64_t lda = qk->trans_a ? qk->M : K, ldb = qk->trans_b ? K : N, ldv = pv->trans_b ? pv->K : Dv;
+    declare(g, n, qk->a, "A");
+    declare(g, n, qk->b, "B");
+    declare(g, n, pv->b, "V");
+    declare(g, n, pv->y, "Y");
+    const char *names[BD_NEST_MAX_OPERANDS];
+    bool loaded[BD_NEST_MAX_OPERANDS] = {false};
+    for (int t = 0; t < ap->score.n; t++)
+        if (ap->score.node[t].op == BD_EXPR_LOAD) loaded[ap->score.node[t].operand] = true;
+    for (int k = 0; k < n->n_operands; k++) {
+        names[k] = k == ap->s ? "s_" : S("x%d_", k);
+        if (loaded[k] && k != ap->s) declare(g, n, k, S("P%d", k));
+    }
+    bool skip[BD_MAX_RANK] = {false};
+    skip[col] = true;
+    open_elements(g, n, skip);
+    const char *ao = "0", *bo = "0", *vo = "0", *yo = "0";
+    for (int j = 0; j < row; j++) {
+        if (qk->a_bstride[j]) ao = S("%s + i%d * %lld", ao, j, ll(qk->a_bstride[j]));
+        if (qk->b_bstride[j]) bo = S("%s + i%d * %lld", bo, j, ll(qk->b_bstride[j]));
+        if (pv->b_bstride[j]) vo = S("%s + i%d * %lld", vo, j, ll(pv->b_bstride[j]));
+        yo = S("%s + i%d * %lld", yo, j, ll(pv->y_bstride[j]));
+    }
+    L("BD_G const float *ar = A + %s + %s;", ao, qk->trans_a ? S("i%d", row) : S("i%d * %lld", row, ll(lda)));
+    L("float sr[%lld];", ll(N));
+    L("float mx = -INFINITY, sum = 0;");
+    OPEN("for (int64_t i%d = 0; i%d < %lld; i%d++)", col, col, ll(N), col);
+    L("BD_G const float *bc = B + %s + %s;", bo, qk->trans_b ? S("i%d * %lld", col, ll(ldb)) : S("i%d", col));
+    L("float s_ = 0;");
+    L("for (int64_t k = 0; k < %lld; k++) s_ += ar[k * %lld] * bc[k * %lld];", ll(K), ll(qk->trans_a ? lda : 1),
+      ll(qk->trans_b ? 1 : ldb));
+    if (ap->score.n) {
+        for (int k = 0; k < n->n_operands; k++) {
+            if (!loaded[k] || k == ap->s) continue;
+            L("const %s %s = P%d[%s];", type_of(g, n, k), names[k], k, offset_expr(g, r, ap->score_stride[k]));
+        }
+        L("s_ = (float)(%s);", bd_print_expr(&g->pr, &bd_c_dialect, &ap->score, names));
+    }
+    L("sr[i%d] = s_;", col);
+    L("mx = (s_ > mx || s_ != s_) ? s_ : mx;");
+    CLOSE();
+    L("for (int64_t j = 0; j < %lld; j++) { sr[j] = expf(sr[j] - mx); sum += sr[j]; }", ll(N));
+    L("const float inv = 1.0f / sum;");
+    OPEN("for (int64_t c = 0; c < %lld; c++)", ll(Dv));
+    L("BD_G const float *vc = V + %s + %s;", vo, pv->trans_b ? S("c * %lld", ll(ldv)) : "c");
+    L("float acc = 0;");
+    L("for (int64_t j = 0; j < %lld; j++) acc += sr[j] * vc[j * %lld];", ll(N), ll(pv->trans_b ? 1 : ldv));
+    L("Y[%s + i%d * %lld + c] = acc * inv;", yo, row, ll(Dv));
+    CLOSE();
+    close_elements(g);
+}
+
 /* A float matrix product over shared memory: the block's output tile (at most T x T, one batch
  * index) is computed from K slices of A and B staged in `smem`, each thread keeping a column of
  * T * T / threads outputs in registers. Loads follow each operand's layout (its contiguous axis
@@ -1238,7 +1299,7 @@ bd_status bd_gpu_body(bd_gpu_printer *g, const bd_nest *n, bd_diag *d) {
     case BD_BODY_ROI_ALIGN: body_roi_align(g, n); break;
     case BD_BODY_LSTM: body_lstm(g, n); break;
     case BD_BODY_SCATTER: body_scatter(g, n); break;
-    case BD_BODY_ATTENTION: BD_ASSERT(!"attention is fused only for targets with tile_attention");
+    case BD_BODY_ATTENTION: body_attention(g, n); break;
     case BD_BODY_COUNT: BD_ASSERT(!"no body");
     }
     return BD_OK;

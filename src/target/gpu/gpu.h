@@ -58,6 +58,11 @@ bool bd_gpu_conv_tiled(const bd_graph *g, const bd_nest *n);
  * than BD_GPU_FILL_BLOCKS blocks (a CNN's late layers at batch 1: ResNet-18's 7x7x512
  * convolutions are 32 blocks of 32 x 32), trading reuse in shared memory for SMs in use. */
 int bd_gpu_mm_tile(const bd_graph *g, const bd_nest *n);
+/* An ATTENTION nest (fuse/attention.c): bands of up to BD_GPU_ATTENTION_ROWS rows, a thread a
+ * row, its scores in a private array of at most BD_GPU_ATTENTION_COLS (longer rows: false, the
+ * nests stay). */
+enum { BD_GPU_ATTENTION_ROWS = 64, BD_GPU_ATTENTION_COLS = 1024 };
+bool bd_gpu_tile_attention(const bd_graph *g, bd_nest *n, int threads);
 
 /* emit.c: the printer every GPU target's table names. */
 bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,

@@ -30,6 +30,10 @@ static int64_t work_per_element(const bd_graph *g, const bd_nest *n) {
     }
     case BD_BODY_GLOBAL_POOL: return n->params.global_pool.spatial;
     case BD_BODY_MATMUL: return n->params.matmul.K;
+    case BD_BODY_ATTENTION: { /* a row's scores (columns x K), shared by its outputs, then V */
+        const bd_attention_params *ap = &n->params.attention;
+        return ap->qk.N * ap->qk.K / (ap->pv.N > 0 ? ap->pv.N : 1) + ap->pv.K;
+    }
     case BD_BODY_REDUCE: return n->params.reduce.count;
     case BD_BODY_ROI_ALIGN: { /* four taps a sample; adaptive grids (known at run time) as 4x4 */
         int64_t ratio = n->params.roi_align.ratio > 0 ? n->params.roi_align.ratio : 4;
@@ -101,6 +105,18 @@ bd_status bd_gpu_tile(bd_program *p, bd_diag *d) {
         bd_nest_tile_keeping_whole(g, n, target);
     }
     return bd_program_verify(p, d);
+}
+
+bool bd_gpu_tile_attention(const bd_graph *g, bd_nest *n, int threads) {
+    (void)threads;
+    int r = n->n_iter;
+    if (n->params.attention.qk.N > BD_GPU_ATTENTION_COLS) return false;
+    int64_t tile[BD_MAX_RANK];
+    for (int k = 0; k < r; k++) tile[k] = 1;
+    tile[r - 2] = n->extent[r - 2] < BD_GPU_ATTENTION_ROWS ? n->extent[r - 2] : BD_GPU_ATTENTION_ROWS;
+    tile[r - 1] = n->extent[r - 1];
+    bd_nest_set_tile(g, n, tile);
+    return true;
 }
 
 double bd_gpu_block_cost(const bd_graph *g, const bd_nest *n) {
