@@ -59,6 +59,8 @@ bdc_add_test(random_graphs COMMAND ${BDC_PYTHON} tests/test_random_graphs.py --s
 # Sibling convolutions stacked by --fusion block: which stack, and every case against
 # onnxruntime under both schedules and random block orders.
 bdc_add_test(horizontal COMMAND ${BDC_PYTHON} tests/test_horizontal.py LABELS "sanitize")
+# Attention fused per band of rows (--fusion block): edge shapes and scores, and near misses.
+bdc_add_test(attention COMMAND ${BDC_PYTHON} tests/test_attention.py LABELS "sanitize")
 # The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
 bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)
 bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)
@@ -83,9 +85,11 @@ bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --targ
              --sample 6 -j 1)
 bdc_add_test(gpu_opencl_node_block COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl
              --schedule block --sample 6 -j 1)
-# GoogLeNet's stacked sibling convolutions (--fusion block) on the GPU printer.
+# GoogLeNet's stacked sibling convolutions and BERT's fused attention (--fusion block) on the GPU
+# printer, and the attention cases.
 bdc_add_test(gpu_opencl_real_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
              --schedule block --fusion block googlenet bert)
+bdc_add_test(gpu_opencl_attention COMMAND ${BDC_PYTHON} tests/test_attention.py --target opencl)
 # --branches fuse (small independent siblings in one kernel) on the branchy models.
 bdc_add_test(gpu_opencl_real_fuse COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl --schedule op
              --branches fuse googlenet squeezenet1_1 shufflenet_v2_x1_0 densenet121)
