@@ -23,20 +23,16 @@ One line per case, then `N passed, M failed`; exits 1 if any failed.
 
 import argparse
 import os
-import re
-import shutil
 import sys
-import tempfile
 import zlib
 
 import numpy as np
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_fold_conv import REPO, first_line, run_cases  # noqa: E402
-from test_horizontal import compare, run  # noqa: E402
+from test_fold_conv import REPO, run_cases  # noqa: E402
+from test_horizontal import run_fused  # noqa: E402
 
 
 class Case:
@@ -138,31 +134,9 @@ def cases():
 
 
 def run_case(case, bdc, target, seeds):
-    """Returns (ok, detail)."""
-    tmp = tempfile.mkdtemp(prefix="bdc-attention-")
-    try:
-        src = os.path.join(tmp, "model.onnx")
-        with open(src, "wb") as f:
-            f.write(case.model().SerializeToString())
-        sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
-        ref = dict(zip(case.outputs, sess.run(case.outputs, case.feeds)))
-        for schedule in ("block", "op"):
-            exe = os.path.join(tmp, "model_" + schedule)
-            r = run([bdc, "compile", src, "-o", exe, "--werror", "-q", "--fusion", "block", "--target", target,
-                     "--schedule", schedule, "--dump=fuse"])
-            if r.returncode != 0:
-                return False, "bdc compile exit %d: %s" % (r.returncode, first_line(r.stderr))
-            fused = len(re.findall(r"^fusion: fused 'softmax\d+' into .*: attention", r.stderr, re.M))
-            if fused != case.fused:
-                return False, "%d softmax(es) fused into attention, expected %d" % (fused, case.fused)
-            why = compare(case, exe, tmp, ref)
-            for seed in range(1, seeds + 1 if schedule == "block" and target == "cpu" else 1):
-                why = why or compare(case, exe, tmp, ref, seed)
-            if why:
-                return False, "--schedule %s: %s" % (schedule, why)
-        return True, "%d fused" % case.fused
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """Returns (ok, detail). The schedule test mode's seeds are the CPU runtime's."""
+    return run_fused(case, bdc, ["--target", target], r"^fusion: fused 'softmax\d+' into .*: attention",
+                     case.fused, "softmax(es) fused into attention", seeds if target == "cpu" else 0)
 
 
 def main():

@@ -173,9 +173,12 @@ def compare(case, exe, tmp, ref, seed=None):
     return None
 
 
-def run_case(case, bdc, seeds):
-    """Returns (ok, detail)."""
-    tmp = tempfile.mkdtemp(prefix="bdc-horizontal-")
+def run_fused(case, bdc, flags, pattern, expected, what, seeds):
+    """Compiles the case with --fusion block (and `flags`) in both schedules; the --dump=fuse
+    lines matching `pattern` must number `expected` (`what` names them), and every run must match
+    onnxruntime's outputs, under --schedule block also in `seeds` orders of the schedule test
+    mode. Returns (ok, detail)."""
+    tmp = tempfile.mkdtemp(prefix="bdc-fused-")
     try:
         src = os.path.join(tmp, "model.onnx")
         with open(src, "wb") as f:
@@ -185,20 +188,26 @@ def run_case(case, bdc, seeds):
         for schedule in ("block", "op"):
             exe = os.path.join(tmp, "model_" + schedule)
             r = run([bdc, "compile", src, "-o", exe, "--werror", "-q", "--fusion", "block",
-                     "--schedule", schedule, "--tile-threads", "16", "--dump=fuse"])
+                     "--schedule", schedule, "--dump=fuse"] + flags)
             if r.returncode != 0:
                 return False, "bdc compile exit %d: %s" % (r.returncode, first_line(r.stderr))
-            stacked = len(re.findall(r"^fusion: fused .*: horizontal", r.stderr, re.M))
-            if stacked != case.stacks:
-                return False, "%d conv(s) stacked, expected %d" % (stacked, case.stacks)
+            found = len(re.findall(pattern, r.stderr, re.M))
+            if found != expected:
+                return False, "%d %s, expected %d" % (found, what, expected)
             why = compare(case, exe, tmp, ref)
             for seed in range(1, seeds + 1 if schedule == "block" else 1):
                 why = why or compare(case, exe, tmp, ref, seed)
             if why:
                 return False, "--schedule %s: %s" % (schedule, why)
-        return True, "%d stacked" % case.stacks
+        return True, "%d %s" % (expected, what)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_case(case, bdc, seeds):
+    """Returns (ok, detail)."""
+    return run_fused(case, bdc, ["--tile-threads", "16"], r"^fusion: fused .*: horizontal", case.stacks,
+                     "conv(s) stacked", seeds)
 
 
 def main():
