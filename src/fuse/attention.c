@@ -19,33 +19,10 @@
 
 _Static_assert(BD_NEST_MAX_OPERANDS == 16, "bd_attention_params.score_stride has 16 operands");
 
-/* The nest writing v, -1 when none; the number of nests reading it (each once), in *count. */
-static int writer_and_readers(const bd_program *p, int v, int *count) {
-    int w = -1;
-    *count = 0;
-    for (size_t i = 0; i < p->nests.len; i++) {
-        const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
-        bool reads = false;
-        for (int k = 0; k < n->n_operands; k++) {
-            if (n->operands[k].value != v) continue;
-            if (n->operands[k].write) w = (int)i;
-            else reads = true;
-        }
-        *count += reads;
-    }
-    return w;
-}
-
 /* v is an intermediate the fused nest may drop: written by nest `by`, read by one nest only,
  * not a graph output. */
-static bool private_value(const bd_program *p, int v, int by) {
-    int count;
-    if (writer_and_readers(p, v, &count) != by || count != 1) return false;
-    const bd_graph *g = p->graph;
-    if (bd_graph_value((bd_graph *)g, v)->flags & BD_VALUE_OUTPUT) return false;
-    for (size_t i = 0; i < g->outputs.len; i++)
-        if (BD_VEC_AT(&g->outputs, int, i) == v) return false;
-    return true;
+static bool private_value(const bd_fuse_index *ix, int v, int by) {
+    return ix->last_writer[v] == by && bd_fuse_sole_reader(ix, v) >= 0;
 }
 
 static int dtype_of(const bd_program *p, const bd_nest *n, int k) {
@@ -98,31 +75,32 @@ static bool score_ok(const bd_program *p, const bd_nest *x, int s_value, int fix
 
 /* Tries the pattern ending at nest i (the second product); on success replaces it by the fused
  * nest and marks the others dead. */
-static bool fuse_at(bd_program *p, int i, bool *dead, bool (*tile)(const bd_graph *, bd_nest *, int)) {
+static bool fuse_at(bd_program *p, const bd_fuse_index *ix, int i, bool *dead,
+                    bool (*tile)(const bd_graph *, bd_nest *, int)) {
     bd_nest *pv_nest = &BD_VEC_AT(&p->nests, bd_nest, i);
     if (!plain_matmul(p, pv_nest)) return false;
     const bd_matmul_params *pv = &pv_nest->params.matmul;
     const int r = pv_nest->n_iter, P = pv_nest->operands[pv->a].value;
     if (P == pv_nest->operands[pv->b].value) return false;
-    int js = writer_and_readers(p, P, &(int){0});
-    if (js < 0 || dead[js] || !private_value(p, P, js)) return false;
+    int js = ix->last_writer[P];
+    if (js < 0 || dead[js] || !private_value(ix, P, js)) return false;
     const bd_nest *sm = &BD_VEC_AT(&p->nests, bd_nest, js);
     if (sm->body != BD_BODY_SOFTMAX || sm->params.softmax.log || sm->n_iter != r ||
         sm->params.softmax.first != r - 1 || sm->params.softmax.last != r - 1)
         return false;
-    int X = sm->operands[0].value, jx = writer_and_readers(p, X, &(int){0});
-    if (jx < 0 || dead[jx] || !private_value(p, X, jx)) return false;
+    int X = sm->operands[0].value, jx = ix->last_writer[X];
+    if (jx < 0 || dead[jx] || !private_value(ix, X, jx)) return false;
     const bd_nest *x = &BD_VEC_AT(&p->nests, bd_nest, jx), *score = NULL;
     int S = X, jq = jx;
     if (x->body == BD_BODY_ELEMENTWISE) { /* the score expression: find the product it reads */
         score = x;
         S = -1;
         for (int k = 0; k < x->n_operands - 1 && S < 0; k++) {
-            int w = writer_and_readers(p, x->operands[k].value, &(int){0});
+            int w = ix->last_writer[x->operands[k].value];
             if (w >= 0 && !dead[w] && BD_VEC_AT(&p->nests, bd_nest, w).body == BD_BODY_MATMUL)
                 S = x->operands[k].value, jq = w;
         }
-        if (S < 0 || !private_value(p, S, jq)) return false;
+        if (S < 0 || !private_value(ix, S, jq)) return false;
     }
     const bd_nest *qk_nest = &BD_VEC_AT(&p->nests, bd_nest, jq);
     if (!plain_matmul(p, qk_nest) || qk_nest->n_iter != r) return false;
@@ -200,9 +178,13 @@ bd_status bd_fuse_attention(bd_program *p, bool (*tile)(const bd_graph *, bd_nes
     if (p->fusion != BD_FUSION_BLOCK || !tile || !p->nests.len || p->graph->batch_max) return BD_OK;
     bool *dead = calloc(p->nests.len, sizeof *dead);
     BD_ASSERT(dead);
+    /* built once: a fusion keeps every value's writer and reader count but the dropped ones' */
+    bd_fuse_index ix = {0};
+    bd_fuse_index_build(p, &ix);
     bool any = false;
     for (size_t i = 0; i < p->nests.len; i++)
-        if (!dead[i]) any |= fuse_at(p, (int)i, dead, tile);
+        if (!dead[i]) any |= fuse_at(p, &ix, (int)i, dead, tile);
+    bd_fuse_index_free(&ix);
     if (any) {
         size_t kept = 0;
         for (size_t i = 0; i < p->nests.len; i++)

@@ -6,15 +6,7 @@
 
 #include "fuse/fuse.h"
 
-/* Producer and consumer indices over the nests, built once. */
-typedef struct fuse_index {
-    int *last_writer;  /* per value: the last nest writing it, -1 */
-    int *reader_start; /* per value: its readers are reader[reader_start[v] .. reader_start[v+1]) */
-    int *reader;       /* nest indices, each nest once per value */
-    bool *graph_output; /* per value */
-} fuse_index;
-
-static void index_build(const bd_program *p, fuse_index *ix) {
+void bd_fuse_index_build(const bd_program *p, bd_fuse_index *ix) {
     bd_graph *g = p->graph;
     size_t nv = g->values.len, nn = p->nests.len;
     ix->last_writer = malloc((nv + 1) * sizeof *ix->last_writer);
@@ -59,19 +51,18 @@ static void index_build(const bd_program *p, fuse_index *ix) {
     }
 }
 
-static void index_free(fuse_index *ix) {
+void bd_fuse_index_free(bd_fuse_index *ix) {
     free(ix->last_writer);
     free(ix->reader_start);
     free(ix->reader);
     free(ix->graph_output);
 }
 
-static int readers(const fuse_index *ix, int v) {
+static int readers(const bd_fuse_index *ix, int v) {
     return ix->reader_start[v + 1] - ix->reader_start[v];
 }
 
-/* The one nest reading v when v may disappear (a single reader, not a graph output), else -1. */
-static int sole_reader(const fuse_index *ix, int v) {
+int bd_fuse_sole_reader(const bd_fuse_index *ix, int v) {
     if (ix->graph_output[v] || readers(ix, v) != 1) return -1;
     return ix->reader[ix->reader_start[v]];
 }
@@ -193,7 +184,7 @@ static bool quantize_of(const bd_program *p, const bd_nest *c, int cur, const bd
 
 /* SiLU: value cur read by exactly a Sigmoid nest s and a Mul nest m = cur * s(cur) (either
  * order); the activation SILU(x) into act, the two nests into *s_out, *m_out. */
-static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd_value *ref,
+static bool silu_of(const bd_program *p, const bd_fuse_index *ix, int cur, const bd_value *ref,
                     bd_expr *act, int *s_out, int *m_out) {
     if (ix->graph_output[cur] || readers(ix, cur) != 2) return false;
     for (int t = 0; t < 2; t++) {
@@ -207,7 +198,7 @@ static bool silu_of(const bd_program *p, const fuse_index *ix, int cur, const bd
             sn->operands[0].value != cur)
             continue;
         int sv = written_value(sn), other;
-        if (!same_float_shape(bd_graph_value(p->graph, sv), ref) || sole_reader(ix, sv) != m)
+        if (!same_float_shape(bd_graph_value(p->graph, sv), ref) || bd_fuse_sole_reader(ix, sv) != m)
             continue;
         if (!binary_of(p, mn, BD_EXPR_MUL, cur, &other, ref) || other != sv) continue;
         memset(act, 0, sizeof *act);
@@ -255,7 +246,7 @@ static bool near(double a, double b) {
  * (torch.onnx) or P = cur * 0.5, M = P * A (Hugging Face's x * 0.5 * (1 + erf(x / sqrt(2)))).
  * Each intermediate read only by the next. The activation GELU(x) into act, the five nests into
  * chain[], the last one's output is the result. */
-static bool gelu_of(const bd_program *p, const fuse_index *ix, int cur, const bd_value *ref,
+static bool gelu_of(const bd_program *p, const bd_fuse_index *ix, int cur, const bd_value *ref,
                     bd_expr *act, int chain[5]) {
     if (ix->graph_output[cur] || readers(ix, cur) != 2) return false;
     for (int t = 0; t < 2; t++) {
@@ -265,7 +256,7 @@ static bool gelu_of(const bd_program *p, const fuse_index *ix, int cur, const bd
         if (!(scalar_op_of(p, dn, BD_EXPR_DIV, cur, ref, &k) && near(k, 1.4142135623730951)) &&
             !(scalar_op_of(p, dn, BD_EXPR_MUL, cur, ref, &k) && near(k, 0.7071067811865476)))
             continue;
-        int e = sole_reader(ix, written_value(dn));
+        int e = bd_fuse_sole_reader(ix, written_value(dn));
         if (e < 0) continue;
         const bd_nest *en = &BD_VEC_AT(&p->nests, bd_nest, e);
         const bd_expr *ex = &en->params.expr;
@@ -274,19 +265,19 @@ static bool gelu_of(const bd_program *p, const fuse_index *ix, int cur, const bd
             en->operands[0].value != written_value(dn) ||
             !same_float_shape(bd_graph_value(p->graph, written_value(en)), ref))
             continue;
-        int a = sole_reader(ix, written_value(en));
+        int a = bd_fuse_sole_reader(ix, written_value(en));
         if (a < 0 || !scalar_op_of(p, &BD_VEC_AT(&p->nests, bd_nest, a), BD_EXPR_ADD, written_value(en), ref, &k) ||
             k != 1.0)
             continue;
-        int av = written_value(&BD_VEC_AT(&p->nests, bd_nest, a)), m = sole_reader(ix, av), other, h;
+        int av = written_value(&BD_VEC_AT(&p->nests, bd_nest, a)), m = bd_fuse_sole_reader(ix, av), other, h;
         const bd_nest *pnest = &BD_VEC_AT(&p->nests, bd_nest, pn);
         if (m == pn && binary_of(p, pnest, BD_EXPR_MUL, cur, &other, ref) && other == av &&
-            (h = sole_reader(ix, written_value(pnest))) >= 0 &&
+            (h = bd_fuse_sole_reader(ix, written_value(pnest))) >= 0 &&
             scalar_op_of(p, &BD_VEC_AT(&p->nests, bd_nest, h), BD_EXPR_MUL, written_value(pnest), ref, &k) &&
             k == 0.5) {
             chain[3] = pn, chain[4] = h;
         } else if (m >= 0 && m != pn && scalar_op_of(p, pnest, BD_EXPR_MUL, cur, ref, &k) && k == 0.5 &&
-                   sole_reader(ix, written_value(pnest)) == m &&
+                   bd_fuse_sole_reader(ix, written_value(pnest)) == m &&
                    binary_of(p, &BD_VEC_AT(&p->nests, bd_nest, m), BD_EXPR_MUL, written_value(pnest), &other, ref) &&
                    other == av) {
             chain[3] = pn, chain[4] = m;
@@ -316,12 +307,12 @@ static int insert_before_output(bd_nest *n, int *y, const bd_nest *c, int value)
 }
 
 /* Whether value v is computed before nest `before` (or needs no nest: an input or constant). */
-static bool ready_before(const fuse_index *ix, int v, int before) {
+static bool ready_before(const bd_fuse_index *ix, int v, int before) {
     return ix->last_writer[v] < before;
 }
 
 /* Finds and applies the chain nest i absorbs; marks the absorbed nests in dead[]. */
-static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead) {
+static void absorb_chain(bd_program *p, const bd_fuse_index *ix, int i, bool *dead) {
     bd_graph *g = p->graph;
     bd_nest *n = nest_at(p, i);
     /* a BatchNormalization not folded into a Conv (DenseNet's, before its convolutions) takes
@@ -340,7 +331,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
 
     /* MATMUL with an N axis and no C: a bias Add along N first */
     bd_matmul_params *mp = n->body == BD_BODY_MATMUL ? &n->params.matmul : NULL;
-    if (mp && !mp->gemm && mp->n_iter >= 0 && mp->c < 0 && (c = sole_reader(ix, cur)) >= 0 &&
+    if (mp && !mp->gemm && mp->n_iter >= 0 && mp->c < 0 && (c = bd_fuse_sole_reader(ix, cur)) >= 0 &&
         binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i)) {
         const bd_value *b = bd_graph_value(g, other);
         bool along_n = b->dtype == BD_DT_FLOAT && bd_value_shape_known(b) && b->rank >= 1 &&
@@ -357,7 +348,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         }
     }
     /* a residual Add */
-    if (!norm && (c = sole_reader(ix, cur)) >= 0 &&
+    if (!norm && (c = bd_fuse_sole_reader(ix, cur)) >= 0 &&
         binary_of(p, nest_at(p, c), BD_EXPR_ADD, cur, &other, ref) && ready_before(ix, other, i) &&
         same_float_shape(bd_graph_value(g, other), ref)) {
         n->epi.residual = insert_before_output(n, y, nest_at(p, c), other);
@@ -366,7 +357,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
         cur = written_value(nest_at(p, c));
     }
     /* an activation */
-    c = sole_reader(ix, cur);
+    c = bd_fuse_sole_reader(ix, cur);
     int s, m, gelu[5];
     if (c >= 0 && activation_of(p, nest_at(p, c), cur, ref, &n->epi.act)) {
         note(p, nest_at(p, c), n, true, "activation into the epilogue");
@@ -386,7 +377,7 @@ static void absorb_chain(bd_program *p, const fuse_index *ix, int i, bool *dead)
     /* a QuantizeLinear, into the 8-bit convolution kernel's epilogue, which stores its tile
      * requantized (targets whose tilers choose that kernel's direct path) */
     if (n->body == BD_BODY_CONV && n->params.conv.i8_direct && n->params.conv.x_scale >= 0 &&
-        (c = sole_reader(ix, cur)) >= 0 && quantize_of(p, nest_at(p, c), cur, ref, &n->epi)) {
+        (c = bd_fuse_sole_reader(ix, cur)) >= 0 && quantize_of(p, nest_at(p, c), cur, ref, &n->epi)) {
         note(p, nest_at(p, c), n, true, "QuantizeLinear into the 8-bit kernel's epilogue");
         dead[c] = true;
         cur = written_value(nest_at(p, c));
@@ -418,7 +409,7 @@ static int insert_whole_before_output(bd_program *p, bd_nest *n, int *y, int val
  * GEMM, or prepares its rows for the 16-lane direct kernel (bd_f32_conv2d_tile_pre), so the
  * normalized tensor is never stored. Targets whose tilers pack no convolution weights (the GPU
  * printers) never meet the case. */
-static void absorb_prologue(bd_program *p, const fuse_index *ix, int i, bool *dead) {
+static void absorb_prologue(bd_program *p, const bd_fuse_index *ix, int i, bool *dead) {
     bd_graph *g = p->graph;
     bd_nest *b = nest_at(p, i);
     const bd_norm_params *np = &b->params.norm;
@@ -431,7 +422,7 @@ static void absorb_prologue(bd_program *p, const fuse_index *ix, int i, bool *de
     bool relu = r && r->op == BD_EXPR_RELU && b->epi.act.node[r->arg[0]].op == BD_EXPR_LOAD &&
                 b->epi.act.node[r->arg[0]].operand == 0;
     if (r && !relu) return;
-    int v = b->operands[np->y].value, c = sole_reader(ix, v);
+    int v = b->operands[np->y].value, c = bd_fuse_sole_reader(ix, v);
     if (c < 0) return;
     bd_nest *cn = nest_at(p, c);
     bd_conv_params *cp = &cn->params.conv;
@@ -559,8 +550,8 @@ enum { FLOPS_PER_BYTE = 2 };
  * its own domain, is inlined into every one of them and disappears; in program order, so a chain
  * collapses into its last nest. */
 static void fuse_chains(bd_program *p, bool *dead) {
-    fuse_index ix = {0};
-    index_build(p, &ix);
+    bd_fuse_index ix = {0};
+    bd_fuse_index_build(p, &ix);
     bd_graph *g = p->graph;
     for (size_t i = 0; i < p->nests.len; i++) {
         bd_nest *pn = nest_at(p, (int)i);
@@ -606,7 +597,7 @@ static void fuse_chains(bd_program *p, bool *dead) {
         }
         free(copies);
     }
-    index_free(&ix);
+    bd_fuse_index_free(&ix);
 }
 
 static void drop_dead(bd_program *p, const bool *dead) {
@@ -618,20 +609,20 @@ static void drop_dead(bd_program *p, const bool *dead) {
 
 bd_status bd_fuse(bd_program *p, bd_diag *d) {
     if (p->fusion == BD_FUSION_NONE || !p->nests.len) return BD_OK;
-    fuse_index ix = {0};
-    index_build(p, &ix);
+    bd_fuse_index ix = {0};
+    bd_fuse_index_build(p, &ix);
     bool *dead = calloc(p->nests.len, sizeof *dead);
     BD_ASSERT(dead);
     for (size_t i = 0; i < p->nests.len; i++)
         if (!dead[i]) absorb_chain(p, &ix, (int)i, dead);
-    index_free(&ix);
+    bd_fuse_index_free(&ix);
     drop_dead(p, dead);
     /* the normalizations that have taken their activations, into their readers' prologues */
     memset(dead, 0, p->nests.len * sizeof *dead);
-    index_build(p, &ix);
+    bd_fuse_index_build(p, &ix);
     for (size_t i = 0; i < p->nests.len; i++)
         absorb_prologue(p, &ix, (int)i, dead);
-    index_free(&ix);
+    bd_fuse_index_free(&ix);
     drop_dead(p, dead);
     if (p->fusion == BD_FUSION_BLOCK) {
         memset(dead, 0, p->nests.len * sizeof *dead);

@@ -23,6 +23,18 @@
 #include "nest/loopnest.h"
 
 bd_status bd_fuse(bd_program *p, bd_diag *d);
+
+/* Producer and consumer indices over the nests (fuse.c), built once by a pass. */
+typedef struct bd_fuse_index {
+    int *last_writer;   /* per value: the last nest writing it, -1 */
+    int *reader_start;  /* per value: its readers are reader[reader_start[v] .. reader_start[v+1]) */
+    int *reader;        /* nest indices, each nest once per value */
+    bool *graph_output; /* per value */
+} bd_fuse_index;
+void bd_fuse_index_build(const bd_program *p, bd_fuse_index *ix);
+void bd_fuse_index_free(bd_fuse_index *ix);
+/* The one nest reading v when v may disappear (a single reader, not a graph output), else -1. */
+int bd_fuse_sole_reader(const bd_fuse_index *ix, int v);
 /* --dump=fuse: every fusion decision, taken or not, and why. */
 void bd_fusion_dump(const bd_program *p, FILE *f);
 
