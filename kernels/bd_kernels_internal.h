@@ -229,6 +229,20 @@ typedef struct bd_conv8d_job {
 } bd_conv8d_job;
 typedef void (*bd_conv8d_fn)(const bd_conv8d_job *job);
 
+/* An unpadded 1x1 convolution at a stride above 1 (ResNet's downsampling). The 16-lane kernel
+ * prepares only the input pixels it reads, packed, and then runs it as the stride-1 1x1
+ * convolution of bd_conv8d_sub_shape. Prepared whole, the rows hold 3 pixels for each one read,
+ * and a chunk held 1 output row of 28 or 14 pixels. */
+static inline int bd_conv8d_subsampled(const bd_conv2d_shape *s) {
+    return s->KH == 1 && s->KW == 1 && (s->stride_h > 1 || s->stride_w > 1) && s->pad_top == 0 &&
+           s->pad_left == 0;
+}
+static inline bd_conv2d_shape bd_conv8d_sub_shape(const bd_conv2d_shape *s) {
+    bd_conv2d_shape t = *s;
+    t.H = s->OH, t.W = s->OW, t.stride_h = t.stride_w = 1;
+    return t;
+}
+
 /* A group's input channels rounded up to whole blocks of 8. */
 static inline int64_t bd_conv8d_cin(const bd_conv2d_shape *s) {
     return (s->C / s->group + 7) / 8 * 8;
@@ -248,10 +262,18 @@ static inline int64_t bd_conv8d_out_pixels(const bd_conv2d_shape *s) {
 }
 /* The chunk's interleaved rows, 8 spare pixels after them (written in blocks of 8), and two
  * output blocks' pixels of up to 16 lanes. */
-static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
+static inline int64_t bd_conv8d_layout_floats(const bd_conv2d_shape *s) {
     const int64_t rows_in =
         (bd_conv8d_chunk_rows(s) - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
     return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 32 * bd_conv8d_out_pixels(s);
+}
+/* ... for the layout the kernel uses: the 8-lane kernel prepares whole rows at any stride */
+static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
+    const int64_t whole = bd_conv8d_layout_floats(s);
+    if (!bd_conv8d_subsampled(s)) return whole;
+    const bd_conv2d_shape t = bd_conv8d_sub_shape(s);
+    const int64_t sub = bd_conv8d_layout_floats(&t);
+    return whole > sub ? whole : sub;
 }
 
 /* A run of up to 16 (AVX2: 8) output columns of a window op at column stride 1 or 2 (max

@@ -539,7 +539,50 @@ conv16d_prologue(const bd_conv8d_job *j, float *rows, int64_t rows_in, int64_t c
     }
 }
 
-BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv8d_job *j) {
+/* Input row ih of the nin (0..8) planes from x at column stride SW, the OW columns a 1x1
+ * convolution reads (bd_conv8d_subsampled), interleaved into d as conv8_prep_row does. At
+ * stride 2 each block of 8 is one 16-column load per plane and a permute taking the even ones. */
+static BD_AVX512 __attribute__((noinline)) void
+conv16d_prep_sub_row(const bd_conv2d_shape *s, const float *x, int64_t nin, int64_t ih, float *d) {
+    const int64_t W = s->W, HW = s->H * s->W, OW = s->OW, SW = s->stride_w;
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32((int)SW));
+    const float *row = x + ih * W;
+    for (int64_t ow0 = 0; ow0 < OW; ow0 += 8) {
+        const int64_t n = OW - ow0 < 8 ? OW - ow0 : 8;
+        const float *p = row + ow0 * SW;
+        __m256 r[8];
+        for (int c = 0; c < 8; c++) {
+            if (c >= nin) {
+                r[c] = _mm256_setzero_ps(); /* times the weights' zero padding: finite */
+            } else if (SW == 2) {
+                const int64_t left = W - ow0 * 2; /* columns of the row from p */
+                const __m512 v = left >= 16 ? _mm512_loadu_ps(p + c * HW)
+                                            : _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1u),
+                                                                    p + c * HW);
+                r[c] = _mm512_castps512_ps256(_mm512_permutexvar_ps(even, v));
+            } else {
+                const __m256i m = first_lanes(n);
+                r[c] = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p + c * HW, step,
+                                                _mm256_castsi256_ps(m), 4);
+            }
+        }
+        transpose8(r);
+        float *e = d + ow0 * 8; /* whole blocks, as conv8_prep_row */
+        for (int k = 0; k < 8; k++)
+            _mm256_store_ps(e + 8 * k, r[k]);
+    }
+}
+
+BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv8d_job *job) {
+    /* a strided 1x1 convolution runs at stride 1 on the pixels it reads */
+    const int sub = bd_conv8d_subsampled(job->s);
+    const bd_conv2d_shape sub_s = bd_conv8d_sub_shape(job->s);
+    bd_conv8d_job sub_j = *job;
+    sub_j.s = &sub_s;
+    const bd_conv8d_job *j = sub ? &sub_j : job;
     const bd_conv2d_shape *s = j->s;
     const int64_t Cg = s->C / s->group, ncb = (Cg + 7) / 8, taps = s->KH * s->KW;
     const int clast = (int)(Cg - (ncb - 1) * 8);
@@ -557,8 +600,13 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
         const int64_t ih0 = r0 * s->stride_h - s->pad_top;
         for (int64_t cb = 0; cb < ncb; cb++)
             for (int64_t r = 0; r < rows_in; r++)
-                conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
-                               rows + cb * bs + r * rs, 8);
+                if (sub)
+                    conv16d_prep_sub_row(job->s, j->x + cb * 8 * job->s->H * job->s->W,
+                                         cb + 1 < ncb ? 8 : clast, (r0 + r) * job->s->stride_h,
+                                         rows + cb * bs + r * rs);
+                else
+                    conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
+                                   rows + cb * bs + r * rs, 8);
         if (j->pre_a) conv16d_prologue(j, rows, rows_in, cols, rs, bs, ncb, clast);
         for (int64_t m0 = j->m_lo / 16 * 16; m0 < j->m_hi; m0 += 32) {
             const int two = m0 + 16 < j->m_hi;

@@ -677,6 +677,12 @@ static void test_conv_all(void) {
         {"direct16 3x3 groups2 Cg16 Mg24 stride2", 1, 32, 12, 11, 48, 3, 3, 2, 2, 2, 1, 1, 1, 1,
          1, 1, BD_ACT_RELU},
         {"direct16 1x1 stride2 downsample", 1, 24, 14, 14, 40, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 0},
+        /* strided 1x1 on the pixels it reads (bd_conv8d_subsampled): rows past 16 columns with a
+         * masked end, a partial input block, batch 2; row stride alone; a gathered column stride */
+        {"direct16 1x1 stride2 odd width", 2, 20, 23, 37, 48, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0,
+         BD_ACT_RELU},
+        {"direct16 1x1 stride3x2", 1, 16, 17, 40, 32, 1, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0, 0},
+        {"direct16 1x1 stride1x3", 1, 9, 10, 50, 16, 1, 1, 1, 1, 3, 1, 1, 0, 0, 0, 0, 0},
         {"direct16 7x7 stride2 C3 M40", 1, 3, 30, 29, 40, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3,
          BD_ACT_HARD_SWISH},
         {"direct16 3x3 C19 M56 silu", 1, 19, 9, 23, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
