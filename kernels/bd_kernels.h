@@ -112,6 +112,23 @@ void bd_f32_gemm_packed_a(int64_t m0, int64_t m1, int64_t N, int64_t K, const fl
                           const float *bias_n, const float *bias_m, int accumulate, int act,
                           float act_min, float act_max, void *scratch);
 
+/* ---- bfloat16 GEMM (--precision bf16) ----------------------------------------------------- */
+
+/* C = A * B with A and B rounded to bfloat16 (to nearest even) and fp32 sums, B pre-packed
+ * (weights): VDPBF16PS where the CPU has AVX512_BF16 and the kernels run AVX-512 (twice the
+ * products of an FMA a cycle), the same products in plain C elsewhere. The arguments are those
+ * of bd_f32_gemm_packed_b, but n0 must be a multiple of 32 and the scratch is
+ * bd_bf16_gemm_scratch_bytes(rows of the call, K). */
+int bd_kernels_cpu_has_bf16(void);
+size_t bd_bf16_gemm_packed_b_bytes(int64_t K, int64_t N);
+void bd_bf16_gemm_pack_b(int64_t K, int64_t N, const float *B, int64_t ldb, int transB,
+                         void *packed);
+size_t bd_bf16_gemm_scratch_bytes(int64_t M, int64_t K);
+void bd_bf16_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A,
+                           int64_t lda, int transA, const void *Bpacked, float *C, int64_t ldc,
+                           const float *bias_n, const float *bias_m, int accumulate, int act,
+                           float act_min, float act_max, void *scratch);
+
 /* ---- 2-D convolution (NCHW) --------------------------------------------------------------- */
 
 /* x: N x C x H x W, weights: M x C/group x KH x KW, y: N x M x OH x OW. pad_top/pad_left are

@@ -1310,3 +1310,89 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx512 = {"bd_f32_gemm_avx512_12x32",
 #else
 typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every translation unit */
 #endif
+
+/* ---- bfloat16 GEMM (gemm_bf16.c) on AVX512_BF16 ----------------------------------------------- */
+
+#define BD_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* Per row, 16 floats at a time rounded by VCVTNEPS2BF16 into 8 words (pairs of k), scattered
+ * to their places 12 words apart in the panel; the last block of a row masked (zeros past K). */
+BD_AVX512_BF16 void bd_bf16_pack_a_avx512(const float *A, int64_t lda, int64_t rows, int64_t K,
+                                          int64_t k0, int64_t kc, uint32_t *dst) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                           _mm256_set1_epi32(12));
+    const int64_t rows_p = (rows + 11) / 12 * 12;
+    for (int64_t i = 0; i < rows_p; i++) {
+        uint32_t *panel = dst + i / 12 * 12 * (kc / 2) + i % 12;
+        const float *a = A + i * lda + k0;
+        for (int64_t k = 0; k < kc; k += 16) {
+            const int64_t left = i < rows ? K - (k0 + k) : 0; /* valid floats from a + k */
+            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF
+                                : left > 0 ? (__mmask16)((1u << left) - 1u) : (__mmask16)0;
+            const __m512 v = _mm512_maskz_loadu_ps(m, a + k);
+            const __m256i w = (__m256i)_mm512_cvtneps_pbh(v);
+            const __mmask8 pm = kc - k >= 16 ? (__mmask8)0xFF : (__mmask8)((1u << ((kc - k) / 2)) - 1u);
+            _mm256_mask_i32scatter_epi32(panel + k / 2 * 12, pm, idx, w, 4);
+        }
+    }
+}
+
+BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint16_t *b, float *c,
+                                       int64_t ldc, int m, const bd_ukr_epi *ep) {
+    __m512 z = _mm512_setzero_ps();
+    /* named accumulators: as an array, some were kept on the stack */
+    __m512 a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z, a8 = z, a9 = z, a10 = z,
+           a11 = z, b0 = z, b1 = z, b2 = z, b3 = z, b4 = z, b5 = z, b6 = z, b7 = z, b8 = z, b9 = z,
+           b10 = z, b11 = z;
+    for (int64_t p = 0; p < kp; p++) {
+        const uint16_t *bp = b + p * 64;
+        _mm_prefetch((const char *)(bp + 16 * 64), _MM_HINT_T0);
+        _mm_prefetch((const char *)(bp + 16 * 64 + 32), _MM_HINT_T0);
+        const __m512bh w0 = (__m512bh)_mm512_loadu_si512(bp);
+        const __m512bh w1 = (__m512bh)_mm512_loadu_si512(bp + 32);
+        const uint32_t *ap = a + p * 12;
+#define BD_BF16_ROW(r)                                                                             \
+    {                                                                                              \
+        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)ap[r]);                                \
+        a##r = _mm512_dpbf16_ps(a##r, x, w0);                                                      \
+        b##r = _mm512_dpbf16_ps(b##r, x, w1);                                                      \
+    }
+        BD_BF16_ROW(0)
+        BD_BF16_ROW(1)
+        BD_BF16_ROW(2)
+        BD_BF16_ROW(3)
+        BD_BF16_ROW(4)
+        BD_BF16_ROW(5)
+        BD_BF16_ROW(6)
+        BD_BF16_ROW(7)
+        BD_BF16_ROW(8)
+        BD_BF16_ROW(9)
+        BD_BF16_ROW(10)
+        BD_BF16_ROW(11)
+#undef BD_BF16_ROW
+    }
+    const int cols = ep->cols;
+    const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
+    const __mmask16 m1 = cols >= 32 ? (__mmask16)0xFFFF
+                         : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u) : (__mmask16)0;
+    const __m512 bn0 = ep->bias_n ? _mm512_maskz_loadu_ps(m0, ep->bias_n) : z;
+    const __m512 bn1 = ep->bias_n ? _mm512_maskz_loadu_ps(m1, ep->bias_n + 16) : z;
+    const __m512 lo = _mm512_set1_ps(ep->act_min), hi = _mm512_set1_ps(ep->act_max);
+#define BD_BF16_STORE(r)                                                                           \
+    if (r < m)                                                                                     \
+        store_row32(c + r * ldc, a##r, b##r, bn0, bn1, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, \
+                    hi, m0, m1);
+    BD_BF16_STORE(0)
+    BD_BF16_STORE(1)
+    BD_BF16_STORE(2)
+    BD_BF16_STORE(3)
+    BD_BF16_STORE(4)
+    BD_BF16_STORE(5)
+    BD_BF16_STORE(6)
+    BD_BF16_STORE(7)
+    BD_BF16_STORE(8)
+    BD_BF16_STORE(9)
+    BD_BF16_STORE(10)
+    BD_BF16_STORE(11)
+#undef BD_BF16_STORE
+}

@@ -210,7 +210,9 @@ check weights-info-without-them 0 "probs" "$tmp/sample_cut" --info
 # The GPU targets' command line: options a target does not take, and a GPU executable's own.
 check target-unknown 3 "unknown target 'tpu' \(cpu, cuda, hip or opencl\)" "$bdc" compile models/sample.onnx -o "$tmp/x" --target tpu
 check opencl-no-arch 1 "--target opencl takes no --arch" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --arch sm_90
-check precision-cpu 1 "--precision is for the GPU targets" "$bdc" compile models/sample.onnx -o "$tmp/x" --precision fp16
+check precision-cpu 1 "--precision fp16 is for the GPU targets: --target cpu computes in fp32 or bf16" "$bdc" compile models/sample.onnx -o "$tmp/x" --precision fp16
+check precision-cpu-bf16 0 "" "$bdc" compile models/sample.onnx -o "$tmp/sample_bf16" --precision bf16
+check precision-cpu-bf16-runs 0 "probs" "$tmp/sample_bf16" models/sample.input.npy
 check precision-bad 1 "--precision 'fp8': expected fp32, tf32, fp16 or bf16" "$bdc" compile models/sample.onnx -o "$tmp/x" --target opencl --precision fp8
 check cuda-old-arch 1 "expected sm_70 or newer" "$bdc" compile models/sample.onnx -o "$tmp/x" --target cuda --arch sm_60
 check branches-cpu 1 "--branches is for the GPU targets' --schedule op" "$bdc" compile models/sample.onnx -o "$tmp/x" --branches fuse

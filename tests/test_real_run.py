@@ -21,9 +21,10 @@ Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
                   (BDRT_GPU_ASSIGN_SEED=1..N) and with a single CTA (BDRT_GPU_CTAS=1). A model
                   listed in GPU_UNSUPPORTED must fail to compile with exit 3 (it is counted as
                   unsupported, with its reason); any other failure fails the test
-  --precision     `bdc compile --precision` (GPU targets): outputs are then compared with the
-                  fp32 reference by their largest error relative to the reference's largest
-                  magnitude (PRECISION_TOL), which is printed as the accuracy against fp32
+  --precision     `bdc compile --precision` (GPU targets; bf16 on the cpu too): outputs are
+                  then compared with the fp32 reference by their largest error relative to the
+                  reference's largest magnitude (PRECISION_TOL, PRECISION_TOL_CPU), which is
+                  printed as the accuracy against fp32
   --branches      `bdc compile --branches` (GPU targets, --schedule op): streams, or small
                   independent siblings fused into one kernel
   --qdq           `bdc compile --qdq`: a QDQ model's convolutions on 8-bit values (int8) or on
@@ -86,6 +87,9 @@ RTOL, ATOL = 1e-3, 1e-4
 # a real bug (a wrong weight, pad or bias) gives errors of the order of the outputs themselves.
 # The error itself is always printed.
 PRECISION_TOL = {"tf32": 2e-2, "fp16": 2e-2, "bf16": 1e-1}
+# The CPU target's bf16 rounds only the inputs of MatMul and Gemm by constant weights: up to 1.1%
+# of the largest output (ViT, BERT's pooler), so a tighter bound.
+PRECISION_TOL_CPU = {"bf16": 3e-2}
 # int8 models (export_models.QUANTIZED): an absolute tolerance of their own, per model. Their
 # float intermediates differ from onnxruntime's by float32 rounding like any model's, and where
 # one lands on a quantizer's rounding tie the quantized value moves by a step, which the rest of
@@ -117,6 +121,7 @@ QUANT_ATOL = {
 # (exact integer sums) stays 2 steps from the unoptimized session.
 QDQ_REFERENCE = {"resnet18_int8", "bert_int8_qdq"}
 precision = "fp32"
+precision_target = "cpu"  # --target: which PRECISION_TOL applies
 branches = "streams"
 qdq = "auto"
 
@@ -259,12 +264,13 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
             if precision != "fp32":
                 scale = float(np.abs(want.astype(np.float64)).max()) if want.size else 1.0
                 of_max = abs_err / max(scale, 1e-30)
-                close = of_max <= PRECISION_TOL[precision]
+                tol = (PRECISION_TOL_CPU if precision_target == "cpu" else PRECISION_TOL)[precision]
+                close = of_max <= tol
                 ok = ok and close
                 lines.append("output %-20s %s%-16s %s against fp32: max abs err %.3g, %.3g of the "
                              "largest output magnitude (tolerance %g)%s" % (
                                  n, got.dtype, list(got.shape), precision, abs_err, of_max,
-                                 PRECISION_TOL[precision], "" if close else "  MISMATCH"))
+                                 tol, "" if close else "  MISMATCH"))
                 continue
             close = bool(np.allclose(got, want, rtol=RTOL, atol=atol, equal_nan=True))
             ok = ok and close
@@ -382,14 +388,15 @@ def main():
     ap.add_argument("--branches", choices=("streams", "fuse"), default="streams",
                     help="bdc compile --branches (GPU targets, --schedule op)")
     ap.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16"), default="fp32",
-                    help="bdc compile --precision (GPU targets): compared by relative error")
+                    help="bdc compile --precision (GPU targets; bf16 on the cpu): compared by relative error")
     ap.add_argument("--qdq", choices=("auto", "int8", "float"), default="auto",
                     help="bdc compile --qdq (QDQ models' convolutions)")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     ap_branches = args.branches
-    global precision, branches, qdq
+    global precision, precision_target, branches, qdq
     precision = args.precision
+    precision_target = args.target
     branches = ap_branches
     qdq = args.qdq
 

@@ -370,6 +370,19 @@ bool bd_i8_direct_default(const bd_target *t, const char *arch) {
 #endif
 }
 
+/* --precision bf16 on a CPU without AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5): the kernels
+ * then take its products in plain C, several times slower than fp32. */
+static bool bf16_slow_here(const bd_target *t, const char *arch) {
+    if (t->gpu || !for_this_machine(arch)) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    unsigned a, b, c, dx;
+    return !(__builtin_cpu_supports("avx512f") && __get_cpuid_count(7, 1, &a, &b, &c, &dx) && (a >> 5 & 1));
+#else
+    return true;
+#endif
+}
+
 int bd_tile_threads_default(const char *arch) {
     if (!for_this_machine(arch)) return 8;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -391,6 +404,9 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
                                  &m, d);
     if (!s) s = require_static_inputs(m->graph, d);
     if (!s) progress_step(&pr, "load, verify, infer, fold");
+    if (!s && o->precision == BD_PRECISION_BF16 && bf16_slow_here(t, o->arch))
+        fprintf(stderr, "bdc: warning: --precision bf16: this CPU has no AVX512_BF16, so the "
+                        "executable's bfloat16 products run in plain C, several times slower than fp32\n");
     if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");
@@ -401,8 +417,9 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
         s = bd_fail(d, BD_ERR_USAGE, "--winograd is for --target cpu: the GPU targets' convolutions are direct");
     if (!s && o->denormals_given && t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--denormals is for --target cpu: the GPU targets keep denormals");
-    if (!s && o->precision != BD_PRECISION_FP32 && !t->gpu)
-        s = bd_fail(d, BD_ERR_USAGE, "--precision is for the GPU targets: --target %s computes in fp32", t->name);
+    if (!s && o->precision != BD_PRECISION_FP32 && o->precision != BD_PRECISION_BF16 && !t->gpu)
+        s = bd_fail(d, BD_ERR_USAGE, "--precision %s is for the GPU targets: --target %s computes in fp32 or bf16",
+                    o->precision == BD_PRECISION_TF32 ? "tf32" : "fp16", t->name);
     /* the persistent kernel's acquire/release atomics and nanosleep are sm_70 and newer */
     if (!s && o->arch && t->gpu && !strcmp(t->name, "cuda") &&
         (strncmp(o->arch, "sm_", 3) || atoi(o->arch + 3) < 70))

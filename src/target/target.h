@@ -11,7 +11,7 @@
 #include "target/print.h"
 
 /* --precision: what a GPU target's tiled matrix products and convolutions multiply in (fp32
- * accumulation always); the CPU computes in fp32. */
+ * accumulation always); the CPU takes fp32 or bf16 (its MatMul and Gemm by constant weights). */
 typedef enum bd_precision { BD_PRECISION_FP32 = 0, BD_PRECISION_TF32, BD_PRECISION_FP16, BD_PRECISION_BF16 } bd_precision;
 
 /* What the printer is asked for. */

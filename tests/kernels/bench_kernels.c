@@ -206,7 +206,15 @@ static void run_gemm_packed_b(void *v) {
                          BD_ACT_RELU, 0.0f, 0.0f, g->scratch);
 }
 
-static void bench_gemm(int64_t M, int64_t N, int64_t K, double peak) {
+static void run_gemm_bf16(void *v) {
+    gemm_arg *g = v;
+    bd_bf16_gemm_packed_b(g->M, 0, g->N, g->K, g->A, g->K, 0, g->Bp, g->C, g->N, g->bias, NULL, 0,
+                          BD_ACT_RELU, 0.0f, 0.0f, g->scratch);
+}
+
+/* bf16: also the same product with --precision bf16's kernel (bd_bf16_gemm_packed_b), against
+ * the fp32 FMA peak (VDPBF16PS doubles it where the CPU has AVX512_BF16). */
+static void bench_gemm(int64_t M, int64_t N, int64_t K, double peak, int bf16) {
     gemm_arg g = {M, N, K, frandom(M * K), frandom(K * N), frandom(M * N), NULL, frandom(N), NULL};
     g.scratch = xmalloc(bd_f32_gemm_scratch_bytes(M, N, K));
     g.Bp = xmalloc(bd_f32_gemm_packed_b_bytes(K, N));
@@ -217,6 +225,19 @@ static void bench_gemm(int64_t M, int64_t N, int64_t K, double peak) {
            "GFLOP/s %5.1f%%\n",
            (long long)M, (long long)N, (long long)K, flops / t1 * 1e-9,
            100 * flops / t1 * 1e-9 / peak, flops / t2 * 1e-9, 100 * flops / t2 * 1e-9 / peak);
+    if (bf16) {
+        free(g.Bp);
+        free(g.scratch);
+        g.Bp = xmalloc(bd_bf16_gemm_packed_b_bytes(K, N));
+        bd_bf16_gemm_pack_b(K, N, g.B, N, 0, g.Bp);
+        g.scratch = xmalloc(bd_bf16_gemm_scratch_bytes(M, K));
+        double t3 = time_call(run_gemm_bf16, &g);
+        printf("    bf16 (%s)%*s packed B+bias+relu %7.1f GFLOP/s %5.1f%% of the fp32 peak, %.2fx "
+               "the fp32 packed B\n",
+               bd_kernels_cpu_has_bf16() ? "vdpbf16ps" : "plain C",
+               bd_kernels_cpu_has_bf16() ? 18 : 20, "", flops / t3 * 1e-9,
+               100 * flops / t3 * 1e-9 / peak, t2 / t3);
+    }
     free(g.A);
     free(g.B);
     free(g.C);
@@ -520,14 +541,14 @@ int main(int argc, char **argv) {
         static const int64_t sq[] = {256, 512, 1024, 2048};
         for (int k = 0; k < 4 && !only; k++) {
             if (g_quick && sq[k] > 1024) continue;
-            bench_gemm(sq[k], sq[k], sq[k], peak);
+            bench_gemm(sq[k], sq[k], sq[k], peak, 0);
         }
         if (!only) {
-            bench_gemm(64, 3136, 576, peak); /* a conv-shaped GEMM */
-            bench_gemm(1, 1000, 512, peak);  /* batch-1 classifier */
-            bench_gemm(128, 768, 768, peak); /* transformer projection, 128 tokens */
-            bench_gemm(128, 3072, 768, peak); /* BERT-base's FFN up and down, 128 tokens */
-            bench_gemm(128, 768, 3072, peak);
+            bench_gemm(64, 3136, 576, peak, 0); /* a conv-shaped GEMM */
+            bench_gemm(1, 1000, 512, peak, 0);  /* batch-1 classifier */
+            bench_gemm(128, 768, 768, peak, 1); /* transformer projection, 128 tokens */
+            bench_gemm(128, 3072, 768, peak, 1); /* BERT-base's FFN up and down, 128 tokens */
+            bench_gemm(128, 768, 3072, peak, 1);
             /* the int8 BERT's products (MatMulInteger), then a large square; only the AVX-512
              * tile gets a percentage of the (AVX-512) VNNI peak. The AVX2 tile runs on AVX-VNNI
              * where the CPU has it, then again on vpmaddwd; the AVX-512 one on AMX tiles where

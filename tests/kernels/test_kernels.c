@@ -1249,6 +1249,90 @@ static void test_packed_across_isa(void) {
     gemm_data_free(&d);
 }
 
+/* ---- bfloat16 GEMM -------------------------------------------------------------------------- */
+
+/* Round to nearest even at bit 16 (bfloat16), NaN kept: the reference's own rounding. */
+static double bf16_ref(float f) {
+    if (f != f) return f;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t lo = u & 0xFFFFu, r = u & 0xFFFF0000u;
+    if (lo > 0x8000u || (lo == 0x8000u && (u >> 16 & 1u))) r += 0x10000u;
+    float g;
+    memcpy(&g, &r, sizeof g);
+    return g;
+}
+
+/* bd_bf16_gemm_packed_b against double sums of the bfloat16-rounded operands (tight: only fp32
+ * summation), in column tiles at multiples of 32 and row tiles, with every epilogue; and the
+ * error against the unrounded operands' sums reported (the precision's own cost). */
+static void test_bf16_gemm_all(void) {
+    reseed(31);
+    static const int64_t shapes[][3] = {{1, 1, 1},     {5, 31, 3},    {12, 32, 2},  {13, 33, 255},
+                                        {37, 100, 256}, {250, 70, 257}, {30, 64, 600}, {24, 96, 768}};
+    double worst_vs_fp32 = 0;
+    const int n = g_quick ? 4 : (int)(sizeof shapes / sizeof shapes[0]);
+    for (int si = 0; si < n; si++)
+        for (int variant = 0; variant < 4; variant++) {
+            gemm_case c = {shapes[si][0], shapes[si][1], shapes[si][2], variant & 1, variant >> 1 & 1,
+                           variant != 1, variant == 2, variant == 3, variant == 3 ? BD_ACT_GELU : variant};
+            gemm_data d = gemm_data_new(c); /* ref, mag: the unrounded operands */
+            double *ref16 = xmalloc((size_t)((c.M + 2) * d.ldc) * sizeof(double));
+            for (int64_t i = 0; i < c.M; i++)
+                for (int64_t j = 0; j < c.N; j++) {
+                    double sum = 0;
+                    for (int64_t k = 0; k < c.K; k++)
+                        sum += bf16_ref(c.transA ? d.A[k * d.lda + i] : d.A[i * d.lda + k]) *
+                               bf16_ref(c.transB ? d.B[j * d.ldb + k] : d.B[k * d.ldb + j]);
+                    int64_t o = (i + 1) * d.ldc + j;
+                    if (c.accumulate) sum += d.C0[o];
+                    if (c.bias_n) sum += d.bn[j];
+                    if (c.bias_m) sum += d.bm[i];
+                    ref16[o] = act_ref(sum, c.act, -0.5f, 0.75f);
+                }
+            void *Bp = xmalloc(bd_bf16_gemm_packed_b_bytes(c.K, c.N));
+            bd_bf16_gemm_pack_b(c.K, c.N, d.B, d.ldb, c.transB, Bp);
+            unsigned char *mask;
+            float *C = gemm_out(&d, 0, c.M, 0, c.N, &mask);
+            const int64_t m_mid = irand(c.M + 1);
+            scratch s = scratch_new(bd_bf16_gemm_scratch_bytes(c.M, c.K));
+            for (int64_t n0 = 0; n0 < c.N;) {
+                int64_t n1 = n0 + 32 * (1 + irand(3));
+                if (n1 > c.N) n1 = c.N;
+                const int64_t rows[3] = {0, m_mid, c.M};
+                for (int r = 0; r < 2; r++) {
+                    const int64_t m0 = rows[r], m1 = rows[r + 1];
+                    const float *A = c.transA ? d.A + m0 : d.A + m0 * d.lda;
+                    bd_bf16_gemm_packed_b(m1 - m0, n0, n1, c.K, A, d.lda, c.transA, Bp,
+                                          C + (m0 + 1) * d.ldc, d.ldc, c.bias_n ? d.bn : NULL,
+                                          c.bias_m ? d.bm + m0 : NULL, c.accumulate, c.act, -0.5f,
+                                          0.75f, s.p);
+                }
+                n0 = n1;
+            }
+            char name[200];
+            case_name(name, sizeof name, bd_kernels_cpu_has_bf16() ? "bf16 (vdpbf16ps)" : "bf16 (C)",
+                      &c);
+            g_rel_tol = 1e-5;
+            compare(name, C, ref16, d.mag, mask, (c.M + 2) * d.ldc);
+            g_rel_tol = 1e-4;
+            for (int64_t t = 0; t < (c.M + 2) * d.ldc; t++)
+                if (mask[t]) {
+                    double e = fabs((double)C[t] - d.ref[t]) / (d.mag[t] + 1e-3);
+                    if (e > worst_vs_fp32) worst_vs_fp32 = e;
+                }
+            free(s.base);
+            free(C);
+            free(mask);
+            free(Bp);
+            free(ref16);
+            gemm_data_free(&d);
+        }
+    printf("ok bf16 gemm (%s): %d shapes x 4 epilogues, within 1e-5 of the sums of the rounded "
+           "operands; largest error against the unrounded ones %.2g of the sum of |products|\n",
+           bd_kernels_cpu_has_bf16() ? "AVX512_BF16" : "plain C", n, worst_vs_fp32);
+}
+
 /* K == 0: only the epilogue; A and B may be NULL then. */
 static void test_gemm_k0_null(void) {
     float C[3 * 5], bn[5] = {1, 2, 3, 4, 5}, bm[3] = {10, 20, 30};
@@ -1327,6 +1411,7 @@ int main(int argc, char **argv) {
         test_gemm_k0_null();
         test_act_special();
         test_gemm_all();
+        test_bf16_gemm_all();
         test_conv_all();
         test_conv_pre_all();
         test_winograd_all();

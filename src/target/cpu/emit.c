@@ -318,6 +318,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     e.prog = p;
     e.graph = p->graph;
     e.storage = mem->storage;
+    e.bf16 = opts->precision == BD_PRECISION_BF16;
     e.nest_slot = malloc((p->nests.len + 1) * sizeof *e.nest_slot);
     BD_ASSERT(e.nest_slot);
     for (size_t i = 0; i < p->nests.len; i++) e.nest_slot[i] = -1;

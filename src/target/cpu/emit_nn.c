@@ -947,6 +947,10 @@ static void mm_epilogue(bd_emitter *e, const bd_nest *n, const bd_matmul_params 
 static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_params *mp, bd_emit_phase phase) {
     mm_layout l = mm_layout_of(mp);
     int64_t mt = mp->m_iter >= 0 ? n->tile[mp->m_iter] : 1, nt = mp->n_iter >= 0 ? n->tile[mp->n_iter] : 1;
+    /* --precision bf16: weights packed as bfloat16 panels of 32 columns, which the blocks' column
+     * tiles start on (the tiler cuts N in multiples of 32) */
+    const bool bf16 = e->bf16 && mp->b_packed && (nt % 32 == 0 || nt >= mp->N);
+    const char *pfx = bf16 ? "bf16" : "f32";
     if (phase == BD_EMIT_SETUP) {
         bd_emit_open(e, "%s", "");
         if (mp->b_packed) {
@@ -963,13 +967,14 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
                 free(tmp);
                 src = bd_emit_str(e, "((const float *)(bd_weights + %lld))", ll(off));
             }
-            emit_packed_alloc(e, slot, "pk", bd_emit_str(e, "bd_f32_gemm_packed_b_bytes(%lld, %lld)",
-                                                       ll(mp->K), ll(mp->N)));
-            bd_emit(e, "bd_f32_gemm_pack_b(%lld, %lld, %s, %lld, %d, pk);", ll(mp->K), ll(mp->N), src,
+            emit_packed_alloc(e, slot, "pk", bd_emit_str(e, "bd_%s_gemm_packed_b_bytes(%lld, %lld)",
+                                                       pfx, ll(mp->K), ll(mp->N)));
+            bd_emit(e, "bd_%s_gemm_pack_b(%lld, %lld, %s, %lld, %d, pk);", pfx, ll(mp->K), ll(mp->N), src,
                     ll(l.ldb), mp->trans_b);
         }
-        emit_scratch_check(e, n, bd_emit_str(e, "bd_f32_gemm_scratch_bytes(%lld, %lld, %lld)", ll(mt),
-                                             ll(nt), ll(mp->K)));
+        emit_scratch_check(e, n, bf16 ? bd_emit_str(e, "bd_bf16_gemm_scratch_bytes(%lld, %lld)", ll(mt), ll(mp->K))
+                                      : bd_emit_str(e, "bd_f32_gemm_scratch_bytes(%lld, %lld, %lld)", ll(mt),
+                                                    ll(nt), ll(mp->K)));
         bd_emit_close(e, NULL);
         return;
     }
@@ -990,9 +995,9 @@ static void emit_matmul_f32(bd_emitter *e, const bd_nest *n, const bd_matmul_par
     const char *amin = bd_emit_float(e, act == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT);
     const char *amax = bd_emit_float(e, act == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT);
     if (mp->b_packed) {
-        bd_emit(e, "bd_f32_gemm_packed_b(m1 - m0, n0, n1, %lld, A + ao + %s, %lld, %d, (const float *)S->packed[%d], "
+        bd_emit(e, "bd_%s_gemm_packed_b(m1 - m0, n0, n1, %lld, A + ao + %s, %lld, %d, (const float *)S->packed[%d], "
                    "Y + yo + m0 * %lld, %lld, %s, NULL, 0, %d, %s, %s, scratch);",
-                ll(mp->K), arow, ll(l.lda), mp->trans_a, bd_emit_nest_slot(e, n), ll(l.ldy), ll(l.ldy),
+                pfx, ll(mp->K), arow, ll(l.lda), mp->trans_a, bd_emit_nest_slot(e, n), ll(l.ldy), ll(l.ldy),
                 bias, act, amin, amax);
     } else {
         const char *bcol = mp->trans_b ? bd_emit_str(e, "n0 * %lld", ll(l.ldb)) : "n0";
