@@ -367,11 +367,13 @@ void bd_f32_maxpool_rows_avx512(const bd_pool2d_shape *s, const float *x, float 
 uint16_t bd_bf16_round(float f);
 #if BD_KERNELS_X86
 /* gemm_bf16.c's A panels from rows [0, rows) of a row-major A, depth [k0, k0 + kc) (kc even),
- * on AVX512_BF16's conversion. */
+ * on AVX512_BF16's conversion: row i's kc / 2 words at dst + i kc / 2, rows up to a multiple of
+ * 12 (zeros past `rows`). */
 void bd_bf16_pack_a_avx512(const float *A, int64_t lda, int64_t rows, int64_t K, int64_t k0,
                            int64_t kc, uint32_t *dst);
-/* The 12 x 32 tile of C from kp pairs of k: a: 12-row panel of words, b: the B panel at the
- * block's first pair; stores m rows and ep->cols columns through the epilogue. */
+/* The 12 x 32 tile of C from kp pairs of k: a: 12-row panel (row r's kp words at a + r kp), b:
+ * the B panel at the block's first pair; stores m rows and ep->cols columns through the
+ * epilogue. */
 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint16_t *b, float *c, int64_t ldc,
                         int m, const bd_ukr_epi *ep);
 #endif

@@ -1315,24 +1315,22 @@ typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every transla
 
 #define BD_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* Per row, 16 floats at a time rounded by VCVTNEPS2BF16 into 8 words (pairs of k), scattered
- * to their places 12 words apart in the panel; the last block of a row masked (zeros past K). */
+/* Per row, 16 floats at a time rounded by VCVTNEPS2BF16 into 8 words (pairs of k), stored in
+ * place: row i's words at dst + i kc / 2 (12-row panels follow each other); the last block of a
+ * row masked (zeros past K). */
 BD_AVX512_BF16 void bd_bf16_pack_a_avx512(const float *A, int64_t lda, int64_t rows, int64_t K,
                                           int64_t k0, int64_t kc, uint32_t *dst) {
-    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                           _mm256_set1_epi32(12));
     const int64_t rows_p = (rows + 11) / 12 * 12;
     for (int64_t i = 0; i < rows_p; i++) {
-        uint32_t *panel = dst + i / 12 * 12 * (kc / 2) + i % 12;
+        uint16_t *row = (uint16_t *)(dst + i * (kc / 2));
         const float *a = A + i * lda + k0;
         for (int64_t k = 0; k < kc; k += 16) {
             const int64_t left = i < rows ? K - (k0 + k) : 0; /* valid floats from a + k */
             const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF
                                 : left > 0 ? (__mmask16)((1u << left) - 1u) : (__mmask16)0;
-            const __m512 v = _mm512_maskz_loadu_ps(m, a + k);
-            const __m256i w = (__m256i)_mm512_cvtneps_pbh(v);
-            const __mmask8 pm = kc - k >= 16 ? (__mmask8)0xFF : (__mmask8)((1u << ((kc - k) / 2)) - 1u);
-            _mm256_mask_i32scatter_epi32(panel + k / 2 * 12, pm, idx, w, 4);
+            const __m256i w = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, a + k));
+            const __mmask16 sm = kc - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (kc - k)) - 1u);
+            _mm256_mask_storeu_epi16(row + k, sm, w);
         }
     }
 }
@@ -1350,10 +1348,9 @@ BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint
         _mm_prefetch((const char *)(bp + 16 * 64 + 32), _MM_HINT_T0);
         const __m512bh w0 = (__m512bh)_mm512_loadu_si512(bp);
         const __m512bh w1 = (__m512bh)_mm512_loadu_si512(bp + 32);
-        const uint32_t *ap = a + p * 12;
 #define BD_BF16_ROW(r)                                                                             \
     {                                                                                              \
-        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)ap[r]);                                \
+        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r * kp + p]);                        \
         a##r = _mm512_dpbf16_ps(a##r, x, w0);                                                      \
         b##r = _mm512_dpbf16_ps(b##r, x, w1);                                                      \
     }
