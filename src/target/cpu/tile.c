@@ -123,13 +123,17 @@ static int64_t conv8_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t s
  * multiple of 8 output channels per group, on AVX2 and AVX-512), as kernels/bd_kernels_internal.h
  * sizes it: a chunk of output rows' input rows interleaved (Cg8: the group's input channels
  * rounded up to 8; rows chosen to keep them near 128 KB), and two blocks of up to 16 output
- * channels for the chunk's pixels. */
+ * channels for the chunk's pixels. A strided 1x1 convolution may also be laid out as the
+ * stride-1 one on the pixels it reads (bd_conv8d_subsampled): the larger of the two. */
 static int64_t conv8d_scratch_bound(int64_t Cg8, int64_t OW, int64_t KH, int64_t KW, int64_t sh,
                                     int64_t sw, int64_t dh, int64_t dw) {
     int64_t cols = (OW - 1) * sw + (KW - 1) * dw + 1, halo = (KH - 1) * dh + 1;
     int64_t rows = imin64(16, imax64(1, (32768 / imax64(Cg8 * cols, 1) - halo) / sh + 1));
     int64_t out_pixels = (rows * cols + 23) / 24 * 24 + 8;
-    return (16 + Cg8 * ((rows - 1) * sh + halo) * cols + 64 + 32 * out_pixels) * 4 + 64;
+    int64_t bytes = (16 + Cg8 * ((rows - 1) * sh + halo) * cols + 64 + 32 * out_pixels) * 4 + 64;
+    if (KH == 1 && KW == 1 && (sh > 1 || sw > 1))
+        bytes = imax64(bytes, conv8d_scratch_bound(Cg8, OW, 1, 1, 1, 1, 1, 1));
+    return bytes;
 }
 
 /* An upper bound of bd_f32_conv2d_scratch_bytes for a depthwise convolution: the larger of the
