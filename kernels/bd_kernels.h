@@ -144,6 +144,10 @@ typedef struct bd_conv2d_shape {
      * + b[c]; 2: then max(0, .)), for 1x1 stride-1 unpadded ungrouped convolutions (winograd 0):
      * an inference BatchNormalization and its Relu absorbed by the convolution that reads them */
     int64_t pre;
+    /* bf16: 1 for --precision bf16: where the CPU has AVX512_BF16 and the layer runs on the
+     * 16-lane direct kernel, its input rows and weights are rounded to bfloat16 (fp32 sums); the
+     * other paths compute in fp32 */
+    int64_t bf16;
 } bd_conv2d_shape;
 
 /* 1 when the shape is consistent (positive sizes, group divides C and M, ...). The other conv

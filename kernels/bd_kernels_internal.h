@@ -226,6 +226,9 @@ typedef struct bd_conv8d_job {
      * x * pre_a[c] + pre_b[c], then max(0, .) where pre_relu; pre_a NULL: none */
     const float *pre_a, *pre_b;
     int pre_relu;
+    /* the 16-lane kernel only: w is BD_PACK_CONV8_BF16's bfloat16 pairs, and the prepared rows
+     * are rounded to bfloat16 before the products (vdpbf16ps, two input channels a step) */
+    int bf16;
 } bd_conv8d_job;
 typedef void (*bd_conv8d_fn)(const bd_conv8d_job *job);
 
@@ -265,7 +268,9 @@ static inline int64_t bd_conv8d_out_pixels(const bd_conv2d_shape *s) {
 static inline int64_t bd_conv8d_layout_floats(const bd_conv2d_shape *s) {
     const int64_t rows_in =
         (bd_conv8d_chunk_rows(s) - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
-    return bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s) + 64 + 32 * bd_conv8d_out_pixels(s);
+    const int64_t rows = bd_conv8d_cin(s) * rows_in * bd_conv8_cols(s);
+    /* bf16: the rows again as bfloat16 (half the floats), 64-byte aligned */
+    return rows + 64 + 32 * bd_conv8d_out_pixels(s) + (s->bf16 ? rows / 2 + 32 : 0);
 }
 /* ... for the layout the kernel uses: the 8-lane kernel prepares whole rows at any stride */
 static inline int64_t bd_conv8d_scratch_floats(const bd_conv2d_shape *s) {
@@ -391,7 +396,8 @@ enum {
     BD_PACK_GROUP8 = 7,
     BD_PACK_CONV8 = 8,
     BD_PACK_PLANES = 9,
-    BD_PACK_BF16_B = 10
+    BD_PACK_BF16_B = 10,
+    BD_PACK_CONV8_BF16 = 11
 };
 typedef struct bd_pack_hdr {
     uint32_t magic;

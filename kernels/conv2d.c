@@ -111,6 +111,12 @@ static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
              (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
 }
 
+/* The direct kernel in bfloat16 (--precision bf16): the 16-lane kernel where the CPU has
+ * AVX512_BF16. */
+static int is_conv16d_bf16(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    return s->bf16 && is_conv8d(kd, s) && kd->conv8d_lanes == 16 && bd_kernels_cpu_has_bf16();
+}
+
 /* A group's output channels in the packed weights of the direct kernel: whole blocks of its
  * lanes. */
 static int64_t conv8d_mg(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
@@ -821,10 +827,10 @@ size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     if (is_planes(kd, s))
         return (size_t)(BD_PACK_HDR_FLOATS + round_up(s->M, 8) * s->C * s->KH * s->KW) *
                sizeof(float);
-    if (is_conv8d(kd, s))
-        return (size_t)(BD_PACK_HDR_FLOATS + s->group * conv8d_mg(kd, s) * bd_conv8d_cin(s) *
-                                                 s->KH * s->KW) *
-               sizeof(float);
+    if (is_conv8d(kd, s)) /* bfloat16: two bytes a weight */
+        return BD_PACK_HDR_FLOATS * sizeof(float) +
+               (size_t)(s->group * conv8d_mg(kd, s) * bd_conv8d_cin(s) * s->KH * s->KW) *
+                   (is_conv16d_bf16(kd, s) ? sizeof(uint16_t) : sizeof(float));
     if (is_depthwise(s) || is_group8(kd, s))
         return (size_t)(BD_PACK_HDR_FLOATS + s->M * (s->C / s->group) * s->KH * s->KW) *
                sizeof(float);
@@ -847,11 +853,28 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
     const int kind = is_depthwise(s)    ? BD_PACK_DW
                      : is_planes(kd, s) ? BD_PACK_PLANES
                      : is_group8(kd, s) ? BD_PACK_GROUP8
+                     : is_conv16d_bf16(kd, s) ? BD_PACK_CONV8_BF16
                      : is_conv8d(kd, s) ? BD_PACK_CONV8
                                         : BD_PACK_CONV;
     bd_pack_hdr h = {0, kind, (int32_t)kd->isa, kd->mr, s->M, Kd, s->group};
     bd_pack_hdr_write(packed, &h);
     float *dst = packed + BD_PACK_HDR_FLOATS;
+    if (kind == BD_PACK_CONV8_BF16) { /* [input block][tap][c / 2][lane][c % 2], 16 lanes */
+        const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
+                      ncb = Cp / 8, L = 16, Mp = conv8d_mg(kd, s);
+        uint16_t *d16 = (uint16_t *)dst;
+        memset(d16, 0, (size_t)(s->group * Mp * Cp * taps) * sizeof(uint16_t));
+        for (int64_t g = 0; g < s->group; g++) {
+            uint16_t *dg = d16 + g * Mp * Cp * taps;
+            const float *wg = w + g * Mg * Cg * taps;
+            for (int64_t m = 0; m < Mg; m++)
+                for (int64_t c = 0; c < Cg; c++)
+                    for (int64_t t = 0; t < taps; t++)
+                        dg[((m / L * ncb + c / 8) * taps + t) * 8 * L + c % 8 / 2 * 2 * L +
+                           m % L * 2 + c % 2] = bd_bf16_round(wg[(m * Cg + c) * taps + t]);
+        }
+        return;
+    }
     if (kind == BD_PACK_CONV8) { /* per group, block of L outputs: [input block][tap][c][lane] */
         const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
                       ncb = Cp / 8, L = kd->conv8d_lanes, Mp = conv8d_mg(kd, s);
@@ -918,15 +941,20 @@ static void conv8d_tiles(const bd_conv2d_shape *s, const float *x, const float *
                          float act_min, float act_max, void *scratch) {
     const int64_t Mg = s->M / s->group, Cg = s->C / s->group, Kd = Cg * s->KH * s->KW;
     bd_pack_hdr h;
-    const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV8, &h);
+    memcpy(&h, wpacked, sizeof h);
+    const int bf16 = h.kind == BD_PACK_CONV8_BF16;
+    const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, bf16 ? BD_PACK_CONV8_BF16 : BD_PACK_CONV8, &h);
     BD_KCHECK(h.rows == s->M && h.K == Kd && h.extra == s->group && kd->conv8d &&
-              (!pre_a || kd->conv8d_lanes == 16));
+              (!pre_a || kd->conv8d_lanes == 16) &&
+              (!bf16 || (kd->conv8d_lanes == 16 && bd_kernels_cpu_has_bf16() && s->bf16)));
     for (int64_t g = oc0 / Mg; g * Mg < oc1; g++) {
+        /* the group's weights: bfloat16 pairs take half the bytes of floats */
+        const int64_t wg = g * conv8d_mg(kd, s) * bd_conv8d_cin(s) * s->KH * s->KW;
         bd_conv8d_job j = {s,
                            x + (n * s->C + g * Cg) * s->H * s->W,
                            y + (n * s->M + g * Mg) * s->OH * s->OW,
-                           wpacked + BD_PACK_HDR_FLOATS +
-                               g * conv8d_mg(kd, s) * bd_conv8d_cin(s) * s->KH * s->KW,
+                           bf16 ? (const float *)((const uint16_t *)(wpacked + BD_PACK_HDR_FLOATS) + wg)
+                                : wpacked + BD_PACK_HDR_FLOATS + wg,
                            bias ? bias + g * Mg : NULL,
                            imax(oc0 - g * Mg, 0),
                            imin(oc1 - g * Mg, Mg),
@@ -938,7 +966,8 @@ static void conv8d_tiles(const bd_conv2d_shape *s, const float *x, const float *
                            bd_align64(scratch),
                            pre_a,
                            pre_b,
-                           s->pre == 2};
+                           s->pre == 2,
+                           bf16};
         kd->conv8d(&j);
     }
 }
@@ -1012,7 +1041,7 @@ void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const floa
     bd_pack_hdr h;
     const int64_t HW = s->H * s->W;
     memcpy(&h, wpacked, sizeof h);
-    if (h.kind == BD_PACK_CONV8) { /* the 16-lane direct kernel: on its interleaved rows */
+    if (h.kind == BD_PACK_CONV8 || h.kind == BD_PACK_CONV8_BF16) { /* the 16-lane direct kernel */
         conv8d_tiles(s, x, pre_a, pre_b, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act, act_min,
                      act_max, scratch);
         return;
@@ -1082,7 +1111,7 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
                    act_min, act_max, scratch);
         return;
     }
-    if (h.kind == BD_PACK_CONV8) {
+    if (h.kind == BD_PACK_CONV8 || h.kind == BD_PACK_CONV8_BF16) {
         conv8d_tiles(s, x, NULL, NULL, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act, act_min, act_max,
                      scratch);
         return;

@@ -31,6 +31,7 @@
 #include "conv8_rows.h"
 
 #define BD_AVX512 __attribute__((target("avx512f")))
+#define BD_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
 /* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains. */
@@ -576,6 +577,182 @@ conv16d_prep_sub_row(const bd_conv2d_shape *s, const float *x, int64_t nin, int6
     }
 }
 
+/* ---- the same in bfloat16 (--precision bf16, BD_PACK_CONV8_BF16) ---------------------------- */
+
+typedef int32_t bd_word_alias __attribute__((may_alias));
+
+/* conv16d_group on the chunk's rows rounded to bfloat16 (px: the pixels in them, at the float
+ * rows' element offsets) and weights packed per pair of input channels: per pair of a tap, two
+ * weight loads (16 lanes x 2 channels) and NP broadcasts of the pixels' pairs for 2 NP VDPBF16PS,
+ * each two products a lane, so that a step does twice the FMA's work. */
+BD_INLINE BD_AVX512_BF16 void conv16d_group_bf16(const int NOB, const int NP, const int KH_,
+                                                 const int KW_, const int CONTIG,
+                                                 const bd_conv8d_job *j,
+                                                 const uint16_t *const px[12], int64_t rs,
+                                                 int64_t bs, int64_t ncb, int clast,
+                                                 const uint16_t *w, int64_t wob, __m512 bias0,
+                                                 __m512 bias1, float *o0, float *o1) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ > 0 ? KH_ : s->KH, KW = KH_ > 0 ? KW_ : s->KW;
+    const int64_t cs = KH_ > 0 ? 8 : s->dil_w * 8, hs = s->dil_h * rs;
+    const __m512 lo = _mm512_set1_ps(j->act_min), hi = _mm512_set1_ps(j->act_max);
+    __m512 a0 = bias0, a1 = bias0, a2 = bias0, a3 = bias0, a4 = bias0, a5 = bias0, a6 = bias0,
+           a7 = bias0, a8 = bias0, a9 = bias0, a10 = bias0, a11 = bias0;
+    __m512 b0 = bias1, b1 = bias1, b2 = bias1, b3 = bias1, b4 = bias1, b5 = bias1, b6 = bias1,
+           b7 = bias1, b8 = bias1, b9 = bias1, b10 = bias1, b11 = bias1;
+    const uint16_t *wp = w;
+#define BD_STEP(i, A, B)                                                                           \
+    if (i < NP) {                                                                                  \
+        x = (__m512bh)_mm512_set1_epi32(                                                           \
+            *(const bd_word_alias *)(CONTIG ? px[0] + 8 * i + off + 2 * q : px[i] + off + 2 * q)); \
+        A = _mm512_dpbf16_ps(A, x, wa);                                                            \
+        if (NOB == 2) B = _mm512_dpbf16_ps(B, x, wb);                                              \
+    }
+#define BD_PAIR                                                                                    \
+    {                                                                                              \
+        const __m512bh wa = (__m512bh)_mm512_loadu_si512(wp);                                      \
+        const __m512bh wb = NOB == 2 ? (__m512bh)_mm512_loadu_si512(wp + wob) : wa;                \
+        _mm_prefetch((const char *)((uintptr_t)wp + 4 * BD_STREAM_A_FLOATS), _MM_HINT_T0);         \
+        if (NOB == 2)                                                                              \
+            _mm_prefetch((const char *)((uintptr_t)(wp + wob) + 4 * BD_STREAM_A_FLOATS),           \
+                         _MM_HINT_T0);                                                             \
+        __m512bh x;                                                                                \
+        BD_STEP(0, a0, b0)                                                                         \
+        BD_STEP(1, a1, b1)                                                                         \
+        BD_STEP(2, a2, b2)                                                                         \
+        BD_STEP(3, a3, b3)                                                                         \
+        BD_STEP(4, a4, b4)                                                                         \
+        BD_STEP(5, a5, b5)                                                                         \
+        BD_STEP(6, a6, b6)                                                                         \
+        BD_STEP(7, a7, b7)                                                                         \
+        BD_STEP(8, a8, b8)                                                                         \
+        BD_STEP(9, a9, b9)                                                                         \
+        BD_STEP(10, a10, b10)                                                                      \
+        BD_STEP(11, a11, b11)                                                                      \
+    }
+    const int64_t nfull = clast == 8 ? ncb : ncb - 1;
+    const int qlast = (clast + 1) / 2; /* the last block's pairs (its odd channel's twin is 0) */
+    for (int64_t cb = 0; cb < nfull; cb++)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                const int64_t off = cb * bs + kh * hs + kw * cs;
+                for (int q = 0; q < 4; q++, wp += 32)
+                    BD_PAIR
+            }
+    if (nfull < ncb)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++, wp += (4 - qlast) * 32) {
+                const int64_t off = nfull * bs + kh * hs + kw * cs;
+                for (int q = 0; q < qlast; q++, wp += 32)
+                    BD_PAIR
+            }
+#undef BD_PAIR
+#undef BD_STEP
+#define BD_STORE(i, A, B)                                                                          \
+    if (i < NP) {                                                                                  \
+        _mm512_store_ps(o0 + 16 * i, act16(A, j->act, lo, hi));                                   \
+        if (NOB == 2) _mm512_store_ps(o1 + 16 * i, act16(B, j->act, lo, hi));                      \
+    }
+    BD_STORE(0, a0, b0)
+    BD_STORE(1, a1, b1)
+    BD_STORE(2, a2, b2)
+    BD_STORE(3, a3, b3)
+    BD_STORE(4, a4, b4)
+    BD_STORE(5, a5, b5)
+    BD_STORE(6, a6, b6)
+    BD_STORE(7, a7, b7)
+    BD_STORE(8, a8, b8)
+    BD_STORE(9, a9, b9)
+    BD_STORE(10, a10, b10)
+    BD_STORE(11, a11, b11)
+#undef BD_STORE
+}
+
+static BD_AVX512_BF16 __attribute__((noinline)) void
+conv16d_last_group_bf16(int nob, int np, const bd_conv8d_job *j, const uint16_t *const px[12],
+                        int64_t rs, int64_t bs, int64_t ncb, int clast, const uint16_t *w,
+                        int64_t wob, __m512 bias0, __m512 bias1, float *o0, float *o1) {
+    if (nob == 2 && np == 8)
+        conv16d_group_bf16(2, 8, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+    else if (nob == 2)
+        conv16d_group_bf16(2, 4, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+    else if (np == 8)
+        conv16d_group_bf16(1, 8, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+    else
+        conv16d_group_bf16(1, 4, 0, 0, 0, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1, o0, o1);
+}
+
+/* conv16d_pixels on the rounded rows r16 (the same pixels, in groups of 12 and a last of 4, 8
+ * or 12). */
+BD_INLINE BD_AVX512_BF16 void conv16d_pixels_bf16(const int NOB, const int KH_, const int KW_,
+                                                  const int wide, const bd_conv8d_job *j,
+                                                  const uint16_t *r16, int64_t npix, int64_t rs,
+                                                  int64_t bs, int64_t ncb, int clast,
+                                                  const uint16_t *w, int64_t wob, __m512 bias0,
+                                                  __m512 bias1, float *o0, float *o1) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t OW = wide ? rs / 8 : s->OW, ps = s->stride_w * 8, prow = s->stride_h * rs;
+    int64_t row = 0, col = 0;
+    for (int64_t g = 0; g < npix;) {
+        const int np = npix - g <= 4 ? 4 : npix - g <= 8 ? 8 : 12;
+        const uint16_t *px[12];
+        for (int i = 0, r = (int)row, c = (int)col; i < 12; i++) {
+            px[i] = g + i < npix ? r16 + r * prow + c * ps : r16;
+            if (++c == OW) c = 0, r++;
+        }
+        for (col += np; col >= OW; col -= OW)
+            row++;
+        if (np < 12)
+            conv16d_last_group_bf16(NOB, np, j, px, rs, bs, ncb, clast, w, wob, bias0, bias1,
+                                    o0 + g * 16, o1 + g * 16);
+        else if (wide && g + 12 <= npix)
+            conv16d_group_bf16(NOB, 12, KH_, KW_, 1, j, px, rs, bs, ncb, clast, w, wob, bias0,
+                               bias1, o0 + g * 16, o1 + g * 16);
+        else
+            conv16d_group_bf16(NOB, 12, KH_, KW_, 0, j, px, rs, bs, ncb, clast, w, wob, bias0,
+                               bias1, o0 + g * 16, o1 + g * 16);
+        g += np;
+    }
+}
+
+/* One output block pair's products in bfloat16, the window unrolled where conv16d_run's is. */
+static BD_AVX512_BF16 __attribute__((noinline)) void
+conv16d_products_bf16(int two, int kh_, int wide, const bd_conv8d_job *j, const uint16_t *r16,
+                      int64_t npix, int64_t rs, int64_t bs, int64_t ncb, int clast,
+                      const uint16_t *w, int64_t wob, __m512 bias0, __m512 bias1, float *o0,
+                      float *o1) {
+#define BD_PRODUCTS(KH_, KW_)                                                                      \
+    if (two && wide)                                                                               \
+        conv16d_pixels_bf16(2, KH_, KW_, 1, j, r16, npix, rs, bs, ncb, clast, w, wob, bias0,       \
+                            bias1, o0, o1);                                                        \
+    else if (two)                                                                                  \
+        conv16d_pixels_bf16(2, KH_, KW_, 0, j, r16, npix, rs, bs, ncb, clast, w, wob, bias0,       \
+                            bias1, o0, o1);                                                        \
+    else                                                                                           \
+        conv16d_pixels_bf16(1, KH_, KW_, wide, j, r16, npix, rs, bs, ncb, clast, w, wob, bias0,    \
+                            bias0, o0, o1);
+    if (kh_ == 3) {
+        BD_PRODUCTS(3, 3)
+    } else if (kh_ == 1) {
+        BD_PRODUCTS(1, 1)
+    } else {
+        BD_PRODUCTS(0, 0)
+    }
+#undef BD_PRODUCTS
+}
+
+/* The chunk's prepared rows of each input block, n floats from rows + cb bs, rounded to
+ * bfloat16 at the same offsets of r16. */
+static BD_AVX512_BF16 __attribute__((noinline)) void
+conv16d_round_rows(const float *rows, uint16_t *r16, int64_t ncb, int64_t bs, int64_t n) {
+    for (int64_t cb = 0; cb < ncb; cb++)
+        for (int64_t k = 0; k < n; k += 16) {
+            const __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1u);
+            const __m512 v = _mm512_maskz_loadu_ps(m, rows + cb * bs + k);
+            _mm256_mask_storeu_epi16(r16 + cb * bs + k, m, (__m256i)_mm512_cvtneps_pbh(v));
+        }
+}
+
 BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv8d_job *job) {
     /* a strided 1x1 convolution runs at stride 1 on the pixels it reads */
     const int sub = bd_conv8d_subsampled(job->s);
@@ -591,6 +768,7 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
     const int64_t rows_max = (R - 1) * s->stride_h + (s->KH - 1) * s->dil_h + 1;
     const int64_t bs = rows_max * rs, wob = ncb * taps * 128, opix = bd_conv8d_out_pixels(s);
     float *o0 = j->scratch, *o1 = o0 + opix * 16, *rows = o1 + opix * 16;
+    uint16_t *r16 = bd_align64(rows + ncb * bs + 64); /* bf16: the rows rounded */
     /* conv16d_pixels' wide mode where the columns computed past OW are at most an eighth */
     const int wide = s->stride_h == 1 && s->stride_w == 1 && (cols - OW) * 8 <= OW;
     const int64_t npix_of_row = wide ? cols : OW;
@@ -608,6 +786,7 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
                     conv8_prep_row(s, j->x + cb * 8 * HW, cb + 1 < ncb ? 8 : clast, ih0 + r, cols,
                                    rows + cb * bs + r * rs, 8);
         if (j->pre_a) conv16d_prologue(j, rows, rows_in, cols, rs, bs, ncb, clast);
+        if (j->bf16) conv16d_round_rows(rows, r16, ncb, bs, rows_in * rs);
         for (int64_t m0 = j->m_lo / 16 * 16; m0 < j->m_hi; m0 += 32) {
             const int two = m0 + 16 < j->m_hi;
             const __m512 bias0 = conv16d_bias(j, m0), bias1 = two ? conv16d_bias(j, m0 + 16) : bias0;
@@ -615,7 +794,12 @@ BD_INLINE BD_AVX512 void conv16d_run(const int KH_, const int KW_, const bd_conv
             const int64_t npix = (nr - 1) * npix_of_row + OW;
             /* two blocks: wide as a constant; passed as a variable, ResNet's and SqueezeNet's
              * 56- and 28-column layers took 7-14% longer */
-            if (two && wide)
+            if (j->bf16)
+                conv16d_products_bf16(two, KH_ == 3 && KW_ == 3 ? 3 : KH_ == 1 && KW_ == 1 ? 1 : 0,
+                                      wide, j, r16, npix, rs, bs, ncb, clast,
+                                      (const uint16_t *)(const void *)j->w + m0 / 16 * wob, wob,
+                                      bias0, bias1, o0, o1);
+            else if (two && wide)
                 conv16d_pixels(2, KH_, KW_, 1, j, rows, npix, rs, bs, ncb, clast, w, wob, bias0,
                                bias1, o0, o1);
             else if (two)
@@ -1312,8 +1496,6 @@ typedef int bd_gemm_avx512_unused; /* ISO C needs a declaration in every transla
 #endif
 
 /* ---- bfloat16 GEMM (gemm_bf16.c) on AVX512_BF16 ----------------------------------------------- */
-
-#define BD_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 /* Per row, 16 floats at a time rounded by VCVTNEPS2BF16 into 8 words (pairs of k), stored in
  * place: row i's words at dst + i kc / 2 (12-row panels follow each other); the last block of a

@@ -432,7 +432,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
         s = bd_fail(d, BD_ERR_USAGE, "--tile-threads is for --target cpu: GPU blocks are thread blocks");
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes, o->winograd,
                        o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch),
-                       bd_i8_direct_default(t, o->arch)};
+                       bd_i8_direct_default(t, o->arch), !t->gpu && o->precision == BD_PRECISION_BF16};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
     bool *batch_sliced = NULL;
     if (!s) s = bd_batch_plan(&pl.prog, &batch_sliced, d);

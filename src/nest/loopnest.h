@@ -139,6 +139,10 @@ typedef struct bd_program {
     bool winograd; /* --winograd on: the CPU tiler may run 3x3 convolutions by Winograd */
     int tile_threads; /* --tile-threads: the most threads the CPU tiler sizes blocks for */
     bool i8_direct;   /* the CPU tiler may put int8 convolutions on the kernel's direct path */
+    /* --precision bf16 on the CPU: the 16-lane direct convolution runs in bfloat16, so the tiler
+     * takes no Winograd tiles (the direct products at twice the rate beat them) and sizes that
+     * kernel's scratch for its rows in bfloat16 too */
+    bool bf16;
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */
     /* per value: the Concat output it is written into in place (fuse/views.c; for a concat chain's

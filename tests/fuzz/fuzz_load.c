@@ -28,10 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (bd_front_passes(m, true, &d) == BD_OK && bd_support_check(m->graph, ignore_unsupported, NULL) == 0) {
         bd_dumps none = {0};
         bd_planned pl;
-        /* the input's size picks the fusion x schedule mode, the target, Winograd on or off and
-         * the int8 convolutions' direct path, so the corpus covers them all */
+        /* the input's size picks the fusion x schedule mode, the target, Winograd on or off, the
+         * int8 convolutions' direct path and bf16's tiling, so the corpus covers them all */
         bd_plan_opts po = {(bd_fusion)(size % 3), (bd_schedule_mode)(size / 3 % 2), (int64_t)1 << 30,
-                           size / 12 % 2 == 0, 0, size / 24 % 2 == 0};
+                           size / 12 % 2 == 0, 0, size / 24 % 2 == 0, size / 48 % 2 == 0};
         const bd_target *t = size / 6 % 2 ? &bd_target_opencl : &bd_target_cpu;
         if (bd_plan_program(m->graph, t, &po, &none, &pl, &d) == BD_OK) {
             bd_emit_opts eo = {.target = t, .lib_name = "fuzz", .weights_symbol = "fuzz_weights"};

@@ -75,6 +75,18 @@ static scratch scratch_new(size_t bytes) {
     return s;
 }
 
+/* Round to nearest even at bit 16 (bfloat16), NaN kept: the reference's own rounding. */
+static double bf16_ref(float f) {
+    if (f != f) return f;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t lo = u & 0xFFFFu, r = u & 0xFFFF0000u;
+    if (lo > 0x8000u || (lo == 0x8000u && (u >> 16 & 1u))) r += 0x10000u;
+    float g;
+    memcpy(&g, &r, sizeof g);
+    return g;
+}
+
 static double act_ref(double v, int act, float lo, float hi) {
     if (act == BD_ACT_RELU) return v < 0 ? 0 : v;
     if (act == BD_ACT_CLIP) return v < lo ? lo : (v > hi ? hi : v);
@@ -424,9 +436,13 @@ static void check_conv_tiles(const char *what, const bd_conv2d_shape *s, const f
     free(y);
 }
 
-static void test_conv(const conv_case *cc, int winograd) {
+/* bf16: --precision bf16's shape flag. Where the kernels take it (the 16-lane direct kernel on
+ * a CPU with AVX512_BF16: the packed weights' kind says so) the reference sums the bfloat16-rounded
+ * input and weights; elsewhere the fp32 one. Returns 1 when the bf16 path ran. */
+static int test_conv(const conv_case *cc, int winograd, int bf16) {
     bd_conv2d_shape s = {0};
     s.winograd = winograd;
+    s.bf16 = bf16;
     s.N = cc->N;
     s.C = cc->C;
     s.H = cc->H;
@@ -446,7 +462,7 @@ static void test_conv(const conv_case *cc, int winograd) {
     if (!bd_conv2d_shape_valid(&s)) {
         g_failed++;
         printf("FAIL conv %s: shape not valid\n", cc->name);
-        return;
+        return 0;
     }
     const int64_t Cg = s.C / s.group, Mg = s.M / s.group;
     const int64_t xn = s.N * s.C * s.H * s.W, wn = s.M * Cg * s.KH * s.KW;
@@ -455,6 +471,9 @@ static void test_conv(const conv_case *cc, int winograd) {
     int use_bias = (int)irand(4) != 0;
     float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
     bd_f32_conv2d_pack_w(&s, w, wp);
+    int32_t kind; /* bd_pack_hdr: magic, then kind (11: the 16-lane kernel's bfloat16 pairs) */
+    memcpy(&kind, (const char *)wp + 4, sizeof kind);
+    const int rounded = kind == 11;
     double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
     const int64_t n = s.N - 1; /* the batch item computed */
     for (int64_t m = 0; m < s.M; m++) {
@@ -468,8 +487,9 @@ static void test_conv(const conv_case *cc, int winograd) {
                             int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dil_h;
                             int64_t iw = ow * s.stride_w - s.pad_left + kw * s.dil_w;
                             if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
-                            double v = (double)x[((n * s.C + g * Cg + c) * s.H + ih) * s.W + iw] *
-                                       w[((m * Cg + c) * s.KH + kh) * s.KW + kw];
+                            const float xv = x[((n * s.C + g * Cg + c) * s.H + ih) * s.W + iw],
+                                        wv = w[((m * Cg + c) * s.KH + kh) * s.KW + kw];
+                            double v = rounded ? bf16_ref(xv) * bf16_ref(wv) : (double)xv * wv;
                             acc += v;
                             mg += fabs(v);
                         }
@@ -496,8 +516,9 @@ static void test_conv(const conv_case *cc, int winograd) {
         mag = tile_mag;
     }
     char what[160];
-    snprintf(what, sizeof what, "conv %s%s", cc->name,
-             winograd == 2 ? " winograd F(2x2,3x3)" : winograd == 4 ? " winograd F(4x4,3x3)" : "");
+    snprintf(what, sizeof what, "conv %s%s%s", cc->name,
+             winograd == 2 ? " winograd F(2x2,3x3)" : winograd == 4 ? " winograd F(4x4,3x3)" : "",
+             rounded ? " bf16" : "");
     check_conv_tiles(what, &s, x, wp, use_bias ? bias : NULL, cc->act, ref, mag,
                      bd_f32_conv2d_tile, bd_f32_conv2d_scratch_bytes);
     free(x);
@@ -506,6 +527,7 @@ static void test_conv(const conv_case *cc, int winograd) {
     free(wp);
     free(ref);
     free(mag);
+    return rounded;
 }
 
 /* ---- convolutions with a prologue (bd_f32_conv2d_tile_pre) ---------------------------------- */
@@ -730,12 +752,25 @@ static void test_conv_all(void) {
     g_rel_err_max = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int rep = 0; rep < (g_quick ? 1 : 3); rep++) {
-            test_conv(&cases[i], 0);
+            test_conv(&cases[i], 0, 0);
             count++;
         }
     printf("%s conv %s: %d cases, largest error %.2g of the sum of |products|\n",
            g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), count,
            g_rel_err_max);
+    /* --precision bf16's flag on every case: the 16-lane kernel's cases against the rounded
+     * operands' sums, the others (other paths, or a CPU without AVX512_BF16) against fp32's */
+    before = g_failed, count = 0;
+    int rounded = 0;
+    g_rel_err_max = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rounded += test_conv(&cases[i], 0, 1);
+        count++;
+    }
+    printf("%s conv %s with the bf16 flag: %d cases, %d of them in bfloat16, largest error %.2g "
+           "of the sum of |products|\n",
+           g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), count,
+           rounded, g_rel_err_max);
 }
 
 /* Winograd F(2x2,3x3) and F(4x4,3x3): 3x3 stride-1 ungrouped cases and layers of real
@@ -768,7 +803,7 @@ static void test_winograd_all(void) {
         g_rel_err_max = 0;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             for (int rep = 0; rep < (g_quick ? 1 : 2); rep++) {
-                test_conv(&cases[i], m);
+                test_conv(&cases[i], m, 0);
                 count++;
             }
         printf("%s conv %s winograd F(%dx%d,3x3): %d cases, largest error %.2g of the tile's sum "
@@ -1250,18 +1285,6 @@ static void test_packed_across_isa(void) {
 }
 
 /* ---- bfloat16 GEMM -------------------------------------------------------------------------- */
-
-/* Round to nearest even at bit 16 (bfloat16), NaN kept: the reference's own rounding. */
-static double bf16_ref(float f) {
-    if (f != f) return f;
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    uint32_t lo = u & 0xFFFFu, r = u & 0xFFFF0000u;
-    if (lo > 0x8000u || (lo == 0x8000u && (u >> 16 & 1u))) r += 0x10000u;
-    float g;
-    memcpy(&g, &r, sizeof g);
-    return g;
-}
 
 /* bd_bf16_gemm_packed_b against double sums of the bfloat16-rounded operands (tight: only fp32
  * summation), in column tiles at multiples of 32 and row tiles, with every epilogue; and the

@@ -100,6 +100,8 @@ static const char *zero_point(bd_emitter *e, const bd_nest *n, int operand, cons
     return operand < 0 ? "0" : bd_emit_str(e, "(%s)%s[0]", T, operand_ptr(e, n, operand));
 }
 
+/* bf16: --precision bf16 (kernels/bd_kernels.h's bd_conv2d_shape.bf16: the 16-lane direct kernel
+ * in bfloat16 where the CPU has AVX512_BF16). */
 static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_value *x,
                               const bd_value *y) {
     bool one_d = cp->nsp == 1;
@@ -110,10 +112,10 @@ static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_
     int64_t dh = one_d ? 1 : cp->dilations[0], dw = cp->dilations[cp->nsp - 1];
     int64_t pt = one_d ? 0 : cp->pads[0], pl = cp->pads[cp->nsp - 1];
     bd_emit(e, "static const bd_conv2d_shape sh = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-               "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d};",
+               "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d%s};",
             ll(x->dims[0]), ll(x->dims[1]), ll(H), ll(W), ll(y->dims[1]), ll(OH), ll(OW), ll(KH),
             ll(KW), ll(cp->group), ll(sh), ll(sw), ll(dh), ll(dw), ll(pt), ll(pl), ll(cp->winograd),
-            cp->pre ? 1 + cp->pre_relu : 0);
+            cp->pre ? 1 + cp->pre_relu : 0, e->bf16 ? ", 1" : ", 0");
 }
 
 /* Residual and activation over the block's float output just written by a kernel tile of batch

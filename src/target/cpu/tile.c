@@ -123,16 +123,18 @@ static int64_t conv8_scratch_bound(int64_t OW, int64_t KH, int64_t KW, int64_t s
  * multiple of 8 output channels per group, on AVX2 and AVX-512), as kernels/bd_kernels_internal.h
  * sizes it: a chunk of output rows' input rows interleaved (Cg8: the group's input channels
  * rounded up to 8; rows chosen to keep them near 128 KB), and two blocks of up to 16 output
- * channels for the chunk's pixels. A strided 1x1 convolution may also be laid out as the
- * stride-1 one on the pixels it reads (bd_conv8d_subsampled): the larger of the two. */
+ * channels for the chunk's pixels; bf16 (--precision bf16): the rows again in bfloat16. A
+ * strided 1x1 convolution may also be laid out as the stride-1 one on the pixels it reads
+ * (bd_conv8d_subsampled): the larger of the two. */
 static int64_t conv8d_scratch_bound(int64_t Cg8, int64_t OW, int64_t KH, int64_t KW, int64_t sh,
-                                    int64_t sw, int64_t dh, int64_t dw) {
+                                    int64_t sw, int64_t dh, int64_t dw, bool bf16) {
     int64_t cols = (OW - 1) * sw + (KW - 1) * dw + 1, halo = (KH - 1) * dh + 1;
     int64_t rows = imin64(16, imax64(1, (32768 / imax64(Cg8 * cols, 1) - halo) / sh + 1));
     int64_t out_pixels = (rows * cols + 23) / 24 * 24 + 8;
-    int64_t bytes = (16 + Cg8 * ((rows - 1) * sh + halo) * cols + 64 + 32 * out_pixels) * 4 + 64;
+    int64_t in = Cg8 * ((rows - 1) * sh + halo) * cols;
+    int64_t bytes = (16 + in + 64 + 32 * out_pixels + (bf16 ? in / 2 + 32 : 0)) * 4 + 64;
     if (KH == 1 && KW == 1 && (sh > 1 || sw > 1))
-        bytes = imax64(bytes, conv8d_scratch_bound(Cg8, OW, 1, 1, 1, 1, 1, 1));
+        bytes = imax64(bytes, conv8d_scratch_bound(Cg8, OW, 1, 1, 1, 1, 1, 1, bf16));
     return bytes;
 }
 
@@ -662,7 +664,7 @@ static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int th
 }
 
 static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, bool allow_i8_direct,
-                      int threads) {
+                      bool bf16, int threads) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
     const bd_value *y = operand_value(g, nest, cp->y);
@@ -728,7 +730,7 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         else if (Mg % 8 == 0 && kh * kw <= 49)
             nest->scratch_bytes =
                 imax64(nest->scratch_bytes,
-                       conv8d_scratch_bound(round_up(Cg, 8), OW, kh, kw, sh, sw, dh, dw));
+                       conv8d_scratch_bound(round_up(Cg, 8), OW, kh, kw, sh, sw, dh, dw, bf16));
         if (unit_strides)
             nest->scratch_bytes = imax64(nest->scratch_bytes,
                                          direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
@@ -958,7 +960,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
             n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(n)) *
                                (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
             break;
-        case BD_BODY_CONV: tile_conv(g, n, p->winograd, p->i8_direct, p->tile_threads); break;
+        case BD_BODY_CONV: tile_conv(g, n, p->winograd && !p->bf16, p->i8_direct, p->bf16, p->tile_threads); break;
         case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n, p->tile_threads); break;
         case BD_BODY_POOL: tile_pool(g, n); break;
         case BD_BODY_GLOBAL_POOL: {
