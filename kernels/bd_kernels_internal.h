@@ -370,17 +370,30 @@ void bd_f32_maxpool_rows_avx512(const bd_pool2d_shape *s, const float *x, float 
 
 /* f rounded to bfloat16, to nearest even (a NaN stays a NaN). */
 uint16_t bd_bf16_round(float f);
+/* A pointwise convolution's product in bfloat16 (conv2d.c, BD_PACK_CONV_BF16): rows [m_lo, m_hi)
+ * of C (row stride ldc) = A (rows of bfloat16 pairs, lda words apart, from pack time, with 12
+ * zero rows after the last: a tile reads 12) times the N columns of B (K rows ldb apart, floats
+ * rounded as they are packed), + bias_m, then act. */
+void bd_bf16_gemm_rows(const uint32_t *a, int64_t lda, int64_t m_lo, int64_t m_hi, const float *b,
+                       int64_t ldb, int64_t N, int64_t K, float *c, int64_t ldc,
+                       const float *bias_m, int act, float act_min, float act_max, void *scratch);
+/* Its scratch: one B panel of BF16_KC deep (and alignment). */
+enum { BD_BF16_ROWS_SCRATCH = 256 * 32 * 2 + 64 };
 #if BD_KERNELS_X86
 /* gemm_bf16.c's A panels from rows [0, rows) of a row-major A, depth [k0, k0 + kc) (kc even),
  * on AVX512_BF16's conversion: row i's kc / 2 words at dst + i kc / 2, rows up to a multiple of
  * 12 (zeros past `rows`). */
 void bd_bf16_pack_a_avx512(const float *A, int64_t lda, int64_t rows, int64_t K, int64_t k0,
                            int64_t kc, uint32_t *dst);
-/* The 12 x 32 tile of C from kp pairs of k: a: 12-row panel (row r's kp words at a + r kp), b:
+/* The 12 x 32 tile of C from kp pairs of k: a: 12 rows of words (pairs), row r at a + r lda, b:
  * the B panel at the block's first pair; stores m rows and ep->cols columns through the
  * epilogue. */
-void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint16_t *b, float *c, int64_t ldc,
-                        int m, const bd_ukr_epi *ep);
+void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, int64_t lda, const uint16_t *b, float *c,
+                        int64_t ldc, int m, const bd_ukr_epi *ep);
+/* gemm_bf16.c's B panel of 32 columns [j0, j0 + 32) (columns past n zero) and depth [k0, k0 + kc)
+ * (kc even; k past K zero) from a row-major B (row k at b + k ldb), on AVX512_BF16's conversion. */
+void bd_bf16_pack_b_avx512(const float *b, int64_t ldb, int64_t K, int64_t n, int64_t j0,
+                           int64_t k0, int64_t kc, uint16_t *dst);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
@@ -397,7 +410,8 @@ enum {
     BD_PACK_CONV8 = 8,
     BD_PACK_PLANES = 9,
     BD_PACK_BF16_B = 10,
-    BD_PACK_CONV8_BF16 = 11
+    BD_PACK_CONV8_BF16 = 11,
+    BD_PACK_CONV_BF16 = 12
 };
 typedef struct bd_pack_hdr {
     uint32_t magic;

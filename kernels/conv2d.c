@@ -67,6 +67,8 @@ static int is_pointwise(const bd_conv2d_shape *s) {
            s->pad_left == 0 && s->OW == s->W && s->OH <= s->H;
 }
 
+static int pointwise_in_place_ok(const bd_gemm_kernel *kd, const bd_conv2d_shape *s);
+
 /* Few input channels on the output planes (bd_conv_planes_ok, AVX-512): 3-channel 3x3 stems,
  * which on the GEMM pack an im2col of 27 rows and with channels in the lanes transpose every
  * output. Measured in the models against the path each took before (GEMM or 16 lanes): 15-40%
@@ -115,6 +117,14 @@ static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
  * AVX512_BF16. */
 static int is_conv16d_bf16(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     return s->bf16 && is_conv8d(kd, s) && kd->conv8d_lanes == 16 && bd_kernels_cpu_has_bf16();
+}
+
+/* A pointwise convolution on the GEMM path in bfloat16 (--precision bf16, AVX512_BF16):
+ * bd_bf16_gemm_rows, the weights rounded at pack time (rows of pairs), the input planes as each
+ * tile packs them. The in-place path's few outputs and the prologue's stay fp32. */
+static int is_pointwise_bf16(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    return s->bf16 && s->group == 1 && is_pointwise(s) && !s->pre && !is_conv8d(kd, s) &&
+           !pointwise_in_place_ok(kd, s) && bd_kernels_cpu_has_bf16();
 }
 
 /* A group's output channels in the packed weights of the direct kernel: whole blocks of its
@@ -834,6 +844,8 @@ size_t bd_f32_conv2d_packed_w_bytes(const bd_conv2d_shape *s) {
     if (is_depthwise(s) || is_group8(kd, s))
         return (size_t)(BD_PACK_HDR_FLOATS + s->M * (s->C / s->group) * s->KH * s->KW) *
                sizeof(float);
+    if (is_pointwise_bf16(kd, s)) /* rows of bfloat16 pairs, 12 zero rows after */
+        return (size_t)(BD_PACK_HDR_FLOATS + (s->M + 12) * round_up(s->C, 2) / 2) * sizeof(float);
     const int64_t mr = kd->mr;
     if (s->winograd) return (BD_PACK_HDR_FLOATS + bd_wino_packed_floats(s, (int)mr)) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
@@ -851,6 +863,7 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
         return;
     }
     const int kind = is_depthwise(s)    ? BD_PACK_DW
+                     : is_pointwise_bf16(kd, s) ? BD_PACK_CONV_BF16
                      : is_planes(kd, s) ? BD_PACK_PLANES
                      : is_group8(kd, s) ? BD_PACK_GROUP8
                      : is_conv16d_bf16(kd, s) ? BD_PACK_CONV8_BF16
@@ -859,6 +872,15 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
     bd_pack_hdr h = {0, kind, (int32_t)kd->isa, kd->mr, s->M, Kd, s->group};
     bd_pack_hdr_write(packed, &h);
     float *dst = packed + BD_PACK_HDR_FLOATS;
+    if (kind == BD_PACK_CONV_BF16) { /* row m: pairs (c, c + 1) of rounded weights, low c */
+        const int64_t words = round_up(s->C, 2) / 2;
+        uint32_t *d32 = (uint32_t *)(void *)dst;
+        memset(d32, 0, (size_t)((s->M + 12) * words) * sizeof(uint32_t));
+        for (int64_t m = 0; m < s->M; m++)
+            for (int64_t c = 0; c < s->C; c++)
+                d32[m * words + c / 2] |= (uint32_t)bd_bf16_round(w[m * s->C + c]) << (16 * (c % 2));
+        return;
+    }
     if (kind == BD_PACK_CONV8_BF16) { /* [input block][tap][c / 2][lane][c % 2], 16 lanes */
         const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
                       ncb = Cp / 8, L = 16, Mp = conv8d_mg(kd, s);
@@ -923,6 +945,7 @@ size_t bd_f32_conv2d_scratch_bytes(const bd_conv2d_shape *s, int64_t oh_tile) {
     const bd_gemm_kernel *kd = bd_gemm_kernel_current();
     if (is_group8(kd, s)) return (size_t)(16 + bd_conv8_scratch_floats(s)) * sizeof(float);
     if (is_conv8d(kd, s)) return (size_t)(16 + bd_conv8d_scratch_floats(s)) * sizeof(float);
+    if (is_pointwise_bf16(kd, s)) return BD_BF16_ROWS_SCRATCH;
     if (s->winograd) return bd_wino_scratch_floats(s, oh_tile) * sizeof(float);
     if (is_planes(kd, s)) return (size_t)bd_conv_planes_scratch_floats(s) * sizeof(float);
     const int64_t Mg = s->M / s->group, Kd = s->C / s->group * s->KH * s->KW;
@@ -1114,6 +1137,16 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
     if (h.kind == BD_PACK_CONV8 || h.kind == BD_PACK_CONV8_BF16) {
         conv8d_tiles(s, x, NULL, NULL, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act, act_min, act_max,
                      scratch);
+        return;
+    }
+    if (h.kind == BD_PACK_CONV_BF16) {
+        bd_pack_hdr_read(wpacked, BD_PACK_CONV_BF16, &h);
+        BD_KCHECK(h.rows == s->M && h.K == s->C && s->bf16 && bd_kernels_cpu_has_bf16());
+        const int64_t HW = s->H * s->W;
+        bd_bf16_gemm_rows((const uint32_t *)(const void *)(wpacked + BD_PACK_HDR_FLOATS),
+                          round_up(s->C, 2) / 2, oc0, oc1, x + n * s->C * HW + oh0 * s->W, HW,
+                          (oh1 - oh0) * s->OW, s->C, y + (n * s->M + oc0) * HW + oh0 * s->W, HW,
+                          bias ? bias + oc0 : NULL, act, act_min, act_max, scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);

@@ -1517,8 +1517,8 @@ BD_AVX512_BF16 void bd_bf16_pack_a_avx512(const float *A, int64_t lda, int64_t r
     }
 }
 
-BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint16_t *b, float *c,
-                                       int64_t ldc, int m, const bd_ukr_epi *ep) {
+BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, int64_t lda, const uint16_t *b,
+                                       float *c, int64_t ldc, int m, const bd_ukr_epi *ep) {
     __m512 z = _mm512_setzero_ps();
     /* named accumulators: as an array, some were kept on the stack */
     __m512 a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z, a8 = z, a9 = z, a10 = z,
@@ -1532,7 +1532,7 @@ BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint
         const __m512bh w1 = (__m512bh)_mm512_loadu_si512(bp + 32);
 #define BD_BF16_ROW(r)                                                                             \
     {                                                                                              \
-        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r * kp + p]);                        \
+        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r * lda + p]);                       \
         a##r = _mm512_dpbf16_ps(a##r, x, w0);                                                      \
         b##r = _mm512_dpbf16_ps(b##r, x, w1);                                                      \
     }
@@ -1574,4 +1574,27 @@ BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, const uint
     BD_BF16_STORE(10)
     BD_BF16_STORE(11)
 #undef BD_BF16_STORE
+}
+
+/* Two rows of B (k, k + 1) at a time, 16 columns a half: each rounded by VCVTNEPS2BF16, widened
+ * to 32 bits and the odd row's shifted into the high halves, so that a column's pair is one word
+ * (columns past n zero by the masks; k past K zero). */
+BD_AVX512_BF16 void bd_bf16_pack_b_avx512(const float *b, int64_t ldb, int64_t K, int64_t n,
+                                          int64_t j0, int64_t k0, int64_t kc, uint16_t *dst) {
+    const int64_t left = n - j0; /* columns of the panel that exist */
+    const __mmask16 m0 = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
+    const __mmask16 m1 = left >= 32 ? (__mmask16)0xFFFF
+                         : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u) : (__mmask16)0;
+    for (int64_t k = 0; k < kc; k += 2) {
+        const int64_t kk = k0 + k;
+        const float *r0 = b + kk * ldb + j0, *r1 = r0 + ldb;
+        for (int h = 0; h < 2; h++) {
+            const __mmask16 m = h ? m1 : m0;
+            const __m512 v0 = kk < K ? _mm512_maskz_loadu_ps(m, r0 + 16 * h) : _mm512_setzero_ps();
+            const __m512 v1 = kk + 1 < K ? _mm512_maskz_loadu_ps(m, r1 + 16 * h) : _mm512_setzero_ps();
+            const __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v0));
+            const __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v1));
+            _mm512_storeu_si512(dst + k / 2 * 64 + 32 * h, _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));
+        }
+    }
 }

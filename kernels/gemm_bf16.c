@@ -112,14 +112,14 @@ static void pack_a_portable(const float *A, int64_t lda, int transA, int64_t row
 }
 
 /* The 12 x 32 tile of bd_bf16_ukr_avx512, in plain C. */
-static void ukr_portable(int64_t kp, const uint32_t *a, const uint16_t *b, float *c, int64_t ldc,
-                         int m, const bd_ukr_epi *ep) {
+static void ukr_portable(int64_t kp, const uint32_t *a, int64_t lda, const uint16_t *b, float *c,
+                         int64_t ldc, int m, const bd_ukr_epi *ep) {
     float acc[BF16_MR][BF16_NR] = {{0}};
     for (int64_t p = 0; p < kp; p++) {
         const uint16_t *bp = b + p * 64;
         for (int r = 0; r < BF16_MR; r++) {
-            const float a0 = bf16_to_float((uint16_t)a[r * kp + p]);
-            const float a1 = bf16_to_float((uint16_t)(a[r * kp + p] >> 16));
+            const float a0 = bf16_to_float((uint16_t)a[r * lda + p]);
+            const float a1 = bf16_to_float((uint16_t)(a[r * lda + p] >> 16));
             for (int j = 0; j < BF16_NR; j++) {
                 const uint16_t *e = bp + j / 16 * 32 + j % 16 * 2;
                 acc[r][j] += a0 * bf16_to_float(e[0]) + a1 * bf16_to_float(e[1]);
@@ -184,12 +184,43 @@ void bd_bf16_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const f
                     const int m = (int)imin(BF16_MR, mc - i);
 #if BD_KERNELS_X86
                     if (hw)
-                        bd_bf16_ukr_avx512(kc / 2, apk + i * kc / 2, bp, c, ldc, m, &ep);
+                        bd_bf16_ukr_avx512(kc / 2, apk + i * kc / 2, kc / 2, bp, c, ldc, m, &ep);
                     else
 #endif
-                        ukr_portable(kc / 2, apk + i * kc / 2, bp, c, ldc, m, &ep);
+                        ukr_portable(kc / 2, apk + i * kc / 2, kc / 2, bp, c, ldc, m, &ep);
                 }
             }
         }
     }
+}
+
+/* ---- a pointwise convolution: A from pack time, B (the input planes) packed per call ---------- */
+
+/* Only where the CPU has AVX512_BF16 (conv2d.c takes it there alone). */
+void bd_bf16_gemm_rows(const uint32_t *a, int64_t lda, int64_t m_lo, int64_t m_hi, const float *b,
+                       int64_t ldb, int64_t N, int64_t K, float *c, int64_t ldc,
+                       const float *bias_m, int act, float act_min, float act_max, void *scratch) {
+#if BD_KERNELS_X86
+    BD_KCHECK(bd_kernels_cpu_has_bf16());
+    const int64_t Kp = round_up(K, 2);
+    uint16_t *bpk = bd_align64(scratch);
+    for (int64_t j = 0; j < N; j += BF16_NR)
+        for (int64_t k0 = 0; k0 < Kp; k0 += BF16_KC) {
+            const int64_t kc = imin(BF16_KC, Kp - k0);
+            const int first = k0 == 0, last = k0 + kc >= Kp;
+            bd_bf16_pack_b_avx512(b, ldb, K, N, j, k0, kc, bpk);
+            for (int64_t i = m_lo; i < m_hi; i += BF16_MR) {
+                bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i - m_lo) : NULL, !first,
+                                 last ? act : BD_ACT_NONE, act_min, act_max,
+                                 (int)imin(BF16_NR, N - j), 0, 0, 0};
+                const uint32_t *ai = a + i * lda + k0 / 2;
+                float *ci = c + (i - m_lo) * ldc + j;
+                bd_bf16_ukr_avx512(kc / 2, ai, lda, bpk, ci, ldc, (int)imin(BF16_MR, m_hi - i), &ep);
+            }
+        }
+#else
+    (void)a, (void)lda, (void)m_lo, (void)m_hi, (void)b, (void)ldb, (void)N, (void)K, (void)c;
+    (void)ldc, (void)bias_m, (void)act, (void)act_min, (void)act_max, (void)scratch;
+    BD_KCHECK(!"bd_bf16_gemm_rows without AVX512_BF16");
+#endif
 }

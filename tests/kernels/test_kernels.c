@@ -471,9 +471,9 @@ static int test_conv(const conv_case *cc, int winograd, int bf16) {
     int use_bias = (int)irand(4) != 0;
     float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
     bd_f32_conv2d_pack_w(&s, w, wp);
-    int32_t kind; /* bd_pack_hdr: magic, then kind (11: the 16-lane kernel's bfloat16 pairs) */
-    memcpy(&kind, (const char *)wp + 4, sizeof kind);
-    const int rounded = kind == 11;
+    int32_t kind; /* bd_pack_hdr: magic, then kind (11, 12: the 16-lane kernel's and the */
+    memcpy(&kind, (const char *)wp + 4, sizeof kind); /* pointwise GEMM's bfloat16 pairs) */
+    const int rounded = kind == 11 || kind == 12;
     double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
     const int64_t n = s.N - 1; /* the batch item computed */
     for (int64_t m = 0; m < s.M; m++) {
@@ -699,6 +699,13 @@ static void test_conv_all(void) {
         {"direct16 3x3 groups2 Cg16 Mg24 stride2", 1, 32, 12, 11, 48, 3, 3, 2, 2, 2, 1, 1, 1, 1,
          1, 1, BD_ACT_RELU},
         {"direct16 1x1 stride2 downsample", 1, 24, 14, 14, 40, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 0},
+        /* pointwise on the GEMM (more than 196 pixels, more than 64 outputs): with the bf16 flag,
+         * bd_bf16_gemm_rows; an odd number of inputs (a pair's twin zero), batch 2, K past a
+         * block of 256 */
+        {"1x1 GEMM 40->96 20x20", 1, 40, 20, 20, 96, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, BD_ACT_RELU},
+        {"1x1 GEMM 37->80 15x17 batch2", 2, 37, 15, 17, 80, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+         BD_ACT_SILU},
+        {"1x1 GEMM 300->130 16x13", 1, 300, 16, 13, 130, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},
         /* strided 1x1 on the pixels it reads (bd_conv8d_subsampled): rows past 16 columns with a
          * masked end, a partial input block, batch 2; row stride alone; a gathered column stride */
         {"direct16 1x1 stride2 odd width", 2, 20, 23, 37, 48, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0,
