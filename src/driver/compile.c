@@ -371,7 +371,8 @@ bool bd_i8_direct_default(const bd_target *t, const char *arch) {
 }
 
 /* --precision bf16 on a CPU without AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5): the kernels
- * then take its products in plain C, several times slower than fp32. */
+ * then take its matrix products in plain C, several times slower than fp32, and its convolutions
+ * in fp32. */
 static bool bf16_slow_here(const bd_target *t, const char *arch) {
     if (t->gpu || !for_this_machine(arch)) return false;
 #if defined(__x86_64__) || defined(__i386__)
@@ -406,7 +407,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s) progress_step(&pr, "load, verify, infer, fold");
     if (!s && o->precision == BD_PRECISION_BF16 && bf16_slow_here(t, o->arch))
         fprintf(stderr, "bdc: warning: --precision bf16: this CPU has no AVX512_BF16, so the "
-                        "executable's bfloat16 products run in plain C, several times slower than fp32\n");
+                        "executable's matrix products by weights run in plain C, several times slower "
+                        "than fp32, and its convolutions in fp32\n");
     if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
                     "values bdc cannot compile yet (listed above)");

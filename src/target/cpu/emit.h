@@ -25,7 +25,8 @@ typedef struct bd_emitter {
     int *nest_slot;      /* per nest: its S->packed slot, -1 if none */
     int n_slots;
     bd_blob blob;        /* constants (borrowed) and tables embedded as bd_weights */
-    bool bf16;           /* --precision bf16: MatMul and Gemm by constant weights in bfloat16 */
+    bool bf16;           /* --precision bf16: MatMul and Gemm by constant weights, and the
+                          * convolutions the kernels take (bd_conv2d_shape.bf16), in bfloat16 */
 } bd_emitter;
 
 typedef enum bd_emit_phase {

@@ -100,8 +100,8 @@ static const char *zero_point(bd_emitter *e, const bd_nest *n, int operand, cons
     return operand < 0 ? "0" : bd_emit_str(e, "(%s)%s[0]", T, operand_ptr(e, n, operand));
 }
 
-/* bf16: --precision bf16 (kernels/bd_kernels.h's bd_conv2d_shape.bf16: the 16-lane direct kernel
- * in bfloat16 where the CPU has AVX512_BF16). */
+/* The shape's bf16: --precision bf16 (kernels/bd_kernels.h's bd_conv2d_shape.bf16: the 16-lane
+ * direct kernel and the pointwise GEMM in bfloat16 where the CPU has AVX512_BF16). */
 static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_value *x,
                               const bd_value *y) {
     bool one_d = cp->nsp == 1;
