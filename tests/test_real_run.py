@@ -88,8 +88,8 @@ RTOL, ATOL = 1e-3, 1e-4
 # The error itself is always printed.
 PRECISION_TOL = {"tf32": 2e-2, "fp16": 2e-2, "bf16": 1e-1}
 # The CPU target's bf16 rounds the inputs of MatMul and Gemm by constant weights and of the
-# convolutions but the depthwise ones and the smallest pointwise ones: on the suite's models 0.5%
-# to 4.5% (GoogLeNet) of the largest output, so a tighter bound than the GPU's.
+# convolutions but the depthwise ones and the smallest pointwise ones: on the suite's models at
+# most 4.5% (GoogLeNet) of the largest output, so a tighter bound than the GPU's.
 PRECISION_TOL_CPU = {"bf16": 6e-2}
 # int8 models (export_models.QUANTIZED): an absolute tolerance of their own, per model. Their
 # float intermediates differ from onnxruntime's by float32 rounding like any model's, and where
