@@ -57,7 +57,7 @@ bdc_add_test(real_run_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py 
 # 16-lane direct kernel, in bfloat16): the error against the fp32 reference, printed and bounded
 # (PRECISION_TOL_CPU).
 bdc_add_test(real_run_bf16 COMMAND ${BDC_PYTHON} tests/test_real_run.py --precision bf16 bert gpt2 vit
-             resnet18 mobilenet_v2 googlenet LABELS "sanitize")
+             resnet18 mobilenet_v2 googlenet densenet121 LABELS "sanitize")
 # Generated graphs (CNN and attention families), every fusion x schedule mode, against
 # onnxruntime; a longer sweep is `tests/test_random_graphs.py --seeds N --first S`.
 bdc_add_test(random_graphs COMMAND ${BDC_PYTHON} tests/test_random_graphs.py --seeds 8 -j 1)

@@ -373,10 +373,13 @@ uint16_t bd_bf16_round(float f);
 /* A pointwise convolution's product in bfloat16 (conv2d.c, BD_PACK_CONV_BF16): rows [m_lo, m_hi)
  * of C (row stride ldc) = A (rows of bfloat16 pairs, lda words apart, from pack time, with 12
  * zero rows after the last: a tile reads 12) times the N columns of B (K rows ldb apart, floats
- * rounded as they are packed), + bias_m, then act. */
+ * rounded as they are packed), + bias_m, then act. pre_a: NULL, or bd_f32_conv2d_tile_pre's
+ * prologue on B's rows (row k read as x * pre_a[k] + pre_b[k], then max(0, .) where pre_relu;
+ * NaN kept), applied before the rounding. */
 void bd_bf16_gemm_rows(const uint32_t *a, int64_t lda, int64_t m_lo, int64_t m_hi, const float *b,
-                       int64_t ldb, int64_t N, int64_t K, float *c, int64_t ldc,
-                       const float *bias_m, int act, float act_min, float act_max, void *scratch);
+                       int64_t ldb, int64_t N, int64_t K, const float *pre_a, const float *pre_b,
+                       int pre_relu, float *c, int64_t ldc, const float *bias_m, int act,
+                       float act_min, float act_max, void *scratch);
 /* Its scratch: one B panel of BF16_KC deep (and alignment). */
 enum { BD_BF16_ROWS_SCRATCH = 256 * 32 * 2 + 64 };
 #if BD_KERNELS_X86
@@ -390,10 +393,12 @@ void bd_bf16_pack_a_avx512(const float *A, int64_t lda, int64_t rows, int64_t K,
  * epilogue. */
 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, int64_t lda, const uint16_t *b, float *c,
                         int64_t ldc, int m, const bd_ukr_epi *ep);
-/* gemm_bf16.c's B panel of 32 columns [j0, j0 + 32) (columns past n zero) and depth [k0, k0 + kc)
- * (kc even; k past K zero) from a row-major B (row k at b + k ldb), on AVX512_BF16's conversion. */
+/* gemm_bf16.c's B panel of 32 columns [j0, j0 + 32) and depth [k0, k0 + kc) (kc even; k past K
+ * zero; the columns past n are never stored) from a row-major B (row k at b + k ldb), through
+ * bd_bf16_gemm_rows' prologue where pre_a is not NULL, on AVX512_BF16's conversion. */
 void bd_bf16_pack_b_avx512(const float *b, int64_t ldb, int64_t K, int64_t n, int64_t j0,
-                           int64_t k0, int64_t kc, uint16_t *dst);
+                           int64_t k0, int64_t kc, const float *pre_a, const float *pre_b,
+                           int pre_relu, uint16_t *dst);
 #endif
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */

@@ -121,9 +121,10 @@ static int is_conv16d_bf16(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
 
 /* A pointwise convolution on the GEMM path in bfloat16 (--precision bf16, AVX512_BF16):
  * bd_bf16_gemm_rows, the weights rounded at pack time (rows of pairs), the input planes as each
- * tile packs them. The in-place path's few outputs and the prologue's stay fp32. */
+ * tile packs them (through an absorbed BatchNormalization's prologue where there is one). The
+ * in-place path's few outputs stay fp32. */
 static int is_pointwise_bf16(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
-    return s->bf16 && s->group == 1 && is_pointwise(s) && !s->pre && !is_conv8d(kd, s) &&
+    return s->bf16 && s->group == 1 && is_pointwise(s) && !is_conv8d(kd, s) &&
            !pointwise_in_place_ok(kd, s) && bd_kernels_cpu_has_bf16();
 }
 
@@ -1069,6 +1070,16 @@ void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const floa
                      act_max, scratch);
         return;
     }
+    if (h.kind == BD_PACK_CONV_BF16) { /* bfloat16 on the GEMM, the prologue in B's packing */
+        bd_pack_hdr_read(wpacked, BD_PACK_CONV_BF16, &h);
+        BD_KCHECK(h.rows == s->M && h.K == s->C && s->bf16 && bd_kernels_cpu_has_bf16());
+        bd_bf16_gemm_rows((const uint32_t *)(const void *)(wpacked + BD_PACK_HDR_FLOATS),
+                          round_up(s->C, 2) / 2, oc0, oc1, x + n * s->C * HW + oh0 * s->W, HW,
+                          (oh1 - oh0) * s->OW, s->C, pre_a, pre_b, s->pre == 2,
+                          y + (n * s->M + oc0) * HW + oh0 * s->W, HW, bias ? bias + oc0 : NULL, act,
+                          act_min, act_max, scratch);
+        return;
+    }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);
     BD_KCHECK(h.rows == s->M && h.K == s->C && h.extra == 1 && h.tile == kd->mr);
     /* 1x1, stride 1, ungrouped: the GEMM of W by the input's rows [oh0, oh1), B packed through
@@ -1145,8 +1156,9 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         const int64_t HW = s->H * s->W;
         bd_bf16_gemm_rows((const uint32_t *)(const void *)(wpacked + BD_PACK_HDR_FLOATS),
                           round_up(s->C, 2) / 2, oc0, oc1, x + n * s->C * HW + oh0 * s->W, HW,
-                          (oh1 - oh0) * s->OW, s->C, y + (n * s->M + oc0) * HW + oh0 * s->W, HW,
-                          bias ? bias + oc0 : NULL, act, act_min, act_max, scratch);
+                          (oh1 - oh0) * s->OW, s->C, NULL, NULL, 0,
+                          y + (n * s->M + oc0) * HW + oh0 * s->W, HW, bias ? bias + oc0 : NULL, act,
+                          act_min, act_max, scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);

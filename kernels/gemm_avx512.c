@@ -1576,11 +1576,21 @@ BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, int64_t ld
 #undef BD_BF16_STORE
 }
 
-/* Two rows of B (k, k + 1) at a time, 16 columns a half: each rounded by VCVTNEPS2BF16, widened
- * to 32 bits and the odd row's shifted into the high halves, so that a column's pair is one word
- * (columns past n zero by the masks; k past K zero). */
+/* Two rows of B (k, k + 1) at a time, 16 columns a half: each (through the prologue, as
+ * conv16d_prologue computes it) rounded by VCVTNEPS2BF16, widened to 32 bits and the odd row's
+ * shifted into the high halves, so that a column's pair is one word (k past K zero). */
+BD_INLINE BD_AVX512 __m512 bf16_pre(__m512 v, const float *pre_a, const float *pre_b, int relu,
+                                   int64_t k) {
+    if (!pre_a) return v;
+    v = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(pre_a[k])), _mm512_set1_ps(pre_b[k]));
+    return relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v,
+                                       _mm512_setzero_ps())
+                : v;
+}
+
 BD_AVX512_BF16 void bd_bf16_pack_b_avx512(const float *b, int64_t ldb, int64_t K, int64_t n,
-                                          int64_t j0, int64_t k0, int64_t kc, uint16_t *dst) {
+                                          int64_t j0, int64_t k0, int64_t kc, const float *pre_a,
+                                          const float *pre_b, int pre_relu, uint16_t *dst) {
     const int64_t left = n - j0; /* columns of the panel that exist */
     const __mmask16 m0 = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1u) : 0;
     const __mmask16 m1 = left >= 32 ? (__mmask16)0xFFFF
@@ -1590,8 +1600,12 @@ BD_AVX512_BF16 void bd_bf16_pack_b_avx512(const float *b, int64_t ldb, int64_t K
         const float *r0 = b + kk * ldb + j0, *r1 = r0 + ldb;
         for (int h = 0; h < 2; h++) {
             const __mmask16 m = h ? m1 : m0;
-            const __m512 v0 = kk < K ? _mm512_maskz_loadu_ps(m, r0 + 16 * h) : _mm512_setzero_ps();
-            const __m512 v1 = kk + 1 < K ? _mm512_maskz_loadu_ps(m, r1 + 16 * h) : _mm512_setzero_ps();
+            const __m512 v0 = kk < K ? bf16_pre(_mm512_maskz_loadu_ps(m, r0 + 16 * h), pre_a, pre_b,
+                                                pre_relu, kk)
+                                     : _mm512_setzero_ps();
+            const __m512 v1 = kk + 1 < K ? bf16_pre(_mm512_maskz_loadu_ps(m, r1 + 16 * h), pre_a,
+                                                    pre_b, pre_relu, kk + 1)
+                                         : _mm512_setzero_ps();
             const __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v0));
             const __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v1));
             _mm512_storeu_si512(dst + k / 2 * 64 + 32 * h, _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));

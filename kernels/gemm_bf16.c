@@ -198,8 +198,9 @@ void bd_bf16_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const f
 
 /* Only where the CPU has AVX512_BF16 (conv2d.c takes it there alone). */
 void bd_bf16_gemm_rows(const uint32_t *a, int64_t lda, int64_t m_lo, int64_t m_hi, const float *b,
-                       int64_t ldb, int64_t N, int64_t K, float *c, int64_t ldc,
-                       const float *bias_m, int act, float act_min, float act_max, void *scratch) {
+                       int64_t ldb, int64_t N, int64_t K, const float *pre_a, const float *pre_b,
+                       int pre_relu, float *c, int64_t ldc, const float *bias_m, int act,
+                       float act_min, float act_max, void *scratch) {
 #if BD_KERNELS_X86
     BD_KCHECK(bd_kernels_cpu_has_bf16());
     const int64_t Kp = round_up(K, 2);
@@ -208,7 +209,7 @@ void bd_bf16_gemm_rows(const uint32_t *a, int64_t lda, int64_t m_lo, int64_t m_h
         for (int64_t k0 = 0; k0 < Kp; k0 += BF16_KC) {
             const int64_t kc = imin(BF16_KC, Kp - k0);
             const int first = k0 == 0, last = k0 + kc >= Kp;
-            bd_bf16_pack_b_avx512(b, ldb, K, N, j, k0, kc, bpk);
+            bd_bf16_pack_b_avx512(b, ldb, K, N, j, k0, kc, pre_a, pre_b, pre_relu, bpk);
             for (int64_t i = m_lo; i < m_hi; i += BF16_MR) {
                 bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i - m_lo) : NULL, !first,
                                  last ? act : BD_ACT_NONE, act_min, act_max,
@@ -220,6 +221,7 @@ void bd_bf16_gemm_rows(const uint32_t *a, int64_t lda, int64_t m_lo, int64_t m_h
         }
 #else
     (void)a, (void)lda, (void)m_lo, (void)m_hi, (void)b, (void)ldb, (void)N, (void)K, (void)c;
+    (void)pre_a, (void)pre_b, (void)pre_relu;
     (void)ldc, (void)bias_m, (void)act, (void)act_min, (void)act_max, (void)scratch;
     BD_KCHECK(!"bd_bf16_gemm_rows without AVX512_BF16");
 #endif

@@ -550,13 +550,17 @@ static void test_conv_pre_all(void) {
         {1, 20, 9, 11, 24, 2, 0},           {2, 7, 5, 5, 13, 1, BD_ACT_RELU},
         {1, 224, 14, 14, 128, 2, 0},        {1, 96, 7, 7, 40, 2, BD_ACT_CLIP},
         {1, 3, 4, 37, 40, 2, 0},            {1, 1, 3, 3, 1, 1, 0},
-        {1, 64, 28, 28, 128, 2, BD_ACT_RELU},
+        {1, 64, 28, 28, 128, 2, BD_ACT_RELU}, {2, 37, 15, 17, 80, 1, BD_ACT_SILU},
     };
-    int before = g_failed, count = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int before = g_failed, count = 0, rounded_count = 0;
+    /* then with --precision bf16's flag: where the kernels take it (the packed weights' kind 11 or
+     * 12), against the rounded operands, the prologue computed in float as the kernels do */
+    for (size_t ci = 0; ci < 2 * (sizeof cases / sizeof cases[0]); ci++) {
+        const size_t i = ci % (sizeof cases / sizeof cases[0]);
         const int64_t *c = cases[i];
         bd_conv2d_shape s = {0};
         s.N = c[0], s.C = c[1], s.H = s.OH = c[2], s.W = s.OW = c[3], s.M = c[4], s.pre = c[5];
+        s.bf16 = ci >= sizeof cases / sizeof cases[0];
         s.KH = s.KW = s.group = s.stride_h = s.stride_w = s.dil_h = s.dil_w = 1;
         if (!bd_conv2d_shape_valid(&s)) {
             g_failed++;
@@ -568,14 +572,23 @@ static void test_conv_pre_all(void) {
         float *a = frandom(s.C), *b = frandom(s.C);
         float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
         bd_f32_conv2d_pack_w(&s, w, wp);
+        int32_t kind;
+        memcpy(&kind, (const char *)wp + 4, sizeof kind);
+        const int rounded = kind == 11 || kind == 12;
+        rounded_count += rounded;
         double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
         for (int64_t m = 0; m < s.M; m++)
             for (int64_t p = 0; p < HW; p++) {
                 double acc = bias[m], mg = fabs(bias[m]);
                 for (int64_t k = 0; k < s.C; k++) {
                     double t = (double)x[(n * s.C + k) * HW + p] * a[k] + b[k];
+                    if (rounded) {
+                        float tf = x[(n * s.C + k) * HW + p] * a[k];
+                        tf = tf + b[k];
+                        t = tf;
+                    }
                     if (s.pre == 2 && t < 0) t = 0;
-                    acc += t * w[m * s.C + k];
+                    acc += rounded ? bf16_ref((float)t) * bf16_ref(w[m * s.C + k]) : t * w[m * s.C + k];
                     mg += fabs(t * w[m * s.C + k]) + fabs((double)x[(n * s.C + k) * HW + p] * a[k] * w[m * s.C + k]);
                 }
                 ref[(n * s.M + m) * HW + p] = act_ref(acc, (int)c[6], -0.5f, 0.75f);
@@ -583,14 +596,16 @@ static void test_conv_pre_all(void) {
             }
         g_pre_a = a, g_pre_b = b;
         char what[80];
-        snprintf(what, sizeof what, "conv prologue %lldx%lldx%lld -> %lld pre %lld", (long long)s.C,
-                 (long long)s.H, (long long)s.W, (long long)s.M, (long long)s.pre);
+        snprintf(what, sizeof what, "conv prologue %lldx%lldx%lld -> %lld pre %lld%s", (long long)s.C,
+                 (long long)s.H, (long long)s.W, (long long)s.M, (long long)s.pre,
+                 rounded ? " bf16" : s.bf16 ? " (bf16 flag, fp32 path)" : "");
         check_conv_tiles(what, &s, x, wp, bias, (int)c[6], ref, mag, tile_pre, bd_f32_conv2d_scratch_bytes);
         count++;
         free(x), free(w), free(bias), free(a), free(b), free(wp), free(ref), free(mag);
     }
-    printf("%s conv prologue %s: %d cases\n", g_failed == before ? "ok" : "FAILED",
-           bd_kernels_isa_name(bd_kernels_get_isa()), count);
+    printf("%s conv prologue %s: %d cases, %d of them in bfloat16\n",
+           g_failed == before ? "ok" : "FAILED", bd_kernels_isa_name(bd_kernels_get_isa()), count,
+           rounded_count);
 }
 
 static void test_conv_all(void) {
