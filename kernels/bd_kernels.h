@@ -145,8 +145,8 @@ typedef struct bd_conv2d_shape {
      * an inference BatchNormalization and its Relu absorbed by the convolution that reads them */
     int64_t pre;
     /* bf16: 1 for --precision bf16: where the CPU has AVX512_BF16 and the layer runs on the
-     * 16-lane direct kernel, its input rows and weights are rounded to bfloat16 (fp32 sums); the
-     * other paths compute in fp32 */
+     * 16-lane direct kernel or is a pointwise convolution on the GEMM, its input and weights are
+     * rounded to bfloat16 (fp32 sums); the other paths compute in fp32 */
     int64_t bf16;
 } bd_conv2d_shape;
 

@@ -882,35 +882,26 @@ void bd_f32_conv2d_pack_w(const bd_conv2d_shape *s, const float *w, float *packe
                 d32[m * words + c / 2] |= (uint32_t)bd_bf16_round(w[m * s->C + c]) << (16 * (c % 2));
         return;
     }
-    if (kind == BD_PACK_CONV8_BF16) { /* [input block][tap][c / 2][lane][c % 2], 16 lanes */
-        const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
-                      ncb = Cp / 8, L = 16, Mp = conv8d_mg(kd, s);
-        uint16_t *d16 = (uint16_t *)dst;
-        memset(d16, 0, (size_t)(s->group * Mp * Cp * taps) * sizeof(uint16_t));
-        for (int64_t g = 0; g < s->group; g++) {
-            uint16_t *dg = d16 + g * Mp * Cp * taps;
-            const float *wg = w + g * Mg * Cg * taps;
-            for (int64_t m = 0; m < Mg; m++)
-                for (int64_t c = 0; c < Cg; c++)
-                    for (int64_t t = 0; t < taps; t++)
-                        dg[((m / L * ncb + c / 8) * taps + t) * 8 * L + c % 8 / 2 * 2 * L +
-                           m % L * 2 + c % 2] = bd_bf16_round(wg[(m * Cg + c) * taps + t]);
-        }
-        return;
-    }
-    if (kind == BD_PACK_CONV8) { /* per group, block of L outputs: [input block][tap][c][lane] */
+    if (kind == BD_PACK_CONV8 || kind == BD_PACK_CONV8_BF16) {
+        /* per group, block of L outputs: [input block][tap][c][lane] floats, or in bfloat16
+         * [input block][tap][c / 2][lane][c % 2] (a lane's pair of input channels one word) */
+        const int bf16 = kind == BD_PACK_CONV8_BF16;
         const int64_t Cg = s->C / s->group, taps = s->KH * s->KW, Cp = bd_conv8d_cin(s),
                       ncb = Cp / 8, L = kd->conv8d_lanes, Mp = conv8d_mg(kd, s);
-        memset(dst, 0, (size_t)(s->group * Mp * Cp * taps) * sizeof(float));
-        for (int64_t g = 0; g < s->group; g++) {
-            float *dg = dst + g * Mp * Cp * taps;
-            const float *wg = w + g * Mg * Cg * taps;
+        uint16_t *d16 = (uint16_t *)(void *)dst;
+        memset(dst, 0, (size_t)(s->group * Mp * Cp * taps) * (bf16 ? sizeof(uint16_t) : sizeof(float)));
+        for (int64_t g = 0; g < s->group; g++)
             for (int64_t m = 0; m < Mg; m++)
                 for (int64_t c = 0; c < Cg; c++)
-                    for (int64_t t = 0; t < taps; t++)
-                        dg[((m / L * ncb + c / 8) * taps + t) * 8 * L + c % 8 * L + m % L] =
-                            wg[(m * Cg + c) * taps + t];
-        }
+                    for (int64_t t = 0; t < taps; t++) {
+                        const float v = w[((g * Mg + m) * Cg + c) * taps + t];
+                        const int64_t block = g * Mp * Cp * taps +
+                                              ((m / L * ncb + c / 8) * taps + t) * 8 * L;
+                        if (bf16)
+                            d16[block + c % 8 / 2 * 2 * L + m % L * 2 + c % 2] = bd_bf16_round(v);
+                        else
+                            dst[block + c % 8 * L + m % L] = v;
+                    }
         return;
     }
     if (kind == BD_PACK_PLANES) { /* per block of 8 output channels: [c, kh, kw][lane] */
@@ -996,6 +987,23 @@ static void conv8d_tiles(const bd_conv2d_shape *s, const float *x, const float *
     }
 }
 
+/* A tile of a pointwise convolution in bfloat16 (BD_PACK_CONV_BF16) on bd_bf16_gemm_rows; pre_a,
+ * pre_b: the prologue of bd_f32_conv2d_tile_pre, or NULL. */
+static void pointwise_bf16_tile(const bd_conv2d_shape *s, const float *x, const float *pre_a,
+                                const float *pre_b, const float *wpacked, const float *bias,
+                                float *y, int64_t n, int64_t oc0, int64_t oc1, int64_t oh0,
+                                int64_t oh1, int act, float act_min, float act_max, void *scratch) {
+    bd_pack_hdr h;
+    bd_pack_hdr_read(wpacked, BD_PACK_CONV_BF16, &h);
+    BD_KCHECK(h.rows == s->M && h.K == s->C && s->bf16 && bd_kernels_cpu_has_bf16());
+    const int64_t HW = s->H * s->W;
+    bd_bf16_gemm_rows((const uint32_t *)(const void *)(wpacked + BD_PACK_HDR_FLOATS),
+                      round_up(s->C, 2) / 2, oc0, oc1, x + n * s->C * HW + oh0 * s->W, HW,
+                      (oh1 - oh0) * s->OW, s->C, pre_a, pre_b, s->pre == 2,
+                      y + (n * s->M + oc0) * HW + oh0 * s->W, HW, bias ? bias + oc0 : NULL, act,
+                      act_min, act_max, scratch);
+}
+
 /* The prologue of bd_f32_conv2d_tile_pre: the input rows (channels) packed as bd_pack_b_raw
  * packs them, each value v of channel k as v * a[k] + b[k] (relu: then max(0, .); NaN kept). */
 typedef struct pre_matrix {
@@ -1071,13 +1079,8 @@ void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const floa
         return;
     }
     if (h.kind == BD_PACK_CONV_BF16) { /* bfloat16 on the GEMM, the prologue in B's packing */
-        bd_pack_hdr_read(wpacked, BD_PACK_CONV_BF16, &h);
-        BD_KCHECK(h.rows == s->M && h.K == s->C && s->bf16 && bd_kernels_cpu_has_bf16());
-        bd_bf16_gemm_rows((const uint32_t *)(const void *)(wpacked + BD_PACK_HDR_FLOATS),
-                          round_up(s->C, 2) / 2, oc0, oc1, x + n * s->C * HW + oh0 * s->W, HW,
-                          (oh1 - oh0) * s->OW, s->C, pre_a, pre_b, s->pre == 2,
-                          y + (n * s->M + oc0) * HW + oh0 * s->W, HW, bias ? bias + oc0 : NULL, act,
-                          act_min, act_max, scratch);
+        pointwise_bf16_tile(s, x, pre_a, pre_b, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act,
+                            act_min, act_max, scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);
@@ -1151,14 +1154,8 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
         return;
     }
     if (h.kind == BD_PACK_CONV_BF16) {
-        bd_pack_hdr_read(wpacked, BD_PACK_CONV_BF16, &h);
-        BD_KCHECK(h.rows == s->M && h.K == s->C && s->bf16 && bd_kernels_cpu_has_bf16());
-        const int64_t HW = s->H * s->W;
-        bd_bf16_gemm_rows((const uint32_t *)(const void *)(wpacked + BD_PACK_HDR_FLOATS),
-                          round_up(s->C, 2) / 2, oc0, oc1, x + n * s->C * HW + oh0 * s->W, HW,
-                          (oh1 - oh0) * s->OW, s->C, NULL, NULL, 0,
-                          y + (n * s->M + oc0) * HW + oh0 * s->W, HW, bias ? bias + oc0 : NULL, act,
-                          act_min, act_max, scratch);
+        pointwise_bf16_tile(s, x, NULL, NULL, wpacked, bias, y, n, oc0, oc1, oh0, oh1, act,
+                            act_min, act_max, scratch);
         return;
     }
     const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV, &h);

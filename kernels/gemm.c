@@ -53,8 +53,9 @@ static int64_t round_up(int64_t v, int64_t m) {
 
 static _Atomic int g_isa;      /* 0: not chosen yet */
 static _Atomic int g_cpu_mask; /* bit i: ISA i supported; 0: not probed yet */
-/* AVX-512 VNNI, AVX-VNNI (vpdpbusd) and AMX-INT8 (tdpbusd), beside the ISA bits */
-enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9, CPU_AMX_BIT = 10 };
+/* AVX-512 VNNI, AVX-VNNI (vpdpbusd), AMX-INT8 (tdpbusd) and AVX512_BF16 (vdpbf16ps), beside the
+ * ISA bits */
+enum { CPU_VNNI_BIT = 8, CPU_AVX_VNNI_BIT = 9, CPU_AMX_BIT = 10, CPU_BF16_BIT = 11 };
 static _Atomic int g_avx_vnni_off, g_amx_off;
 
 #if BD_KERNELS_X86
@@ -93,6 +94,9 @@ static int cpu_mask(void) {
         if (avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1))
             m |= 1 << CPU_AVX_VNNI_BIT;
         if ((m >> CPU_VNNI_BIT & 1) && cpu_has_amx_int8()) m |= 1 << CPU_AMX_BIT;
+        /* AVX512_BF16: CPUID leaf 7 subleaf 1, EAX bit 5 */
+        if ((m >> BD_KERNELS_ISA_AVX512 & 1) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1))
+            m |= 1 << CPU_BF16_BIT;
 #endif
         atomic_store_explicit(&g_cpu_mask, m, memory_order_relaxed);
     }
@@ -116,6 +120,12 @@ int bd_kernels_cpu_has_avx_vnni(void) {
 int bd_kernels_avx_vnni_off(int off) {
     atomic_store_explicit(&g_avx_vnni_off, off != 0, memory_order_relaxed);
     return (cpu_mask() >> CPU_AVX_VNNI_BIT) & 1;
+}
+
+/* AVX512_BF16, and the kernels' chosen instruction set AVX-512 (a test that forces the portable
+ * or AVX2 one gets gemm_bf16.c's plain C and fp32 convolutions). */
+int bd_kernels_cpu_has_bf16(void) {
+    return ((cpu_mask() >> CPU_BF16_BIT) & 1) && bd_kernels_get_isa() == BD_KERNELS_ISA_AVX512;
 }
 
 int bd_kernels_cpu_has_amx(void) {

@@ -518,10 +518,18 @@ BD_INLINE BD_AVX512 void conv16d_store_row(const float *o, int64_t OW, float *yr
 /* The prologue on the interleaved rows just prepared (1x1 convolutions: no padding columns to
  * keep at zero; the columns past OW are computed and never stored): two columns of 8 channels
  * per vector, lanes past the last block's channels left as they are (never read). */
+/* v * a + b, then max(0, .) where relu (NaN kept): an absorbed BatchNormalization's prologue,
+ * computed alike wherever the input is read (these rows, and the bf16 GEMM's packing of B). */
+BD_INLINE BD_AVX512 __m512 prologue16(__m512 v, __m512 a, __m512 b, int relu) {
+    v = _mm512_add_ps(_mm512_mul_ps(v, a), b);
+    return relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v,
+                                       _mm512_setzero_ps())
+                : v;
+}
+
 static BD_AVX512 __attribute__((noinline)) void
 conv16d_prologue(const bd_conv8d_job *j, float *rows, int64_t rows_in, int64_t cols, int64_t rs,
                  int64_t bs, int64_t ncb, int clast) {
-    const __m512 zero = _mm512_setzero_ps();
     for (int64_t cb = 0; cb < ncb; cb++) {
         const int nch = cb + 1 < ncb ? 8 : clast;
         float a8[16] = {0}, b8[16] = {0};
@@ -532,9 +540,8 @@ conv16d_prologue(const bd_conv8d_job *j, float *rows, int64_t rows_in, int64_t c
             float *d = rows + cb * bs + r * rs;
             for (int64_t k = 0; k < cols * 8; k += 16) {
                 const __mmask16 m = cols * 8 - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)0xFF;
-                __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + k), a), b);
-                if (j->pre_relu) v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero);
-                _mm512_mask_storeu_ps(d + k, m, v);
+                _mm512_mask_storeu_ps(d + k, m,
+                                      prologue16(_mm512_maskz_loadu_ps(m, d + k), a, b, j->pre_relu));
             }
         }
     }
@@ -1576,16 +1583,12 @@ BD_AVX512_BF16 void bd_bf16_ukr_avx512(int64_t kp, const uint32_t *a, int64_t ld
 #undef BD_BF16_STORE
 }
 
-/* Two rows of B (k, k + 1) at a time, 16 columns a half: each (through the prologue, as
- * conv16d_prologue computes it) rounded by VCVTNEPS2BF16, widened to 32 bits and the odd row's
- * shifted into the high halves, so that a column's pair is one word (k past K zero). */
+/* Two rows of B (k, k + 1) at a time, 16 columns a half: each (through the prologue,
+ * prologue16) rounded by VCVTNEPS2BF16, widened to 32 bits and the odd row's shifted into the
+ * high halves, so that a column's pair is one word (k past K zero). */
 BD_INLINE BD_AVX512 __m512 bf16_pre(__m512 v, const float *pre_a, const float *pre_b, int relu,
                                    int64_t k) {
-    if (!pre_a) return v;
-    v = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(pre_a[k])), _mm512_set1_ps(pre_b[k]));
-    return relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v,
-                                       _mm512_setzero_ps())
-                : v;
+    return pre_a ? prologue16(v, _mm512_set1_ps(pre_a[k]), _mm512_set1_ps(pre_b[k]), relu) : v;
 }
 
 BD_AVX512_BF16 void bd_bf16_pack_b_avx512(const float *b, int64_t ldb, int64_t K, int64_t n,

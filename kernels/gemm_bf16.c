@@ -19,10 +19,6 @@
 
 #include "bd_kernels_internal.h"
 
-#if BD_KERNELS_X86
-#include <cpuid.h>
-#endif
-
 enum { BF16_MR = 12, BF16_NR = 32, BF16_MC = 240, BF16_KC = 256 };
 
 static int64_t imin(int64_t a, int64_t b) {
@@ -47,24 +43,6 @@ static float bf16_to_float(uint16_t h) {
     return f;
 }
 
-/* AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5) on an AVX-512 CPU, and the kernels' chosen
- * instruction set AVX-512 (a test that forces the portable or AVX2 one gets the plain C). */
-int bd_kernels_cpu_has_bf16(void) {
-    static _Atomic int probed; /* 0: not yet; 1: no; 2: yes */
-    int v = probed;
-    if (!v) {
-        v = 1;
-#if BD_KERNELS_X86
-        unsigned a, b, c, d;
-        if (bd_kernels_isa_supported(BD_KERNELS_ISA_AVX512) && __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
-            (a >> 5 & 1))
-            v = 2;
-#endif
-        probed = v;
-    }
-    return v == 2 && bd_kernels_get_isa() == BD_KERNELS_ISA_AVX512;
-}
-
 size_t bd_bf16_gemm_packed_b_bytes(int64_t K, int64_t N) {
     if (K < 0) K = 0;
     if (N < 0) N = 0;
@@ -80,8 +58,7 @@ void bd_bf16_gemm_pack_b(int64_t K, int64_t N, const float *B, int64_t ldb, int 
     bd_pack_hdr_write(packed, &h);
     const int64_t Kp = round_up(K, 2);
     uint16_t *dst = (uint16_t *)((float *)packed + BD_PACK_HDR_FLOATS);
-    for (int64_t j0 = 0; j0 < N || j0 == 0; j0 += BF16_NR) {
-        if (N == 0) break;
+    for (int64_t j0 = 0; j0 < N; j0 += BF16_NR) {
         uint16_t *panel = dst + j0 * Kp;
         for (int64_t k = 0; k < Kp; k++)
             for (int64_t jj = 0; jj < BF16_NR; jj++) {
@@ -92,23 +69,20 @@ void bd_bf16_gemm_pack_b(int64_t K, int64_t N, const float *B, int64_t ldb, int 
     }
 }
 
-/* The rows [0, rows) x depth [k0, k0 + kc) of A (kc even, rows <= BF16_MC) as 12-row panels of
- * words; k past K and rows past `rows` zero. */
+/* The rows [0, rows) x depth [k0, k0 + kc) of A (kc even, rows <= BF16_MC) as rows of words,
+ * row i's at dst + i kc / 2, up to a whole panel of 12; k past K and rows past `rows` zero. */
 static void pack_a_portable(const float *A, int64_t lda, int transA, int64_t rows, int64_t K,
                             int64_t k0, int64_t kc, uint32_t *dst) {
-    for (int64_t i0 = 0; i0 < rows; i0 += BF16_MR) {
-        uint32_t *panel = dst + i0 * kc / 2;
-        for (int64_t p = 0; p < kc / 2; p++)
-            for (int64_t r = 0; r < BF16_MR; r++) {
-                const int64_t i = i0 + r, k = k0 + 2 * p;
-                uint16_t lo = 0, hi = 0;
-                if (i < rows) {
-                    if (k < K) lo = bd_bf16_round(transA ? A[k * lda + i] : A[i * lda + k]);
-                    if (k + 1 < K) hi = bd_bf16_round(transA ? A[(k + 1) * lda + i] : A[i * lda + k + 1]);
-                }
-                panel[r * (kc / 2) + p] = (uint32_t)lo | (uint32_t)hi << 16;
+    for (int64_t i = 0; i < round_up(rows, BF16_MR); i++)
+        for (int64_t p = 0; p < kc / 2; p++) {
+            const int64_t k = k0 + 2 * p;
+            uint16_t lo = 0, hi = 0;
+            if (i < rows) {
+                if (k < K) lo = bd_bf16_round(transA ? A[k * lda + i] : A[i * lda + k]);
+                if (k + 1 < K) hi = bd_bf16_round(transA ? A[(k + 1) * lda + i] : A[i * lda + k + 1]);
             }
-    }
+            dst[i * (kc / 2) + p] = (uint32_t)lo | (uint32_t)hi << 16;
+        }
 }
 
 /* The 12 x 32 tile of bd_bf16_ukr_avx512, in plain C. */
