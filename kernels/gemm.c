@@ -485,15 +485,18 @@ void bd_gemm_run(const bd_gemm_kernel *kd, int64_t m0, int64_t m1, int64_t n0, i
     if (m1 <= m0 || n1 <= n0) return;
     BD_KCHECK(K >= 0 && m0 >= 0 && n0 >= 0);
     const int mr = kd->mr, nr = kd->nr;
-    const int64_t KC = kd->kc, MC = kd->mc, NC = a->packed ? kd->nc_packed_a : kd->nc;
+    const int64_t MC = kd->mc, NC = a->packed ? kd->nc_packed_a : kd->nc;
     BD_KCHECK(scratch != NULL);
+    const bd_raw_matrix *a_raw = a_read_in_place(kd, a);
     /* the layout bd_gemm_scratch_floats sized: B block, A block, edge tile (a pre-packed
      * operand needs no block, so a call with both pre-packed needs only the edge tile) */
     float *bbuf = bd_align64(scratch);
-    int64_t kcmax = imin(K, KC);
+    int64_t kcmax = imin(K, kd->kc);
     float *abuf = bbuf + (b->packed ? 0 : kcmax * round_up(imin(NC, n1 - n0), nr) + nr);
     float *tmp = abuf + (a->packed ? 0 : kcmax * round_up(imin(MC, m1 - m0), mr));
-    const bd_raw_matrix *a_raw = a_read_in_place(kd, a);
+    /* One row tile and nothing packed per call: B's blocks are read once whatever the depth
+     * blocking, and the whole depth at once reads a pre-packed B's panels as one stream. */
+    const int64_t KC = b->packed && (a->packed || a_raw) && m1 - m0 <= mr && K > 0 ? K : kd->kc;
 
     macro_args g;
     g.kd = kd;

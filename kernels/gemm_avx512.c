@@ -240,11 +240,17 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
     if (R == 1 && !D) {
         /* One row (a matrix-vector product, as a classifier's Gemm at batch 1): each vector's
          * FMAs form one dependent chain, one step per FMA latency. Four chains over alternate k
-         * steps, summed at the end, run at the load ports' rate instead. */
+         * steps, summed at the end, run at the load ports' rate instead. A pre-packed B is all
+         * the work reads, from memory: its eight lines a step are prefetched 3 KiB ahead (a
+         * Zen 4 core streamed a classifier's weights at 14 GB/s without, 21-25 with). */
         __m512 p0 = _mm512_setzero_ps(), p1 = p0, q0 = p0, q1 = p0, r0 = p0, r1 = p0;
         const int64_t as = SA ? 1 : 12;
         int64_t k = 0;
         for (; k + 4 <= kc; k += 4, a += 4 * as, b += 128) {
+            if (ep->stream_b)
+                for (int l = 0; l < 8; l++)
+                    _mm_prefetch((const char *)((uintptr_t)b + 4 * BD_STREAM_A_FLOATS + 64 * l),
+                                 _MM_HINT_T0);
             const __m512 x0 = _mm512_set1_ps(a[0]), x1 = _mm512_set1_ps(a[as]);
             const __m512 x2 = _mm512_set1_ps(a[2 * as]), x3 = _mm512_set1_ps(a[3 * as]);
             c00 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b), c00);
