@@ -32,12 +32,9 @@ BD_INLINE BD_AVX2 __m256 exp8(__m256 t) {
                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_HI), t);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_LO), r);
-    __m256 y = _mm256_set1_ps(BD_EXP_P0);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P1));
+    __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(BD_EXP_P0), r, _mm256_set1_ps(BD_EXP_P1));
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P2));
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P3));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P4));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P5));
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     e = _mm256_slli_epi32(e, 23); /* the bits of 2^n */

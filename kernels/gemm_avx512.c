@@ -34,22 +34,18 @@
 #define BD_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
-/* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains. */
+/* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains; 2^n applied by
+ * vscalefps. */
 BD_INLINE BD_AVX512 __m512 exp16(__m512 t) {
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504089f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_HI), t);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_LO), r);
-    __m512 y = _mm512_set1_ps(BD_EXP_P0);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P1));
+    __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(BD_EXP_P0), r, _mm512_set1_ps(BD_EXP_P1));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P2));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P3));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P4));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P5));
     y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-    e = _mm512_slli_epi32(e, 23); /* the bits of 2^n */
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    return _mm512_scalef_ps(y, n);
 }
 
 /* 1 / d, the estimate refined by one Newton step. */
