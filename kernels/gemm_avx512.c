@@ -28,6 +28,7 @@
 #include <immintrin.h>
 
 #define BD_ROWS_TARGET __attribute__((target("avx512f")))
+#define BD_ROWS_MASK16
 #include "conv8_rows.h"
 
 #define BD_AVX512 __attribute__((target("avx512f")))
