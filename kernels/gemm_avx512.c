@@ -239,7 +239,8 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
          * FMAs form one dependent chain, one step per FMA latency. Four chains over alternate k
          * steps, summed at the end, run at the load ports' rate instead. A pre-packed B is all
          * the work reads, from memory: its eight lines a step are prefetched 3 KiB ahead (a
-         * Zen 4 core streamed a classifier's weights at 14 GB/s without, 21-25 with). */
+         * Zen 4 core streamed a classifier's weights at 14 GB/s without, about 20 with, 21-25
+         * with gemm.c's whole depth in one block as well). */
         __m512 p0 = _mm512_setzero_ps(), p1 = p0, q0 = p0, q1 = p0, r0 = p0, r1 = p0;
         const int64_t as = SA ? 1 : 12;
         int64_t k = 0;
