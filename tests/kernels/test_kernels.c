@@ -75,6 +75,14 @@ static scratch scratch_new(size_t bytes) {
     return s;
 }
 
+/* Whether convolution weights were packed in bfloat16: the header's kind (after its magic) is
+ * 11 or 12, the 16-lane kernel's and the pointwise GEMM's bfloat16 pairs. */
+static int packed_in_bf16(const float *wp) {
+    int32_t kind;
+    memcpy(&kind, (const char *)wp + 4, sizeof kind);
+    return kind == 11 || kind == 12;
+}
+
 /* Round to nearest even at bit 16 (bfloat16), NaN kept: the reference's own rounding. */
 static double bf16_ref(float f) {
     if (f != f) return f;
@@ -471,9 +479,7 @@ static int test_conv(const conv_case *cc, int winograd, int bf16) {
     int use_bias = (int)irand(4) != 0;
     float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
     bd_f32_conv2d_pack_w(&s, w, wp);
-    int32_t kind; /* bd_pack_hdr: magic, then kind (11, 12: the 16-lane kernel's and the */
-    memcpy(&kind, (const char *)wp + 4, sizeof kind); /* pointwise GEMM's bfloat16 pairs) */
-    const int rounded = kind == 11 || kind == 12;
+    const int rounded = packed_in_bf16(wp);
     double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
     const int64_t n = s.N - 1; /* the batch item computed */
     for (int64_t m = 0; m < s.M; m++) {
@@ -572,9 +578,7 @@ static void test_conv_pre_all(void) {
         float *a = frandom(s.C), *b = frandom(s.C);
         float *wp = xmalloc(bd_f32_conv2d_packed_w_bytes(&s));
         bd_f32_conv2d_pack_w(&s, w, wp);
-        int32_t kind;
-        memcpy(&kind, (const char *)wp + 4, sizeof kind);
-        const int rounded = kind == 11 || kind == 12;
+        const int rounded = packed_in_bf16(wp);
         rounded_count += rounded;
         double *ref = xmalloc((size_t)yn * sizeof(double)), *mag = xmalloc((size_t)yn * sizeof(double));
         for (int64_t m = 0; m < s.M; m++)
