@@ -72,6 +72,15 @@ static int64_t k_of(const bd_conv2d_shape *s) {
  * im2col GEMM it saves the K x P slice and its packing, about a quarter of the int8 ResNet-18's
  * time (its 3x3 layers ran at 32-54% of the VNNI peak in the model, now 69-80%).
  *
+ * On short rows the grid's columns past OW and the last panel's padding are much of that work
+ * (2 of 9 columns at 7x7; 14x14's 224 grid pixels fill 7 panels for 196 outputs). There a second
+ * micro-kernel puts the output channels in the lanes instead (lanes_sums): 32 channels x up to 8
+ * pixels of one row, a pixel's 4 bytes broadcast from the same planes, the weights of two 8-channel
+ * blocks one vector, and a requantized result transposed as bytes in registers. A cost model picks
+ * the kernel per tile (lanes_faster). On a Zen 4 core, requantized: 512 channels at 7x7 342 ->
+ * 440 GOP/s, 256 at 14x14 391 -> 433, 128 at 28x28 397 -> 422, SqueezeNet's 64 -> 256 at 13x13
+ * 327 -> 392; 56x56 and SqueezeNet's 16 -> 64 at 55x55 stay on the pixel kernel.
+ *
  * Packed weights (after the header, rowsum[M] and scale[M]): blocks of 8 output channels, each
  * S = G * KH * KW steps of 8 x 4 bytes (channel r's w - w_zero of channels 4g..4g+3 at tap
  * (kh, kw)), zeros past M and C. */
@@ -98,10 +107,12 @@ static direct_geom direct_geometry(const bd_conv2d_shape *s, int64_t rows) {
     return d;
 }
 
-/* The step offsets (int64), the planes, the 8 x 32 sums, each 64-byte aligned. */
+/* The step offsets (int64), the planes, the 8 x 32 sums (or the channels-in-lanes kernel's 8
+ * pixels x 32 channels and their transpose, 32 x 32), each 64-byte aligned. */
 static int64_t direct_scratch_bytes(const bd_conv2d_shape *s, int64_t rows) {
     direct_geom d = direct_geometry(s, rows);
-    return 64 + round_up(d.S * 8, 64) + d.G * d.phases * d.plane * 4 + DIRECT_MR * DIRECT_PANEL * 4;
+    return 64 + round_up(d.S * 8, 64) + d.G * d.phases * d.plane * 4 +
+           (8 + DIRECT_PANEL) * DIRECT_PANEL * 4;
 }
 
 static size_t direct_weight_bytes(const bd_conv2d_shape *s) {
@@ -406,6 +417,172 @@ direct_store_avx512(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, cons
         }
     }
 }
+
+/* The channels-in-lanes micro-kernel, for images whose rows are short: np (1 to 8) consecutive
+ * output pixels of one row x 16 nv output channels (nv 1 or 2), each accumulator one pixel's 16
+ * channels. Per step: the two 8-channel blocks of each 16 loaded as one vector, np broadcasts of
+ * a pixel's 4 bytes (its 4 channels in the planes) and np * nv vpdpbusd. The pixel-in-lanes
+ * kernel computes the grid's columns past OW too (2 of 9 at 7x7, a panel of 32 for 28 pixels of
+ * a 14x14 row pair); this one only the pixels. wb[k]: the k-th 8-channel block's weights
+ * (a repeated block where it is past M: its lanes are computed and never stored). out[np][32]. */
+static inline BD_I8_VNNI __attribute__((always_inline)) void
+lanes_sums(const int8_t *const wb[4], const uint8_t *x, const int64_t *off, int64_t S, const int np,
+           const int nv, int32_t *out) {
+    __m512i acc[8][2];
+    for (int i = 0; i < np; i++)
+        for (int j = 0; j < nv; j++) acc[i][j] = _mm512_setzero_si512();
+    for (int64_t st = 0; st < S; st++) {
+        const uint8_t *xs = x + off[st];
+        __m512i wv[2];
+        for (int j = 0; j < nv; j++) {
+            const int8_t *lo = wb[2 * j] + st * DIRECT_MR * 4, *hi = wb[2 * j + 1] + st * DIRECT_MR * 4;
+            _mm_prefetch((const char *)lo + DIRECT_PREFETCH, _MM_HINT_T0);
+            _mm_prefetch((const char *)hi + DIRECT_PREFETCH, _MM_HINT_T0);
+            wv[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                                       _mm256_loadu_si256((const __m256i *)hi), 1);
+        }
+        for (int i = 0; i < np; i++) {
+            int32_t px;
+            memcpy(&px, xs + 4 * i, 4);
+            const __m512i xv = _mm512_set1_epi32(px);
+            for (int j = 0; j < nv; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
+        }
+    }
+    for (int i = 0; i < np; i++)
+        for (int j = 0; j < nv; j++) _mm512_storeu_si512(out + i * 32 + j * 16, acc[i][j]);
+}
+
+typedef void lanes_fn(const int8_t *const wb[4], const uint8_t *x, const int64_t *off, int64_t S,
+                      int32_t *out);
+#define LANES_FN(np, nv)                                                                           \
+    static BD_I8_VNNI void lanes_##np##_##nv(const int8_t *const wb[4], const uint8_t *x,         \
+                                             const int64_t *off, int64_t S, int32_t *out) {       \
+        lanes_sums(wb, x, off, S, np, nv, out);                                                    \
+    }
+#define LANES_FNS(np) LANES_FN(np, 1) LANES_FN(np, 2)
+LANES_FNS(1) LANES_FNS(2) LANES_FNS(3) LANES_FNS(4) LANES_FNS(5) LANES_FNS(6) LANES_FNS(7) LANES_FNS(8)
+static lanes_fn *const lanes_fns[9][2] = {
+    {NULL, NULL},         {lanes_1_1, lanes_1_2}, {lanes_2_1, lanes_2_2}, {lanes_3_1, lanes_3_2},
+    {lanes_4_1, lanes_4_2}, {lanes_5_1, lanes_5_2}, {lanes_6_1, lanes_6_2}, {lanes_7_1, lanes_7_2},
+    {lanes_8_1, lanes_8_2}};
+
+/* A chunk of lanes_sums requantized as direct_store_avx512 does, but with the channels in lanes
+ * (their scales and biases loaded as vectors), then its np x 16 bytes transposed in registers
+ * into 16 channel rows of np bytes. Transposing the int32 sums through memory and storing them
+ * channel by channel, as the float and int32 results are, made the kernel lose to the pixel loop
+ * on every layer but 7x7 and 14x14 ones. */
+static __attribute__((target("avx512f,avx512bw,avx512vl"))) void
+lanes_store_requant(const int32_t *out, int np, int64_t mb, int64_t m0, int64_t m1, int64_t dst,
+                    const direct_out *o) {
+    const bd_i8_requant *rq = o->rq;
+    const float qlo = rq->out_signed ? -128.0f : 0.0f;
+    const __m512 lo = _mm512_set1_ps(rq->lo), hi = _mm512_set1_ps(rq->hi);
+    const __m512 qs = _mm512_set1_ps(rq->scale), qz = _mm512_set1_ps(rq->zero);
+    const __m512 qmin = _mm512_set1_ps(qlo), qmax = _mm512_set1_ps(qlo + 255.0f);
+    const __mmask16 px = (__mmask16)((1u << np) - 1u);
+    for (int64_t c0 = mb; c0 < m1; c0 += 16) {
+        /* the channels [c0, c0 + 16) that exist: scale, bias and rowsum are read there alone */
+        int64_t valid = m1 - c0 < 16 ? m1 - c0 : 16;
+        const __mmask16 k = (__mmask16)((1u << valid) - 1u);
+        const __m512i corr = _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, o->rowsum + c0),
+                                                _mm512_set1_epi32(o->xzu));
+        const __m512 sc = _mm512_maskz_loadu_ps(k, o->scale + c0);
+        const __m512 b = o->bias ? _mm512_maskz_loadu_ps(k, (const float *)o->bias + c0)
+                                 : _mm512_setzero_ps();
+        __m128i r[8];
+        for (int i = 0; i < 8; i++) {
+            if (i >= np) {
+                r[i] = _mm_setzero_si128();
+                continue;
+            }
+            __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(out + i * 32 + (c0 - mb)), corr);
+            __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), sc), b);
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+            f = _mm512_roundscale_ps(_mm512_div_ps(f, qs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, qz), qmin), qmax);
+            r[i] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(f));
+        }
+        /* 8 pixels x 16 channels of bytes -> 16 channels x 8 pixels: bytes, words, dwords */
+        __m128i a[8], w[8], d[8];
+        for (int i = 0; i < 4; i++) {
+            a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);     /* channels 0-7 */
+            a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]); /* channels 8-15 */
+        }
+        for (int h = 0; h < 2; h++)     /* channel half */
+            for (int q = 0; q < 2; q++) { /* pixels 0-3, 4-7 */
+                w[h * 4 + q * 2] = _mm_unpacklo_epi16(a[q * 4 + h], a[q * 4 + 2 + h]);
+                w[h * 4 + q * 2 + 1] = _mm_unpackhi_epi16(a[q * 4 + h], a[q * 4 + 2 + h]);
+            }
+        for (int h = 0; h < 2; h++)
+            for (int q = 0; q < 2; q++) { /* channels 8h + 4q .. + 3, two to a register */
+                d[h * 4 + q * 2] = _mm_unpacklo_epi32(w[h * 4 + q], w[h * 4 + 2 + q]);
+                d[h * 4 + q * 2 + 1] = _mm_unpackhi_epi32(w[h * 4 + q], w[h * 4 + 2 + q]);
+            }
+        for (int e = 0; e < 8; e++)
+            for (int half = 0; half < 2; half++) {
+                int64_t m = c0 + 2 * e + half;
+                if (m < m0 || m >= m1) continue;
+                __m128i row = half ? _mm_unpackhi_epi64(d[e], d[e]) : d[e];
+                _mm_mask_storeu_epi8((int8_t *)o->y + m * o->plane_out + dst, px, row);
+            }
+    }
+}
+
+/* The tile by lanes_sums: per 32 output channels (from mb0), each output row in chunks of at most
+ * 8 pixels as even as they go (7 + 7 for 14), each chunk's sums transposed into t (channel rows,
+ * as the pixel-in-lanes kernel leaves them) and stored as one run. */
+static void lanes_tile(const bd_conv2d_shape *s, const direct_geom *d, const int8_t *blocks_w,
+                       const uint8_t *planes, const int64_t *off, int32_t *out, int32_t *t,
+                       const direct_out *o, int64_t oc0, int64_t oc1, int64_t oh0, int64_t rows) {
+    int64_t mend = round_up(s->M, DIRECT_MR), chunks = (s->OW + 7) / 8;
+    for (int64_t mb = oc0 / DIRECT_MR * DIRECT_MR; mb < oc1; mb += 4 * DIRECT_MR) {
+        const int8_t *wb[4] = {blocks_w + mb * d->S * 4};
+        for (int k = 1; k < 4; k++)
+            wb[k] = mb + DIRECT_MR * k < mend ? wb[k - 1] + DIRECT_MR * d->S * 4 : wb[k - 1];
+        int nv = oc1 - mb > 16 ? 2 : 1;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0, ow = 0; c < chunks; c++) {
+                int np = (int)(s->OW / chunks + (c < s->OW % chunks));
+                lanes_fns[np][nv - 1](wb, planes + (r * d->Wq + ow) * 4, off, d->S, out);
+                if (o->rq) {
+                    lanes_store_requant(out, np, mb, mb > oc0 ? mb : oc0,
+                                        mb + 32 < oc1 ? mb + 32 : oc1, (oh0 + r) * s->OW + ow, o);
+                    ow += np;
+                    continue;
+                }
+                for (int i = 0; i < np; i++)
+                    for (int m = 0; m < 16 * nv; m++) t[m * DIRECT_PANEL + i] = out[i * 32 + m];
+                direct_run run = {0, np, (oh0 + r) * s->OW + ow};
+                direct_store_avx512(t, mb, mb > oc0 ? mb : oc0, mb + 32 < oc1 ? mb + 32 : oc1, &run,
+                                    1, o);
+                ow += np;
+            }
+    }
+}
+/* Whether lanes_tile is expected to take less time than the pixel-in-lanes loop, in cycles of one
+ * vpdpbusd a cycle. That loop computes the grid's panels (16 S a panel and block) and stores each
+ * panel's runs; lanes_tile computes np * nv a step per chunk (or its loads where they are more,
+ * two a cycle) and stores 16 channels of a chunk at a time. The store costs were fitted on a Zen 4
+ * core, where the model then came within 5% of the measured times of ResNet's 3x3 layers and
+ * SqueezeNet's expands but one (the pixel loop at 13x13, 15% under). */
+static bool lanes_faster(const bd_conv2d_shape *s, const direct_geom *d, int64_t rows, int64_t oc0,
+                         int64_t oc1, bool requant) {
+    int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = (s->OW + 7) / 8;
+    int64_t panels = (rows * d->Wq + DIRECT_PANEL - 1) / DIRECT_PANEL;
+    int64_t runs = DIRECT_PANEL / s->OW + 2, run_cost = requant ? 150 : 100;
+    int64_t vector_cost = requant ? 240 : 380; /* the float and int32 results transposed in memory */
+    double pixel = (double)((oc1 - mb0 + DIRECT_MR - 1) / DIRECT_MR) * panels *
+                   (16 * d->S + run_cost * runs);
+    double lanes = 0;
+    for (int64_t mb = mb0; mb < oc1; mb += 4 * DIRECT_MR) {
+        int64_t nv = oc1 - mb > 16 ? 2 : 1;
+        for (int64_t c = 0; c < chunks; c++) {
+            int64_t np = s->OW / chunks + (c < s->OW % chunks), loads = (4 * nv + np + 1) / 2;
+            lanes += (double)rows * (d->S * (np * nv > loads ? np * nv : loads) + vector_cost * nv);
+        }
+    }
+    return lanes < pixel;
+}
 #endif
 
 /* Whether the direct path's micro-kernel is the VNNI one here. */
@@ -446,6 +623,12 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, con
                 off[st] = (plane * d.plane + th / s->stride_h * d.Wq + tw / s->stride_w) * 4;
             }
     direct_fill(s, &d, xn, oh0, flip, xzu, planes);
+#if BD_KERNELS_X86
+    if (direct_vnni() && lanes_faster(s, &d, rows, oc0, oc1, o->rq != NULL)) {
+        lanes_tile(s, &d, blocks_w, planes, off, acc, acc + 8 * DIRECT_PANEL, o, oc0, oc1, oh0, rows);
+        return;
+    }
+#endif
     int64_t pixels = rows * d.Wq;
     int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, panels = (pixels + DIRECT_PANEL - 1) / DIRECT_PANEL;
     int64_t blocks = (oc1 - mb0 + DIRECT_MR - 1) / DIRECT_MR;

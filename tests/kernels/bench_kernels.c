@@ -13,6 +13,7 @@
  *   caches emptied before every call (the median), as a model run meets it.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +370,7 @@ typedef struct i8_conv_arg {
     float *bias, *y;
     void *scratch;
     int64_t oc_tile, oh_tile;
+    const bd_i8_requant *rq; /* a QuantizeLinear absorbed: 8-bit y */
 } i8_conv_arg;
 
 static void run_i8_conv(void *v) {
@@ -377,8 +379,12 @@ static void run_i8_conv(void *v) {
         for (int64_t oh = 0; oh < c->s.OH; oh += c->oh_tile) {
             int64_t oc1 = oc + c->oc_tile < c->s.M ? oc + c->oc_tile : c->s.M;
             int64_t oh1 = oh + c->oh_tile < c->s.OH ? oh + c->oh_tile : c->s.OH;
-            bd_i8_conv2d_tile(&c->s, c->x, 0, 131, c->wp, c->bias, c->y, 0, oc, oc1, oh, oh1,
-                              c->scratch);
+            if (c->rq)
+                bd_i8_conv2d_tile_requant(&c->s, c->x, 0, 131, c->wp, c->bias, c->rq, c->y, 0, oc,
+                                          oc1, oh, oh1, c->scratch);
+            else
+                bd_i8_conv2d_tile(&c->s, c->x, 0, 131, c->wp, c->bias, c->y, 0, oc, oc1, oh, oh1,
+                                  c->scratch);
         }
 }
 
@@ -412,6 +418,21 @@ static void bench_i8_conv(const conv_layer *l, double f32_ms) {
     double t2 = time_call(run_i8_conv, &c);
     printf("  %-34s %7.1f GOP/s           tiles 64x8 %7.1f GOP/s         (%.3f ms, %.2fx the "
            "float time)\n", "  int8 (QDQ)", ops / t1 * 1e-9, ops / t2 * 1e-9, t1 * 1e3, t1 * 1e3 / f32_ms);
+    /* requantized to uint8 by the tile, as a QDQ model's Conv before a QuantizeLinear runs */
+    if (bd_i8_conv2d_direct_ok(s, w, 1, 0)) {
+        bd_i8_requant rq = {0.0f, INFINITY, 0.05f, 3.0f, 0};
+        bd_i8_conv2d_pack_w(s, w, 1, 0, &x_scale, w_scale, s->M, 1, c.wp);
+        c.rq = &rq;
+        c.oc_tile = s->M;
+        c.oh_tile = s->OH;
+        double t3 = time_call(run_i8_conv, &c);
+        c.oc_tile = 64;
+        c.oh_tile = 8;
+        double t4 = time_call(run_i8_conv, &c);
+        c.rq = NULL;
+        printf("  %-34s %7.1f GOP/s           tiles 64x8 %7.1f GOP/s         (%.3f ms)\n",
+               "  int8 requantized", ops / t3 * 1e-9, ops / t4 * 1e-9, t3 * 1e3);
+    }
     free(c.x);
     free(w);
     free(w_scale);

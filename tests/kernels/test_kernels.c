@@ -1139,11 +1139,16 @@ static void test_i8_conv_all(void) {
             s.pad_top = s.pad_left = fixed[t][2], s.W = fixed[t][3], s.dil_h = s.dil_w = 1;
             s.H = 5 + irand(8);
         }
+        bool deep = t >= cases - 6; /* many channels, short rows: the channels-in-lanes kernel */
+        if (deep) {
+            s.C = 24 + irand(50), s.M = 1 + irand(70), s.KH = s.KW = 3, s.dil_h = s.dil_w = 1;
+            s.pad_top = s.pad_left = 1, s.H = 3 + irand(10), s.W = 3 + irand(20);
+        }
         s.OH = (s.H + 2 * s.pad_top - (s.KH - 1) * s.dil_h - 1) / s.stride_h + 1;
         s.OW = (s.W + 2 * s.pad_left - (s.KW - 1) * s.dil_w - 1) / s.stride_w + 1;
         s.group = 1;
         int x_signed = (int)irand(2), w_signed = (int)irand(2), with_bias = (int)irand(2);
-        int scaled = (int)irand(2), w_scales = irand(2) ? (int)s.M : 1; /* a float result */
+        int scaled = deep || irand(2), w_scales = irand(2) ? (int)s.M : 1; /* a float result */
         int32_t x_zero = x_signed ? (int32_t)irand(256) - 128 : (int32_t)irand(256);
         int32_t w_zero = irand(2) ? 0 : w_signed ? (int32_t)irand(256) - 128 : (int32_t)irand(256);
         int64_t K = s.C * s.KH * s.KW, xn = s.N * s.C * s.H * s.W, yn = s.N * s.M * s.OH * s.OW;
@@ -1153,7 +1158,7 @@ static void test_i8_conv_all(void) {
         float x_scale = 0.001f + (float)irand(1000) * 1e-5f;
         for (int64_t i = 0; i < xn; i++) x[i] = (uint8_t)rnd();
         /* half the cases keep w - w_zero within int8, which AVX-512 VNNI computes directly */
-        int w_near_zero = (int)irand(2);
+        int w_near_zero = deep || irand(2);
         for (int64_t i = 0; i < s.M * K; i++) {
             int32_t v = w_zero + (int32_t)irand(256) - 128, lo = w_signed ? -128 : 0;
             v = v < lo ? lo : v > lo + 255 ? lo + 255 : v;
@@ -1166,7 +1171,8 @@ static void test_i8_conv_all(void) {
         }
         for (int64_t i = 0; i < yn + 2; i++) y[i] = -7777777;
         /* a float result requantized by the tile (a QuantizeLinear absorbed), where it can be */
-        int requant = scaled && bd_i8_conv2d_direct_ok(&s, w, w_signed, w_zero) && irand(2);
+        int requant = scaled && bd_i8_conv2d_direct_ok(&s, w, w_signed, w_zero) &&
+                      (deep ? t % 3 != 0 : irand(2));
         static const float los[3] = {-INFINITY, 0.0f, -20.0f}, his[3] = {INFINITY, INFINITY, 30.0f};
         int clamp = (int)irand(3), q_signed = (int)irand(2);
         bd_i8_requant rq = {los[clamp], his[clamp], 0.05f + (float)irand(100) * 0.01f,

@@ -610,7 +610,7 @@ static i8_direct_geom i8_direct_geometry(const bd_conv_params *cp, int64_t C, in
 static int64_t i8_direct_scratch_bound(const bd_conv_params *cp, int64_t C, int64_t rows,
                                        int64_t OW) {
     i8_direct_geom d = i8_direct_geometry(cp, C, rows, OW);
-    return 64 + round_up(d.S * 8, 64) + d.G * d.phases * d.plane * 4 + 8 * 32 * 4;
+    return 64 + round_up(d.S * 8, 64) + d.G * d.phases * d.plane * 4 + (8 + 32) * 32 * 4;
 }
 
 static bool i8_direct_taken(const bd_graph *g, const bd_nest *nest) {
@@ -633,7 +633,9 @@ static bool i8_direct_taken(const bd_graph *g, const bd_nest *nest) {
  * blocks of 8 channels x panels of 32 pixels of the planes' grid (rows x Wq, whose columns past
  * OW are computed too; a last panel of at most 16 costs half), 16 vpdpbusd (2 a cycle) per step
  * for a whole panel; it fills its planes at about a cycle per 4-byte pixel (measured ResNet-18:
- * the fill and stores are a tenth of a layer); and it pays a fixed dispatch cost. */
+ * the fill and stores are a tenth of a layer); and it pays a fixed dispatch cost. On short rows
+ * the kernel may take its channels-in-lanes micro-kernel instead (lanes_faster there), cheaper
+ * than counted here (it takes any tile). */
 static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int threads) {
     const bd_conv_params *cp = &nest->params.conv;
     int64_t N = nest->extent[0], M = nest->extent[1], OH = cp->nsp == 2 ? nest->extent[2] : 1;
