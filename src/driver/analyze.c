@@ -234,14 +234,14 @@ bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     /* the operator schedule first, for its arena; then the block schedule, which is reported */
     if (!s) {
         bd_plan_opts po = {o->fusion, BD_SCHEDULE_OP, 0, true, bd_tile_threads_default(NULL),
-                           bd_i8_direct_default(t, NULL), false};
+                           bd_i8_direct_default(t, NULL), false, bd_fma_half_default(t, NULL)};
         s = bd_plan_program(m->graph, t, &po, &none, &pl, d);
         arena[BD_SCHEDULE_OP] = pl.mem.arena_bytes;
         bd_planned_free(&pl);
     }
     if (!s) {
         bd_plan_opts po = {o->fusion, BD_SCHEDULE_BLOCK, 0, true, bd_tile_threads_default(NULL),
-                           bd_i8_direct_default(t, NULL), false};
+                           bd_i8_direct_default(t, NULL), false, bd_fma_half_default(t, NULL)};
         s = bd_plan_program(m->graph, t, &po, &none, &pl, d);
         arena[BD_SCHEDULE_BLOCK] = pl.mem.arena_bytes;
     }

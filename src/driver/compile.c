@@ -370,6 +370,20 @@ bool bd_i8_direct_default(const bd_target *t, const char *arch) {
 #endif
 }
 
+bool bd_fma_half_default(const bd_target *t, const char *arch) {
+    if (t->gpu || !for_this_machine(arch)) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    unsigned a, b, c, dx;
+    if (!__builtin_cpu_is("amd") || !__builtin_cpu_supports("avx512f") || !__get_cpuid(1, &a, &b, &c, &dx))
+        return false;
+    unsigned family = (a >> 8 & 0xf) + ((a >> 8 & 0xf) == 0xf ? (a >> 20 & 0xff) : 0);
+    return family == 0x19; /* Zen 4; Zen 5 (0x1a) has full-width AVX-512 units */
+#else
+    return false;
+#endif
+}
+
 /* --precision bf16 on a CPU without AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5): the kernels
  * then take its matrix products in plain C, several times slower than fp32, and its convolutions
  * in fp32. */
@@ -434,7 +448,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
         s = bd_fail(d, BD_ERR_USAGE, "--tile-threads is for --target cpu: GPU blocks are thread blocks");
     bd_plan_opts po = {o->fusion, o->schedule, o->limits.max_activation_bytes, o->winograd,
                        o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch),
-                       bd_i8_direct_default(t, o->arch), !t->gpu && o->precision == BD_PRECISION_BF16};
+                       bd_i8_direct_default(t, o->arch), !t->gpu && o->precision == BD_PRECISION_BF16,
+                       bd_fma_half_default(t, o->arch)};
     if (!s) s = bd_plan_program(m->graph, t, &po, &o->dumps, &pl, d);
     bool *batch_sliced = NULL;
     if (!s) s = bd_batch_plan(&pl.prog, &batch_sliced, d);

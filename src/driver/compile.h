@@ -47,6 +47,10 @@ bool bd_qdq_int8(bd_qdq_mode mode, const struct bd_target *t, const char *arch);
  * the path needs to be fast. */
 bool bd_i8_direct_default(const struct bd_target *t, const char *arch);
 
+/* Whether the CPU target runs 512-bit multiply-adds at half the rate of its other AVX-512 work,
+ * as two 256-bit halves (AMD Zen 4): built for this machine and its CPU is one (bd_program). */
+bool bd_fma_half_default(const struct bd_target *t, const char *arch);
+
 /* The threads the CPU tiler sizes blocks for when --tile-threads is not given: this machine's
  * CPUs (at most 8) when the code is built for it (--arch native), else 8. */
 int bd_tile_threads_default(const char *arch);

@@ -46,6 +46,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     p->tile_threads = opts->tile_threads > 0 ? opts->tile_threads : 8;
     p->i8_direct = opts->i8_direct;
     p->bf16 = opts->bf16;
+    p->fma_half = opts->fma_half;
     bd_status s = bd_lower(g, p, d); /* verifies */
     if (!s && dumps->lower) bd_program_dump(p, stderr);
     if (!s) bd_fuse_siblings(p);

@@ -30,6 +30,7 @@ typedef struct bd_plan_opts {
     int tile_threads; /* --tile-threads (the CPU target): see bd_program */
     bool i8_direct;   /* the CPU target: see bd_program */
     bool bf16;        /* --precision bf16 (the CPU target): see bd_program */
+    bool fma_half;    /* the CPU target: see bd_program */
 } bd_plan_opts;
 
 bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *opts,

@@ -291,13 +291,14 @@ static wino_geom wino_geometry(int64_t m, int64_t rows, int64_t OW) {
     return w;
 }
 
-static double wino_tile_cost(int64_t m, int64_t mt, int64_t C, int64_t rows, int64_t OW) {
+static double wino_tile_cost(int64_t m, int64_t mt, int64_t C, int64_t rows, int64_t OW,
+                             double other) {
     const wino_geom w = wino_geometry(m, rows, OW);
     double compute = (double)round_up(mt, 12) * (double)C * (double)w.Pp / 32.0 / 0.7;
     double stream = 4.0 * (double)mt * (double)C / 2.0;
     double gemm = (double)w.T * (compute > stream ? compute : stream);
     double transforms = (double)w.T * (double)w.Pp * (1.5 * (double)C + 3.0 * (double)mt);
-    return gemm + transforms + 20000.0;
+    return gemm + other * (transforms + 20000.0);
 }
 
 /* What conv_gemm_tiling leaves out of a direct convolution's cost, for comparing it with
@@ -324,19 +325,30 @@ static int64_t wino_scratch_bound(int64_t m, int64_t C, int64_t M, int64_t rows,
  * whole input again (measured 1.6x to 2x slower per layer than one tile on ResNet-18, beyond
  * what the cost model predicts). Convolutions with fewer than WINO_MIN_CHANNELS input or output
  * channels stay direct: the transforms are then most of the work, and the cost model was fitted
- * only above (DenseNet-121's 128 -> 32 convolutions ran 15% slower by Winograd). */
-enum { WINO_MIN_CHANNELS = 64 };
-static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double direct, int threads) {
+ * only above (DenseNet-121's 128 -> 32 convolutions ran 15% slower by Winograd).
+ *
+ * Where the CPU multiplies-adds at half rate (fma_half: Zen 4, whose FMA units are 256 bits wide),
+ * the products take twice the cycles of the transforms and the dispatch, so those count half
+ * (`other`; the weights' streaming from memory stays: taking ResNet-18's 512-channel 7x7 layers
+ * by Winograd in one block, as halving it too did, made the model 1.14x slower at 2 threads and
+ * 0.94x at 1), and convolutions from 16 channels are weighed (on a
+ * Zen 4 core SqueezeNet's 16 -> 64 expand at 55x55 took 0.418 ms by F(4x4,3x3) against 0.577
+ * direct, its 32 -> 128 at 27x27 0.329 against 0.525, in the model). */
+enum { WINO_MIN_CHANNELS = 64, WINO_MIN_CHANNELS_FMA_HALF = 16 };
+static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double direct, int threads,
+                        bool fma_half) {
     bd_conv_params *cp = &nest->params.conv;
     int64_t N = nest->extent[0], M = nest->extent[1], OH = nest->extent[2], OW = nest->extent[3];
-    if (C < WINO_MIN_CHANNELS || M < WINO_MIN_CHANNELS) return;
+    int64_t least = fma_half ? WINO_MIN_CHANNELS_FMA_HALF : WINO_MIN_CHANNELS;
+    if (C < least || M < least) return;
+    double other = fma_half ? 0.5 : 1.0;
     int64_t best_m = 0, best_r = OH;
     double best = direct + direct_weight_cost(M, 9 * C, threads);
     for (int64_t m = 2; m <= 4; m += 2)
         for (int64_t kr = 1; kr <= ceil_div(OH, m); kr++) {
             int64_t rows = imin64(round_up(ceil_div(OH, kr), m), OH); /* whole patch rows */
             if (ceil_div(OH, rows) != kr) continue;
-            double total = spread_cost(N * kr, wino_tile_cost(m, M, C, rows, OW), threads);
+            double total = spread_cost(N * kr, wino_tile_cost(m, M, C, rows, OW, other), threads);
             if (total < best * 0.999) {
                 best = total;
                 best_m = m;
@@ -666,7 +678,7 @@ static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int th
 }
 
 static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, bool allow_i8_direct,
-                      bool bf16, int threads) {
+                      bool bf16, bool fma_half, int threads) {
     bd_conv_params *cp = &nest->params.conv;
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
     const bd_value *y = operand_value(g, nest, cp->y);
@@ -706,7 +718,7 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         bool few = Cg * ksize <= 36 && (cp->strides[0] == 1 || M >= 48);
         bool lanes16 = group == 1 && M % 16 == 0 && ksize > 1 && ksize <= 49 && !few;
         double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, lanes16, threads);
-        if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct, threads);
+        if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct, threads, fma_half);
     } else if (cp->packed)
         dwconv_tiling(g, nest, ksize, threads);
     else
@@ -962,7 +974,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
             n->scratch_bytes = imax64(n->params.resize.row_elems, bd_cpu_resize_row_elems(n)) *
                                (operand_value(g, n, 1)->dtype == BD_DT_DOUBLE ? 8 : 4);
             break;
-        case BD_BODY_CONV: tile_conv(g, n, p->winograd && !p->bf16, p->i8_direct, p->bf16, p->tile_threads); break;
+        case BD_BODY_CONV: tile_conv(g, n, p->winograd && !p->bf16, p->i8_direct, p->bf16, p->fma_half, p->tile_threads); break;
         case BD_BODY_CONV_TRANSPOSE: tile_conv_transpose(g, n, p->tile_threads); break;
         case BD_BODY_POOL: tile_pool(g, n); break;
         case BD_BODY_GLOBAL_POOL: {
