@@ -388,6 +388,16 @@ static void run_i8_conv(void *v) {
         }
 }
 
+/* The layer's time as one tile (whole) and in tiles of 64 channels x 8 rows. */
+static void time_i8_tiles(i8_conv_arg *c, double *whole, double *tiles) {
+    c->oc_tile = c->s.M;
+    c->oh_tile = c->s.OH;
+    *whole = time_call(run_i8_conv, c);
+    c->oc_tile = 64;
+    c->oh_tile = 8;
+    *tiles = time_call(run_i8_conv, c);
+}
+
 /* The same layer as a QDQ Conv on the int8 convolution (uint8 X with a zero point, int8 W per
  * channel, float result), tiled alike; GOP/s and its time against the float row's (f32_ms). */
 static void bench_i8_conv(const conv_layer *l, double f32_ms) {
@@ -410,12 +420,8 @@ static void bench_i8_conv(const conv_layer *l, double f32_ms) {
     c.y = xmalloc((size_t)(s->M * s->OH * s->OW) * sizeof(float));
     c.scratch = xmalloc(bd_i8_conv2d_scratch_bytes(s, s->OH));
     double ops = 2.0 * (double)(s->M * s->OH * s->OW) * (double)K;
-    c.oc_tile = s->M;
-    c.oh_tile = s->OH;
-    double t1 = time_call(run_i8_conv, &c);
-    c.oc_tile = 64;
-    c.oh_tile = 8;
-    double t2 = time_call(run_i8_conv, &c);
+    double t1, t2, t3, t4;
+    time_i8_tiles(&c, &t1, &t2);
     printf("  %-34s %7.1f GOP/s           tiles 64x8 %7.1f GOP/s         (%.3f ms, %.2fx the "
            "float time)\n", "  int8 (QDQ)", ops / t1 * 1e-9, ops / t2 * 1e-9, t1 * 1e3, t1 * 1e3 / f32_ms);
     /* requantized to uint8 by the tile, as a QDQ model's Conv before a QuantizeLinear runs */
@@ -423,12 +429,7 @@ static void bench_i8_conv(const conv_layer *l, double f32_ms) {
         bd_i8_requant rq = {0.0f, INFINITY, 0.05f, 3.0f, 0};
         bd_i8_conv2d_pack_w(s, w, 1, 0, &x_scale, w_scale, s->M, 1, c.wp);
         c.rq = &rq;
-        c.oc_tile = s->M;
-        c.oh_tile = s->OH;
-        double t3 = time_call(run_i8_conv, &c);
-        c.oc_tile = 64;
-        c.oh_tile = 8;
-        double t4 = time_call(run_i8_conv, &c);
+        time_i8_tiles(&c, &t3, &t4);
         c.rq = NULL;
         printf("  %-34s %7.1f GOP/s           tiles 64x8 %7.1f GOP/s         (%.3f ms)\n",
                "  int8 requantized", ops / t3 * 1e-9, ops / t4 * 1e-9, t3 * 1e3);
