@@ -144,8 +144,8 @@ typedef struct bd_program {
      * kernel's scratch for its rows in bfloat16 too */
     bool bf16;
     /* the CPU runs 512-bit multiply-adds at half the rate of its other AVX-512 work (as two
-     * 256-bit halves: AMD Zen 4), so the CPU tiler weighs Winograd's transforms and the weights'
-     * streaming at half their cycles against the products */
+     * 256-bit halves: AMD Zen 4), so the CPU tiler weighs Winograd's transforms and dispatch at
+     * half their cycles against the products, from 16 channels (tile.c wino_tiling) */
     bool fma_half;
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */
