@@ -528,37 +528,47 @@ lanes_store_requant(const int32_t *out, int np, int64_t mb, int64_t m0, int64_t 
     }
 }
 
-/* The tile by lanes_sums: per 32 output channels (from mb0), each output row in chunks of at most
- * 8 pixels as even as they go (7 + 7 for 14), each chunk's sums transposed into t (channel rows,
- * as the pixel-in-lanes kernel leaves them) and stored as one run. */
+/* lanes_tile cuts each output row into row_chunks(OW) chunks of at most 8 pixels, as even as
+ * they go (7 + 7 for 14); chunk c has chunk_pixels of them. lanes_faster counts the same. */
+static int64_t row_chunks(int64_t OW) {
+    return (OW + 7) / 8;
+}
+
+static int chunk_pixels(int64_t OW, int64_t chunks, int64_t c) {
+    return (int)(OW / chunks + (c < OW % chunks));
+}
+
+/* The tile by lanes_sums: per 32 output channels (from mb0), each output row chunk by chunk,
+ * each chunk requantized by lanes_store_requant, or its sums transposed into t (channel rows, as
+ * the pixel-in-lanes kernel leaves them) and stored as one run. */
 static void lanes_tile(const bd_conv2d_shape *s, const direct_geom *d, const int8_t *blocks_w,
                        const uint8_t *planes, const int64_t *off, int32_t *out, int32_t *t,
                        const direct_out *o, int64_t oc0, int64_t oc1, int64_t oh0, int64_t rows) {
-    int64_t mend = round_up(s->M, DIRECT_MR), chunks = (s->OW + 7) / 8;
+    int64_t mend = round_up(s->M, DIRECT_MR), chunks = row_chunks(s->OW);
     for (int64_t mb = oc0 / DIRECT_MR * DIRECT_MR; mb < oc1; mb += 4 * DIRECT_MR) {
         const int8_t *wb[4] = {blocks_w + mb * d->S * 4};
         for (int k = 1; k < 4; k++)
             wb[k] = mb + DIRECT_MR * k < mend ? wb[k - 1] + DIRECT_MR * d->S * 4 : wb[k - 1];
         int nv = oc1 - mb > 16 ? 2 : 1;
+        int64_t m0 = mb > oc0 ? mb : oc0, m1 = mb + 32 < oc1 ? mb + 32 : oc1;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0, ow = 0; c < chunks; c++) {
-                int np = (int)(s->OW / chunks + (c < s->OW % chunks));
+                int np = chunk_pixels(s->OW, chunks, c);
+                int64_t dst = (oh0 + r) * s->OW + ow;
                 lanes_fns[np][nv - 1](wb, planes + (r * d->Wq + ow) * 4, off, d->S, out);
                 if (o->rq) {
-                    lanes_store_requant(out, np, mb, mb > oc0 ? mb : oc0,
-                                        mb + 32 < oc1 ? mb + 32 : oc1, (oh0 + r) * s->OW + ow, o);
-                    ow += np;
-                    continue;
+                    lanes_store_requant(out, np, mb, m0, m1, dst, o);
+                } else {
+                    for (int i = 0; i < np; i++)
+                        for (int m = 0; m < 16 * nv; m++) t[m * DIRECT_PANEL + i] = out[i * 32 + m];
+                    direct_run run = {0, np, dst};
+                    direct_store_avx512(t, mb, m0, m1, &run, 1, o);
                 }
-                for (int i = 0; i < np; i++)
-                    for (int m = 0; m < 16 * nv; m++) t[m * DIRECT_PANEL + i] = out[i * 32 + m];
-                direct_run run = {0, np, (oh0 + r) * s->OW + ow};
-                direct_store_avx512(t, mb, mb > oc0 ? mb : oc0, mb + 32 < oc1 ? mb + 32 : oc1, &run,
-                                    1, o);
                 ow += np;
             }
     }
 }
+
 /* Whether lanes_tile is expected to take less time than the pixel-in-lanes loop, in cycles of one
  * vpdpbusd a cycle. That loop computes the grid's panels (16 S a panel and block) and stores each
  * panel's runs; lanes_tile computes np * nv a step per chunk (or its loads where they are more,
@@ -567,7 +577,7 @@ static void lanes_tile(const bd_conv2d_shape *s, const direct_geom *d, const int
  * SqueezeNet's expands but one (the pixel loop at 13x13, 15% under). */
 static bool lanes_faster(const bd_conv2d_shape *s, const direct_geom *d, int64_t rows, int64_t oc0,
                          int64_t oc1, bool requant) {
-    int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = (s->OW + 7) / 8;
+    int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = row_chunks(s->OW);
     int64_t panels = (rows * d->Wq + DIRECT_PANEL - 1) / DIRECT_PANEL;
     int64_t runs = DIRECT_PANEL / s->OW + 2, run_cost = requant ? 150 : 100;
     int64_t vector_cost = requant ? 240 : 380; /* the float and int32 results transposed in memory */
@@ -577,7 +587,7 @@ static bool lanes_faster(const bd_conv2d_shape *s, const direct_geom *d, int64_t
     for (int64_t mb = mb0; mb < oc1; mb += 4 * DIRECT_MR) {
         int64_t nv = oc1 - mb > 16 ? 2 : 1;
         for (int64_t c = 0; c < chunks; c++) {
-            int64_t np = s->OW / chunks + (c < s->OW % chunks), loads = (4 * nv + np + 1) / 2;
+            int64_t np = chunk_pixels(s->OW, chunks, c), loads = (4 * nv + np + 1) / 2;
             lanes += (double)rows * (d->S * (np * nv > loads ? np * nv : loads) + vector_cost * nv);
         }
     }
