@@ -30,7 +30,7 @@ bdc_add_test(node_run_runtime_inputs COMMAND ${BDC_PYTHON} tests/test_node_run.p
 set_tests_properties(node_run_runtime_inputs PROPERTIES DEPENDS node_run)
 bdc_add_test(lib COMMAND bash tests/test_lib.sh $<TARGET_FILE:bdc> LABELS "sanitize")
 bdc_add_test(determinism COMMAND bash tests/test_determinism.sh $<TARGET_FILE:bdc> LABELS "sanitize")
-# Real models in the default modes (fusion op, block schedule), also in two random block orders of
+# Real models in the default modes (fusion block, block schedule), also in two random block orders of
 # the runtime's schedule test mode each (NaN-poisoned intermediates: the analysis' verifier).
 bdc_add_test(real_run COMMAND ${BDC_PYTHON} tests/test_real_run.py --check-seeds 2 LABELS "sanitize")
 # The QDQ models' convolutions and matrix products both ways, whatever auto picks on this
@@ -51,7 +51,7 @@ bdc_add_test(hostile_names COMMAND ${BDC_PYTHON} tests/test_hostile_names.py LAB
 # The other fusion x schedule modes (none/op and block/op are covered by random_graphs).
 bdc_add_test(real_run_nofusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion none)
 bdc_add_test(real_run_op_schedule COMMAND ${BDC_PYTHON} tests/test_real_run.py --schedule op)
-bdc_add_test(real_run_block_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion block
+bdc_add_test(real_run_op_fusion COMMAND ${BDC_PYTHON} tests/test_real_run.py --fusion op
              --check-seeds 2)
 # --precision bf16 on the cpu (MatMul and Gemm by constant weights, and the convolutions of the
 # 16-lane direct kernel, in bfloat16): the error against the fp32 reference, printed and bounded

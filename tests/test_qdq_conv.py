@@ -270,7 +270,8 @@ def main():
                     passed += 1
         more = [(c, make_requant, "fuse", "QuantizeLinear into the 8-bit kernel's epilogue", within_one_step)
                 for c in REQUANT]
-        more.append(("pool", lambda path, c, rng: make_pool(path, rng), "tiles", "'pool_q'", exact))
+        # (fuse too: --fusion block may inline the QuantizeLinear's nest into its reader's)
+        more.append(("pool", lambda path, c, rng: make_pool(path, rng), "tiles,fuse", "'pool_q'", exact))
         more += [(c, make_matmul, "tiles", "'x_dq'", within_one_step if MATMUL[c][3] else close)
                  for c in MATMUL]
         for case, make, dump, mark, compare in more:

@@ -2,14 +2,14 @@
 """Real models, compiled and run: bdc's executables against onnxruntime on the same input.
 
 Usage: test_real_run.py [--bdc PATH] [--cache DIR] [--models-cache DIR]
-                        [--fusion none|op|block] [--schedule op|block] [--check-seeds N]
+                        [--fusion default|none|op|block] [--schedule op|block] [--check-seeds N]
                         [--target cpu|opencl] [--precision fp32|tf32|fp16|bf16]
                         [--branches streams|fuse] [--qdq auto|int8|float]
                         [--keep-outputs DIR] [NAME ...]
   --bdc           the bdc binary (default: $BDC, else <repo>/build/bdc)
   --cache         where compiled executables are kept (default: $BDC_CACHE, else build/cache)
   --models-cache  exported models (default: $BDC_MODEL_CACHE, else build/cache/models)
-  --fusion        the `bdc compile --fusion` mode (default op)
+  --fusion        the `bdc compile --fusion` mode (default: none given, the target's default)
   --schedule      the `bdc compile --schedule` mode (default block)
   --check-seeds   with --schedule block, also run the executable N more times in the runtime's
                   schedule test mode (BDRT_SCHEDULE_SEED=1..N: single-threaded, a random
@@ -319,7 +319,9 @@ def check_model(bdc, cache, models, name, fusion, keep=None, schedule="block", s
     names = [o.name for o in sess.get_outputs()]
     reference = dict(zip(names, sess.run(names, feeds)))
 
-    flags = ("--fusion", fusion, "--schedule", schedule)
+    flags = ("--schedule", schedule)
+    if fusion != "default":
+        flags += ("--fusion", fusion)
     if target != "cpu":
         flags += ("--target", target)
     if precision != "fp32":
@@ -375,7 +377,7 @@ def main():
                     or os.path.join("build", "cache"))
     ap.add_argument("--models-cache", default=os.environ.get("BDC_MODEL_CACHE")
                     or os.path.join("build", "cache", "models"))
-    ap.add_argument("--fusion", choices=("none", "op", "block"), default="op",
+    ap.add_argument("--fusion", choices=("default", "none", "op", "block"), default="default",
                     help="bdc compile --fusion mode: every mode must match onnxruntime")
     ap.add_argument("--schedule", choices=("op", "block"), default="block",
                     help="bdc compile --schedule mode: every mode must match onnxruntime")

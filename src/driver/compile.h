@@ -14,6 +14,7 @@ typedef struct bd_compile_opts {
     const bd_target *target; /* --target (NULL: the first of bd_targets, cpu) */
     bool library;      /* --lib: static library + header instead of an executable */
     bd_fusion fusion;  /* --fusion none|op|block */
+    bool fusion_given; /* --fusion was on the command line (else block for cpu, op for GPUs) */
     bd_schedule_mode schedule; /* --schedule op|block */
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
     const char *arch;     /* --arch: -march= for the generated code (NULL: native) */

@@ -55,13 +55,14 @@ static const char usage_text_qdq[] = /* (split: C99 guarantees string literals o
     "      --branches streams|fuse   GPU --schedule op: independent branches on parallel streams\n"
     "                                (default), or small siblings fused into one kernel\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"
-    "      --fusion none|op|block    op (default): Conv/Gemm/MatMul absorb a following bias,\n"
-    "                                residual Add and activation; block: op, and chains of\n"
-    "                                elementwise nests with 1:1 block dependencies become one\n"
-    "                                nest, sibling convs of one input and window (each\n"
-    "                                with the same activation) one stacked conv, and\n"
-    "                                attention's product, softmax and product one nest per\n"
-    "                                block of rows; none: one nest per node\n"
+    "      --fusion none|op|block    op: Conv/Gemm/MatMul absorb a following bias, residual Add\n"
+    "                                and activation; block: op, and chains of elementwise\n"
+    "                                nests with 1:1 block dependencies become one nest, sibling\n"
+    "                                convs of one input and window (each with the same\n"
+    "                                activation) one stacked conv, and attention's product,\n"
+    "                                softmax and product one nest per block of rows; none: one\n"
+    "                                nest per node. Default: block for cpu, op for the GPU\n"
+    "                                targets\n"
     "      --schedule op|block       block (default): a block runs as soon as the producer blocks\n"
     "                                it needs are done (dataflow); op: all blocks of one nest,\n"
     "                                then a barrier, nest after nest\n"
@@ -92,7 +93,8 @@ static const char usage_text_qdq[] = /* (split: C99 guarantees string literals o
 static const char usage_text2[] =
     "  analyze MODEL.onnx [--json FILE|-] [--dot FILE|-] [--fusion none|op|block] [--target T]\n"
     "          [--shape ...] [--dim ...] [--const ...]   (as for compile)\n"
-    "                                the block-dependency analysis: every producer -> consumer\n"
+    "                                the block-dependency analysis (--fusion block by default):\n"
+    "                                every producer -> consumer\n"
     "                                edge with its class (IDENTITY, LOCAL, PANEL, ALL) and counts,\n"
     "                                totals at element, block and operator granularity, each\n"
     "                                fusion decision and why, independent branches, the critical\n"
@@ -176,7 +178,7 @@ static int cmd_inspect(int argc, char **argv, bd_input_binds *binds) {
 }
 
 static int cmd_analyze(int argc, char **argv, bd_input_binds *binds) {
-    bd_analyze_opts o = {.fusion = BD_FUSION_OP, .binds = binds};
+    bd_analyze_opts o = {.fusion = BD_FUSION_BLOCK, .binds = binds}; /* cpu's default */
     for (int i = 0; i < argc; i++) {
         int taken = take_bind(argc, argv, &i, binds);
         if (taken < 0) return usage_error("analyze: %s needs a value", argv[i]);
@@ -232,7 +234,7 @@ static bool parse_size(const char *s, int64_t *out) {
 
 static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
     bd_compile_opts o = {.progress = isatty(2), .limits = bd_default_limits,
-                         .fusion = BD_FUSION_OP, .schedule = BD_SCHEDULE_BLOCK, .winograd = true};
+                         .schedule = BD_SCHEDULE_BLOCK, .winograd = true};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int taken = take_bind(argc, argv, &i, binds);
@@ -263,6 +265,7 @@ static int cmd_compile(int argc, char **argv, bd_input_binds *binds) {
             }
             else if (strcmp(a, "--emit-dir") == 0) o.emit_dir = v;
             else if (strcmp(a, "--fusion") == 0) {
+                o.fusion_given = true;
                 if (strcmp(v, "none") == 0) o.fusion = BD_FUSION_NONE;
                 else if (strcmp(v, "op") == 0) o.fusion = BD_FUSION_OP;
                 else if (strcmp(v, "block") == 0) o.fusion = BD_FUSION_BLOCK;

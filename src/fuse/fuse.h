@@ -1,8 +1,8 @@
 /* fuse.h — fusion, a pass over the nest program after lowering.
  *
- * With fusion on (`bdc compile --fusion op`, the default), a CONV, CONV_TRANSPOSE or MATMUL nest
- * whose float32 output has no other use (one reading nest, not a graph output) absorbs the
- * elementwise nests that consume it, in this order:
+ * With fusion on (`bdc compile --fusion op`, and `block`, the CPU's default), a CONV,
+ * CONV_TRANSPOSE or MATMUL nest whose float32 output has no other use (one reading nest, not a
+ * graph output) absorbs the elementwise nests that consume it, in this order:
  *   - MATMUL whose B has an N axis: an Add of a bias broadcast along the last dim (N values,
  *     shape [N] or [1, ..., 1, N]), which becomes its C (the GEMM kernel's per-column bias);
  *   - then an Add of another tensor of exactly the output's shape, read where the block writes
