@@ -156,37 +156,48 @@ def make_pool(path, rng):
 
 
 # name: (x dtype, W scale per column, x rank, then QuantizeLinear + DequantizeLinear, else a bias)
+# x's type, W per output column (else per tensor), x's rank, a QuantizeLinear after, and the op:
+# MatMul (then an Add of the bias unless requantized), or Gemm with C the bias and W stored [N, K]
+# (transB, its scale along axis 0, as exporters write a classifier) or [K, N]
 MATMUL = {
-    "matmul_u8_per_column": (np.uint8, True, 3, False),
-    "matmul_s8_per_tensor": (np.int8, False, 2, False),
-    "matmul_u8_requant": (np.uint8, True, 3, True),
+    "matmul_u8_per_column": (np.uint8, True, 3, False, "MatMul"),
+    "matmul_s8_per_tensor": (np.int8, False, 2, False, "MatMul"),
+    "matmul_u8_requant": (np.uint8, True, 3, True, "MatMul"),
+    "gemm_u8_transb_per_column": (np.uint8, True, 2, False, "transB"),
+    "gemm_s8_per_tensor": (np.int8, False, 2, False, "Gemm"),
+    "gemm_u8_transb_requant": (np.uint8, True, 2, True, "transB"),
 }
 
 
 def make_matmul(path, case, rng):
-    xdt, per_column, rank, requant = MATMUL[case]
+    xdt, per_column, rank, requant, op = MATMUL[case]
     K, N = 48, 40
     xshape = [2, 7, K] if rank == 3 else [9, K]
     inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
              numpy_helper.from_array(np.array(120 if xdt == np.uint8 else -5, xdt), "xz"),
-             numpy_helper.from_array(rng.integers(-128, 128, size=[K, N]).astype(np.int8), "wq"),
+             numpy_helper.from_array(rng.integers(-128, 128, size=[N, K] if op == "transB" else [K, N])
+                                     .astype(np.int8), "wq"),
              numpy_helper.from_array((rng.random(N if per_column else 1) * 0.01 + 0.001).astype(np.float32)
-                                     .reshape([N] if per_column else []), "ws")]
+                                     .reshape([N] if per_column else []), "ws"),
+             numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "b")]
+    product = helper.make_node("MatMul", ["xf", "wf"], ["m"], name="matmul") if op == "MatMul" else \
+        helper.make_node("Gemm", ["xf", "wf", "b"], ["m"], name="matmul", transB=int(op == "transB"))
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
         helper.make_node("DequantizeLinear", ["wq", "ws"], ["wf"], name="w_dq",
-                         **({"axis": 1} if per_column else {})),
-        helper.make_node("MatMul", ["xf", "wf"], ["m"], name="matmul"),
+                         **({"axis": 0 if op == "transB" else 1} if per_column else {})),
+        product,
     ]
     if requant:
         inits += [numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
                   numpy_helper.from_array(np.array(128, np.uint8), "yz")]
         nodes += [helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["mq"], name="m_q"),
                   helper.make_node("DequantizeLinear", ["mq", "ys", "yz"], ["y"], name="m_dq")]
-    else:
-        inits.append(numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "b"))
+    elif op == "MatMul":
         nodes.append(helper.make_node("Add", ["m", "b"], ["y"], name="bias"))
+    else:
+        nodes[-1].output[0] = "y"
     g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, xshape[:-1] + [N])], inits)
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
@@ -281,13 +292,13 @@ def main():
             for mode in ("int8", "float"):
                 # requant: the mark (a fusion note) only for the CPU's int8 kernel; pool: the mark
                 # (the QuantizeLinear after the pool) only without the rewrite, under float
-                # matmul: the mark (x_dq's DequantizeLinear) only under float, and the int8 kernel
-                # on the CPU under int8
+                # matmul and gemm: the mark (x_dq's DequantizeLinear) only under float, and the
+                # int8 kernel on the CPU under int8
                 expect = (mode == "int8" and args.target == "cpu") if case.startswith("requant") \
                     else mode == "float"
                 if case.startswith("requant") and not REQUANT[case][4]:
                     expect = False  # 1x1, unit strides: the GEMM path, which does not requantize
-                kernel = case.startswith("matmul") and mode == "int8" and args.target == "cpu"
+                kernel = case in MATMUL and mode == "int8" and args.target == "cpu"
                 # matmul_*_requant: the QuantizeLinear after the product absorbed under int8
                 absorbed = case in MATMUL and MATMUL[case][3] and mode == "int8"
                 def check(err, expect=expect, mark=mark, kernel=kernel, absorbed=absorbed):

@@ -15,7 +15,8 @@
  * zero point whose values are all equal counts as one), and both dequantize to float32. Anything
  * else stays a float Conv of the dequantized values. A MatMul of a DequantizeLinear'd activation
  * and constant weights (a QDQ transformer's projections) becomes a DequantizedMatMul the same way
- * (rewrite_matmul), which also absorbs the QuantizeLinear after it (absorb_quantize). */
+ * (rewrite_matmul), which also absorbs the QuantizeLinear after it (absorb_quantize), and so does
+ * a Gemm of them with alpha and beta 1 (a QDQ classifier, rewrite_gemm), its C the bias. */
 #include <string.h>
 
 #include "front/passes.h"
@@ -119,16 +120,17 @@ static void absorb_quantize(bd_graph *g, bd_node *n) {
     if (!s || !one_element(s) || s->dtype != BD_DT_FLOAT || !z || !one_element(z) ||
         !is_8bit(z->dtype) || !y || y->dtype != z->dtype)
         return;
-    int *in = bd_arena_alloc(&g->model->arena, 8 * sizeof *in);
+    int count = n->n_inputs > 8 ? n->n_inputs : 8; /* (a Gemm's bias stays input 8) */
+    int *in = bd_arena_alloc(&g->model->arena, (size_t)count * sizeof *in);
     if (!in) return;
-    memcpy(in, n->inputs, 6 * sizeof *in);
+    memcpy(in, n->inputs, (size_t)n->n_inputs * sizeof *in);
     in[6] = q->inputs[1];
     in[7] = q->inputs[2];
     int at = bd_graph_value(g, n->outputs[0])->producer;
     bd_graph_value(g, n->outputs[0])->producer = -1; /* the float values, now unused */
     bd_graph_value(g, q->outputs[0])->producer = at;
     n->inputs = in;
-    n->n_inputs = 8;
+    n->n_inputs = count;
     n->outputs[0] = q->outputs[0];
     q->dead = true;
 }
@@ -162,6 +164,60 @@ static void rewrite_matmul(bd_graph *g, bd_node *n) {
     absorb_quantize(g, n);
 }
 
+/* The 8-bit [N, K] tensor w as [K, N], or NULL (out of memory). */
+static bd_tensor *transposed(bd_graph *g, const bd_tensor *w) {
+    const int64_t N = w->dims[0], K = w->dims[1], dims[2] = {K, N};
+    bd_tensor *t = bd_tensor_new(&g->model->arena, w->dtype, 2, dims);
+    if (!t) return NULL;
+    const uint8_t *src = w->data;
+    uint8_t *dst = t->data;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) dst[k * N + j] = src[j * K + k];
+    return t;
+}
+
+/* Gemm(DequantizeLinear(aq), DequantizeLinear(bq), C) with A 2-D and not transposed, B constant,
+ * alpha 1 and beta 1 (or no C), C a float constant of one value or one per column: the
+ * DequantizedMatMul of rewrite_matmul with C as its input 8, the bias (lower/nn.c adds it to the
+ * scaled product). B's scale is one value or one per output column (the DequantizeLinear's axis
+ * 0 when transB is set, as exporters write a classifier's weights, else 1); a transposed B is
+ * stored transposed as a new constant, so the product is a MatMul's. */
+static void rewrite_gemm(bd_graph *g, bd_node *n) {
+    const bd_value *a = bd_node_in(g, n, 0), *b = bd_node_in(g, n, 1), *y = bd_node_out(g, n, 0);
+    const bd_value *c = n->n_inputs > 2 ? bd_node_in(g, n, 2) : NULL;
+    if (!y || y->constant || y->dtype != BD_DT_FLOAT || y->rank != 2 || !a || a->constant ||
+        a->rank != 2 || !b || !b->constant || b->rank != 2 || bd_attr_int(n, "transA", 0) ||
+        bd_attr_float(n, "alpha", 1.0f) != 1.0f || (c && bd_attr_float(n, "beta", 1.0f) != 1.0f))
+        return;
+    if (c && (!c->constant || c->dtype != BD_DT_FLOAT || c->rank != 1 ||
+              (c->dims[0] != 1 && c->dims[0] != y->dims[1])))
+        return;
+    bd_node *qa = dequantize_of(g, a), *qb = dequantize_of(g, b);
+    if (!qa || !qb) return;
+    const bool trans_b = bd_attr_int(n, "transB", 0) != 0;
+    int zb;
+    if (!dq_operands_fit(g, qa, qb, 2, trans_b ? 0 : 1, &zb)) return;
+    const bool has_za = bd_node_in(g, qa, 2) != NULL;
+    const int bias = c ? n->inputs[2] : -1;
+    int *in = bd_arena_alloc(&g->model->arena, 9 * sizeof *in);
+    bd_tensor *bt = trans_b ? transposed(g, bd_node_in(g, qb, 0)->constant) : NULL;
+    if (!in || (trans_b && !bt)) return;
+    in[0] = qa->inputs[0];
+    /* (adding a value moves every bd_value: no pointers to them past here) */
+    in[1] = bt ? bd_graph_add_constant(g, n, bt) : qb->inputs[0];
+    in[2] = qa->inputs[1];
+    in[3] = has_za ? qa->inputs[2] : -1;
+    in[4] = qb->inputs[1];
+    in[5] = zb;
+    in[6] = in[7] = -1;
+    in[8] = bias;
+    n->op = BD_OP_DEQUANTIZED_MATMUL;
+    n->inputs = in;
+    n->n_inputs = bias >= 0 ? 9 : 6;
+    n->n_attrs = 0; /* transB done, the rest the defaults */
+    absorb_quantize(g, n);
+}
+
 void bd_dequantize_into_conv(bd_graph *g) {
     bd_graph_count_uses(g);
     for (size_t i = 0; i < g->nodes.len; i++) {
@@ -170,5 +226,7 @@ void bd_dequantize_into_conv(bd_graph *g) {
             rewrite(g, n);
         else if (!n->dead && n->op == BD_OP_MATMUL)
             rewrite_matmul(g, n);
+        else if (!n->dead && n->op == BD_OP_GEMM)
+            rewrite_gemm(g, n);
     }
 }

@@ -1237,11 +1237,11 @@ bd_status bd_lower_matmul_integer(bd_program *p, int node, bd_diag *d) {
 
 /* The internal DequantizedMatMul (front/qdq_conv.c): inputs aq, bq, a_scale, a_zero, b_scale,
  * b_zero, each zero point one value (or absent) and b_scale one value or one per column of B;
- * then, when a QuantizeLinear was absorbed, y_scale and y_zero (one value each). The int32
- * MATMUL of the 8-bit operands less their zero points (the int8 kernels when B is constant),
- * then one elementwise nest: v = float(sum) * (a_scale * b_scale[n]) in float32, and with the
- * QuantizeLinear y = saturate(round_half_even(v / y_scale) + y_zero), as bd_lower_quantize
- * computes it. */
+ * then, when a QuantizeLinear was absorbed, y_scale and y_zero (one value each); then, from a
+ * Gemm, its bias (one value or one per column). The int32 MATMUL of the 8-bit operands less
+ * their zero points (the int8 kernels when B is constant), then one elementwise nest:
+ * v = float(sum) * (a_scale * b_scale[n]) (+ bias[n]) in float32, and with the QuantizeLinear
+ * y = saturate(round_half_even(v / y_scale) + y_zero), as bd_lower_quantize computes it. */
 bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     bd_graph *g = p->graph;
     bd_node *n = bd_graph_node(g, node);
@@ -1251,8 +1251,8 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     for (int k = 0; k < n->n_inputs; k++)
         if ((s = bd_need_static(d, n, bd_node_in(g, n, k), "an input"))) return s;
     if ((s = bd_need_static(d, n, y, "output 0"))) return s;
-    int yr = y->rank, yv = n->outputs[0], ydt = y->dtype, in[8];
-    for (int k = 0; k < 8; k++)
+    int yr = y->rank, yv = n->outputs[0], ydt = y->dtype, in[9];
+    for (int k = 0; k < 9; k++)
         in[k] = k < n->n_inputs && bd_node_in(g, n, k) ? n->inputs[k] : -1;
     int64_t ydims[BD_MAX_RANK];
     for (int k = 0; k < yr; k++)
@@ -1267,12 +1267,14 @@ bd_status bd_lower_dequantized_matmul(bd_program *p, int node, bd_diag *d) {
     bool requant = in[6] >= 0;
     for (int k = 6; k <= 7 && requant; k++) /* y's scale and zero point: one value each */
         quant_operand(g, nest, in[k], -1);
+    int bias = in[8] >= 0 ? quant_operand(g, nest, in[8], yr - 1) : -1;
     bd_access_identity(bd_nest_operand(nest, yv, true, yr), 0);
     bd_expr *e = BD_NEST_PARAMS(nest, expr);
     int F = BD_DT_FLOAT;
     int scale = bd_expr_binary(e, BD_EXPR_MUL, F, bd_expr_load(e, 1, F), bd_expr_load(e, 2, F));
     int v = bd_expr_binary(e, BD_EXPR_MUL, F, bd_expr_cast(e, F, bd_expr_load(e, 0, BD_DT_INT32)),
                            scale);
+    if (bias >= 0) v = bd_expr_binary(e, BD_EXPR_ADD, F, v, bd_expr_load(e, bias, F));
     if (requant) { /* (the cast to y's type saturates, NaN to 0) */
         int zdt = bd_graph_value(g, in[7])->dtype;
         v = bd_expr_unary(e, BD_EXPR_ROUND, F,
