@@ -41,7 +41,7 @@ bdc_add_test(real_run_qdq_float COMMAND ${BDC_PYTHON} tests/test_real_run.py --q
              bert_int8_qdq)
 # Small QDQ convolutions (signedness, per-channel scales, zero points, strides, groups, 1-D) both
 # ways against onnxruntime's unoptimized session, with a fused residual Add and Relu; a
-# requantized output, a QDQ MaxPool and QDQ matrix products.
+# requantized output, QDQ MaxPools and QDQ matrix products (MatMul and Gemm).
 bdc_add_test(qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py LABELS "sanitize")
 bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(control_flow COMMAND ${BDC_PYTHON} tests/test_control_flow.py LABELS "sanitize")

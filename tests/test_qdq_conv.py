@@ -138,24 +138,32 @@ def make_requant(path, case, rng):
     return {"x": (rng.standard_normal([1, C, H, W]) * 2).astype(np.float32)}
 
 
-def make_pool(path, rng):
+# name: (x's type and zero point, x's shape, the MaxPool's attributes). Column strides above 1 take
+# the CPU's rows-first byte loop: a ResNet stem's pool, a window cut by ceil_mode, 2x2 windows.
+POOL = {
+    "pool": (np.uint8, 17, [2, 3, 15, 20], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    "pool_s8_ceil": (np.int8, -100, [1, 4, 14, 16], dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    "pool_u8_2x2": (np.uint8, 200, [1, 5, 9, 11], dict(kernel_shape=[2, 2], strides=[2, 2])),
+}
+
+
+def make_pool(path, case, rng):
+    xdt, zero, shape, attrs = POOL[case]
     inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
-             numpy_helper.from_array(np.array(17, np.uint8), "xz")]
+             numpy_helper.from_array(np.array(zero, xdt), "xz")]
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
-        helper.make_node("MaxPool", ["xf"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
-                         pads=[1, 1, 1, 1]),
+        helper.make_node("MaxPool", ["xf"], ["p"], name="pool", **attrs),
         helper.make_node("QuantizeLinear", ["p", "xs", "xz"], ["pq"], name="pool_q"),
         helper.make_node("DequantizeLinear", ["pq", "xs", "xz"], ["y"], name="y_dq"),
     ]
-    g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 15, 20])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 8, 10])], inits)
+    g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-    return {"x": (rng.standard_normal([2, 3, 15, 20]) * 2).astype(np.float32)}
+    return {"x": (rng.standard_normal(shape) * 2).astype(np.float32)}
 
 
-# name: (x dtype, W scale per column, x rank, then QuantizeLinear + DequantizeLinear, else a bias)
 # x's type, W per output column (else per tensor), x's rank, a QuantizeLinear after, and the op:
 # MatMul (then an Add of the bias unless requantized), or Gemm with C the bias and W stored [N, K]
 # (transB, its scale along axis 0, as exporters write a classifier) or [K, N]
@@ -282,7 +290,7 @@ def main():
         more = [(c, make_requant, "fuse", "QuantizeLinear into the 8-bit kernel's epilogue", within_one_step)
                 for c in REQUANT]
         # (fuse too: --fusion block may inline the QuantizeLinear's nest into its reader's)
-        more.append(("pool", lambda path, c, rng: make_pool(path, rng), "tiles,fuse", "'pool_q'", exact))
+        more += [(c, make_pool, "tiles,fuse", "'pool_q'", exact) for c in POOL]
         more += [(c, make_matmul, "tiles", "'x_dq'", within_one_step if MATMUL[c][3] else close)
                  for c in MATMUL]
         for case, make, dump, mark, compare in more:

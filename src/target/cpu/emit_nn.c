@@ -694,6 +694,62 @@ static void emit_maxpool_kernel(bd_emitter *e, const bd_nest *n, const bd_pool_p
     bd_emit_close(e, NULL);
 }
 
+/* 2-D max pooling of 8-bit values with column strides above 1 (a QDQ ResNet's stem pool, on the
+ * bytes since qdq_pool.c), without Indices or dilation, on rows of at most 4096 windows' columns:
+ * per output row the max over its window's input rows first, into a row padded with the lowest
+ * value (contiguous: gcc vectorizes it 64 bytes at a time), then over each window's columns in
+ * that row. emit_pool_2d's per-pixel taps at stride 2 took 0.104 ms on int8 ResNet-18's
+ * 64 x 112 x 112 pool, onnxruntime 0.058. */
+static bool maxpool_bytes_ok(const bd_value *x, const bd_value *y, const bd_pool_params *pp) {
+    return pp->indices < 0 && pp->nsp == 2 && pp->is_max &&
+           (x->dtype == BD_DT_UINT8 || x->dtype == BD_DT_INT8) && pp->dilations[0] == 1 &&
+           pp->dilations[1] == 1 && pp->strides[1] > 1 && pp->kernel[1] <= 16 &&
+           pp->pads[1] < pp->kernel[1] &&
+           (y->dims[3] - 1) * pp->strides[1] + pp->kernel[1] <= 4096;
+}
+
+static void emit_maxpool_bytes(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
+    const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
+    const char *T = bd_c_type(x->dtype), *lowest = pool_lowest(x->dtype);
+    int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
+    int64_t KH = pp->kernel[0], KW = pp->kernel[1], sh = pp->strides[0], sw = pp->strides[1];
+    int64_t ph = pp->pads[0], pw = pp->pads[1];
+    /* the row: input column j at t[j + pw], wide enough for every window of the output row */
+    int64_t wide = (OW - 1) * sw + KW, inside = W < wide - pw ? W : wide - pw;
+    bd_emit(e, "const %s *X = %s;", T, operand_ptr(e, n, pp->x));
+    bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
+    bd_emit(e, "%s t[%lld];", T, ll(wide));
+    bd_emit(e, "for (int64_t q = 0; q < %lld; q++) t[q] = %s;", ll(wide), lowest);
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
+    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
+    bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(H * W));
+    bd_emit_open(e, "for (int64_t oh = lo[2]; oh < hi[2]; oh++)");
+    bd_emit(e, "const int64_t bh = oh * %lld - %lld;", ll(sh), ll(ph));
+    bd_emit(e, "const int64_t r0 = bh < 0 ? 0 : bh, r1 = bh + %lld < %lld ? bh + %lld : %lld;", ll(KH),
+            ll(H), ll(KH), ll(H));
+    bd_emit(e, "%s *row = t + %lld;", T, ll(pw));
+    bd_emit_open(e, "if (r0 < r1)");
+    bd_emit(e, "memcpy(row, xc + r0 * %lld, %lld);", ll(W), ll(inside));
+    bd_emit_open(e, "for (int64_t r = r0 + 1; r < r1; r++)");
+    bd_emit(e, "const %s *xr = xc + r * %lld;", T, ll(W));
+    bd_emit(e, "for (int64_t j = 0; j < %lld; j++) row[j] = xr[j] > row[j] ? xr[j] : row[j];", ll(inside));
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+    bd_emit(e, "else for (int64_t j = 0; j < %lld; j++) row[j] = %s; /* a window of padding only */",
+            ll(inside), lowest);
+    bd_emit(e, "%s *yr = Y + plane * %lld + oh * %lld;", T, ll(OH * OW), ll(OW));
+    bd_emit_open(e, "for (int64_t ow = lo[3]; ow < hi[3]; ow++)");
+    bd_emit(e, "const %s *p = t + ow * %lld;", T, ll(sw));
+    bd_emit(e, "%s v = p[0];", T);
+    for (int64_t kw = 1; kw < KW; kw++) bd_emit(e, "v = p[%lld] > v ? p[%lld] : v;", ll(kw), ll(kw));
+    bd_emit(e, "yr[ow] = v;");
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+}
+
 bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase, bd_diag *d) {
     (void)d;
     if (phase != BD_EMIT_BLOCK) return BD_OK;
@@ -704,6 +760,10 @@ bd_status bd_emit_body_POOL(bd_emitter *e, const bd_nest *n, bd_emit_phase phase
     }
     if (bd_cpu_maxpool_copy_elems(e->graph, n) > 0) {
         emit_maxpool_s1(e, n, pp);
+        return BD_OK;
+    }
+    if (maxpool_bytes_ok(operand_value(e, n, pp->x), operand_value(e, n, pp->y), pp)) {
+        emit_maxpool_bytes(e, n, pp);
         return BD_OK;
     }
     if (pp->indices < 0 && pp->nsp == 2 && pp->kernel[0] * pp->kernel[1] <= 64) {
