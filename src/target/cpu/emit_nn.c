@@ -525,6 +525,17 @@ static void emit_pool_rows(bd_emitter *e, const bd_nest *n, const bd_pool_params
     bd_emit_close(e, NULL);
 }
 
+/* The loops of a 2-D pool's block over its planes and output rows (three to close): each plane's
+ * input xc, each row's first window row bh. */
+static void open_plane_rows(bd_emitter *e, const char *T, int64_t C, int64_t HW, int64_t sh, int64_t ph) {
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
+    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
+    bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(HW));
+    bd_emit_open(e, "for (int64_t oh = lo[2]; oh < hi[2]; oh++)");
+    bd_emit(e, "const int64_t bh = oh * %lld - %lld;", ll(sh), ll(ph));
+}
+
 /* 2-D pooling without Indices: output pixels whose whole window lies inside the input (the
  * interior, most of them) take a straight-line max/sum over the window's taps at constant
  * offsets; the others (borders) walk only the taps inside the input. */
@@ -544,12 +555,7 @@ static void emit_pool_2d(bd_emitter *e, const bd_nest *n, const bd_pool_params *
     bd_emit(e, "const int64_t c0 = lo[3], c1 = hi[3];");
     bd_emit(e, "const int64_t fa = c0 > %lld ? c0 : %lld, fz = c1 < %lld ? c1 : %lld;", ll(owl), ll(owl), ll(owh),
             ll(owh));
-    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
-    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
-    bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(H * W));
-    bd_emit_open(e, "for (int64_t oh = lo[2]; oh < hi[2]; oh++)");
-    bd_emit(e, "const int64_t bh = oh * %lld - %lld;", ll(sh), ll(ph));
+    open_plane_rows(e, T, C, H * W, sh, ph);
     emit_taps(e, "lh", "hh", "bh", H, KH, dh);
     if (pp->count_include_pad) emit_taps(e, NULL, "eh", "bh", H + pp->pads[2], KH, dh);
     bd_emit(e, "const int full = lh == 0 && hh == %lld;", ll(KH));
@@ -720,12 +726,7 @@ static void emit_maxpool_bytes(bd_emitter *e, const bd_nest *n, const bd_pool_pa
     bd_emit(e, "%s *Y = %s;", T, operand_ptr(e, n, pp->y));
     bd_emit(e, "%s t[%lld];", T, ll(wide));
     bd_emit(e, "for (int64_t q = 0; q < %lld; q++) t[q] = %s;", ll(wide), lowest);
-    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
-    bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
-    bd_emit(e, "const %s *xc = X + plane * %lld;", T, ll(H * W));
-    bd_emit_open(e, "for (int64_t oh = lo[2]; oh < hi[2]; oh++)");
-    bd_emit(e, "const int64_t bh = oh * %lld - %lld;", ll(sh), ll(ph));
+    open_plane_rows(e, T, C, H * W, sh, ph);
     bd_emit(e, "const int64_t r0 = bh < 0 ? 0 : bh, r1 = bh + %lld < %lld ? bh + %lld : %lld;", ll(KH),
             ll(H), ll(KH), ll(H));
     bd_emit(e, "%s *row = t + %lld;", T, ll(pw));
