@@ -527,7 +527,8 @@ static void emit_pool_rows(bd_emitter *e, const bd_nest *n, const bd_pool_params
 
 /* The loops of a 2-D pool's block over its planes and output rows (three to close): each plane's
  * input xc, each row's first window row bh. */
-static void open_plane_rows(bd_emitter *e, const char *T, int64_t C, int64_t HW, int64_t sh, int64_t ph) {
+static void open_plane_rows(bd_emitter *e, const char *T, int64_t C, int64_t HW, int64_t sh,
+                            int64_t ph) {
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit_open(e, "for (int64_t c = lo[1]; c < hi[1]; c++)");
     bd_emit(e, "const int64_t plane = n * %lld + c;", ll(C));
