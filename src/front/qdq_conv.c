@@ -135,6 +135,29 @@ static void absorb_quantize(bd_graph *g, bd_node *n) {
     q->dead = true;
 }
 
+/* Node n becomes the DequantizedMatMul of (aq, bq, a_scale, a_zero, b_scale, b_zero), read from
+ * the DequantizeLinears qa and qb but for bq (qb's 8-bit input, or a transposed copy of it) and
+ * zb (B's zero point, -1: none), with `bias` (-1: none) as input 8; then it absorbs the
+ * QuantizeLinear after it. */
+static void become_dequantized_matmul(bd_graph *g, bd_node *n, const bd_node *qa, const bd_node *qb,
+                                      int bq, int zb, int bias) {
+    int *in = bd_arena_alloc(&g->model->arena, 9 * sizeof *in);
+    if (!in) return;
+    in[0] = qa->inputs[0];
+    in[1] = bq;
+    in[2] = qa->inputs[1];
+    in[3] = bd_node_in(g, qa, 2) ? qa->inputs[2] : -1;
+    in[4] = qb->inputs[1];
+    in[5] = zb;
+    in[6] = in[7] = -1;
+    in[8] = bias;
+    n->op = BD_OP_DEQUANTIZED_MATMUL;
+    n->inputs = in;
+    n->n_inputs = bias >= 0 ? 9 : 6;
+    n->n_attrs = 0; /* (a Gemm's: transB done, the rest the defaults) */
+    absorb_quantize(g, n);
+}
+
 /* MatMul(DequantizeLinear(aq), DequantizeLinear(bq)) with B constant (a QDQ transformer's
  * weights), A's scale and zero point one value each, B's scale one value or one per column (the
  * DequantizeLinear's axis is B's last) and one zero point: the internal DequantizedMatMul of
@@ -149,19 +172,7 @@ static void rewrite_matmul(bd_graph *g, bd_node *n) {
     if (!qa || !qb) return;
     int zb; /* B's scale one value or one per column (its last axis) */
     if (!dq_operands_fit(g, qa, qb, b->rank, b->rank - 1, &zb)) return;
-    const bd_value *za = bd_node_in(g, qa, 2);
-    int *in = bd_arena_alloc(&g->model->arena, 6 * sizeof *in);
-    if (!in) return;
-    in[0] = qa->inputs[0];
-    in[1] = qb->inputs[0];
-    in[2] = qa->inputs[1];
-    in[3] = za ? qa->inputs[2] : -1;
-    in[4] = qb->inputs[1];
-    in[5] = zb;
-    n->op = BD_OP_DEQUANTIZED_MATMUL;
-    n->inputs = in;
-    n->n_inputs = 6;
-    absorb_quantize(g, n);
+    become_dequantized_matmul(g, n, qa, qb, qb->inputs[0], zb, -1);
 }
 
 /* The 8-bit [N, K] tensor w as [K, N], or NULL (out of memory). */
@@ -197,25 +208,14 @@ static void rewrite_gemm(bd_graph *g, bd_node *n) {
     const bool trans_b = bd_attr_int(n, "transB", 0) != 0;
     int zb;
     if (!dq_operands_fit(g, qa, qb, 2, trans_b ? 0 : 1, &zb)) return;
-    const bool has_za = bd_node_in(g, qa, 2) != NULL;
     const int bias = c ? n->inputs[2] : -1;
-    int *in = bd_arena_alloc(&g->model->arena, 9 * sizeof *in);
-    bd_tensor *bt = trans_b ? transposed(g, bd_node_in(g, qb, 0)->constant) : NULL;
-    if (!in || (trans_b && !bt)) return;
-    in[0] = qa->inputs[0];
-    /* (adding a value moves every bd_value: no pointers to them past here) */
-    in[1] = bt ? bd_graph_add_constant(g, n, bt) : qb->inputs[0];
-    in[2] = qa->inputs[1];
-    in[3] = has_za ? qa->inputs[2] : -1;
-    in[4] = qb->inputs[1];
-    in[5] = zb;
-    in[6] = in[7] = -1;
-    in[8] = bias;
-    n->op = BD_OP_DEQUANTIZED_MATMUL;
-    n->inputs = in;
-    n->n_inputs = bias >= 0 ? 9 : 6;
-    n->n_attrs = 0; /* transB done, the rest the defaults */
-    absorb_quantize(g, n);
+    int bq = qb->inputs[0];
+    if (trans_b) {
+        bd_tensor *bt = transposed(g, bd_node_in(g, qb, 0)->constant);
+        if (!bt) return;
+        bq = bd_graph_add_constant(g, n, bt); /* (moves every bd_value: no pointers past here) */
+    }
+    become_dequantized_matmul(g, n, qa, qb, bq, zb, bias);
 }
 
 void bd_dequantize_into_conv(bd_graph *g) {
