@@ -224,6 +224,7 @@ static bd_status write_out(const char *path, const char *text, bd_diag *d) {
 bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     bd_model *m = NULL;
     const bd_target *t = o->target ? o->target : bd_targets[0];
+    const bd_fusion fusion = o->fusion_given ? o->fusion : bd_fusion_default(t);
     bd_status s = bd_compile_front(o->model, NULL, o->binds, bd_qdq_int8(BD_QDQ_AUTO, t, NULL), &m, d);
     if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "
@@ -233,14 +234,14 @@ bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     bd_dumps none = {0};
     /* the operator schedule first, for its arena; then the block schedule, which is reported */
     if (!s) {
-        bd_plan_opts po = {o->fusion, BD_SCHEDULE_OP, 0, true, bd_tile_threads_default(NULL),
+        bd_plan_opts po = {fusion, BD_SCHEDULE_OP, 0, true, bd_tile_threads_default(NULL),
                            bd_i8_direct_default(t, NULL), false, bd_fma_half_default(t, NULL)};
         s = bd_plan_program(m->graph, t, &po, &none, &pl, d);
         arena[BD_SCHEDULE_OP] = pl.mem.arena_bytes;
         bd_planned_free(&pl);
     }
     if (!s) {
-        bd_plan_opts po = {o->fusion, BD_SCHEDULE_BLOCK, 0, true, bd_tile_threads_default(NULL),
+        bd_plan_opts po = {fusion, BD_SCHEDULE_BLOCK, 0, true, bd_tile_threads_default(NULL),
                            bd_i8_direct_default(t, NULL), false, bd_fma_half_default(t, NULL)};
         s = bd_plan_program(m->graph, t, &po, &none, &pl, d);
         arena[BD_SCHEDULE_BLOCK] = pl.mem.arena_bytes;

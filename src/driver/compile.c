@@ -370,6 +370,12 @@ bool bd_i8_direct_default(const bd_target *t, const char *arch) {
 #endif
 }
 
+/* Block fusion measured level or faster on every model on the CPU (the QDQ BERT 0.91-0.94x,
+ * GPT-2 0.95-0.97x); the GPU targets keep op until a device times it. */
+bd_fusion bd_fusion_default(const bd_target *t) {
+    return t->gpu ? BD_FUSION_OP : BD_FUSION_BLOCK;
+}
+
 bool bd_fma_half_default(const bd_target *t, const char *arch) {
     if (t->gpu || !for_this_machine(arch)) return false;
 #if defined(__x86_64__) || defined(__i386__)
@@ -446,10 +452,7 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s && m->graph->batch_max) s = check_batch_range(o, t, m->graph, d);
     if (!s && o->tile_threads && t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--tile-threads is for --target cpu: GPU blocks are thread blocks");
-    /* Block fusion is the CPU's default: it measured level or faster on every model there (the
-     * QDQ BERT 0.91-0.94x, GPT-2 0.95-0.97x). The GPU targets keep op until a device times it. */
-    bd_fusion fusion = o->fusion_given ? o->fusion : t->gpu ? BD_FUSION_OP : BD_FUSION_BLOCK;
-    bd_plan_opts po = {fusion, o->schedule, o->limits.max_activation_bytes, o->winograd,
+    bd_plan_opts po = {o->fusion_given ? o->fusion : bd_fusion_default(t), o->schedule, o->limits.max_activation_bytes, o->winograd,
                        o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch),
                        bd_i8_direct_default(t, o->arch), !t->gpu && o->precision == BD_PRECISION_BF16,
                        bd_fma_half_default(t, o->arch)};

@@ -178,7 +178,7 @@ static int cmd_inspect(int argc, char **argv, bd_input_binds *binds) {
 }
 
 static int cmd_analyze(int argc, char **argv, bd_input_binds *binds) {
-    bd_analyze_opts o = {.fusion = BD_FUSION_BLOCK, .binds = binds}; /* cpu's default */
+    bd_analyze_opts o = {.binds = binds};
     for (int i = 0; i < argc; i++) {
         int taken = take_bind(argc, argv, &i, binds);
         if (taken < 0) return usage_error("analyze: %s needs a value", argv[i]);
@@ -191,6 +191,7 @@ static int cmd_analyze(int argc, char **argv, bd_input_binds *binds) {
             if (!strcmp(a, "--json")) o.json = v;
             else if (!strcmp(a, "--dot")) o.dot = v;
             else if (!strcmp(a, "--fusion")) {
+                o.fusion_given = true;
                 if (!strcmp(v, "none")) o.fusion = BD_FUSION_NONE;
                 else if (!strcmp(v, "op")) o.fusion = BD_FUSION_OP;
                 else if (!strcmp(v, "block")) o.fusion = BD_FUSION_BLOCK;
