@@ -525,8 +525,10 @@ static inline __attribute__((always_inline)) void bd_act_apply_row(float *v, int
  * p(r) = 1 + r + r^2 (P3 + r (P2 + r (P1 + r P0))), a degree-5 minimax fit of relative error
  * 1.05e-7 (1.9e-7 in float arithmetic; Cephes' degree-7 expf took two more FMAs a vector for
  * 1.1e-7, and the FMAs are what the SiLU epilogue is bound by on a Zen 4 core), after clamping
- * t = -x to [-87, 80] (NaN kept: min/max return their second operand on NaN): e^-87 is still a
- * normal float, and past 80 the result is 0 to within 1e-33. The division becomes a reciprocal
+ * t = -x to [-87, 80], that is x to [-80, 87] (NaN kept: min/max return their second operand on
+ * NaN): e^-87 is still a normal float, and past 80 the result is 0 to within 1e-33. The vector
+ * code reduces x itself (exp_neg16: s = x + n ln2 = -r, odd coefficients negated), which rounds
+ * exactly as the reduction of t does with one op fewer. The division becomes a reciprocal
  * estimate refined by one Newton step. */
 #define BD_EXP_P0 8.3125261839e-3f
 #define BD_EXP_P1 4.1890115611e-2f

@@ -26,16 +26,17 @@
 #define BD_AVX2   __attribute__((target("avx2,fma")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
-/* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains. */
-BD_INLINE BD_AVX2 __m256 exp8(__m256 t) {
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.44269504089f)),
+/* e^-x for x already clamped to [-80, 87], as bd_kernels_internal.h explains, reduced on
+ * s = x + n ln2 = -r as gemm_avx512.c's exp_neg16 is (the same roundings, one negation fewer). */
+BD_INLINE BD_AVX2 __m256 exp_neg8(__m256 x) {
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(-1.44269504089f)),
                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_HI), t);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(BD_LN2_LO), r);
-    __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(BD_EXP_P0), r, _mm256_set1_ps(BD_EXP_P1));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P2));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(BD_EXP_P3));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256 s = _mm256_fmadd_ps(n, _mm256_set1_ps(BD_LN2_HI), x);
+    s = _mm256_fmadd_ps(n, _mm256_set1_ps(BD_LN2_LO), s);
+    __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(-BD_EXP_P0), s, _mm256_set1_ps(BD_EXP_P1));
+    y = _mm256_fnmadd_ps(y, s, _mm256_set1_ps(BD_EXP_P2));
+    y = _mm256_fnmadd_ps(y, s, _mm256_set1_ps(BD_EXP_P3));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(s, s), _mm256_sub_ps(_mm256_set1_ps(1.0f), s));
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     e = _mm256_slli_epi32(e, 23); /* the bits of 2^n */
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -48,10 +49,9 @@ BD_INLINE BD_AVX2 __m256 recip8(__m256 d) {
 }
 
 BD_INLINE BD_AVX2 __m256 silu8(__m256 x) {
-    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
-    __m256 t = _mm256_sub_ps(_mm256_setzero_ps(), x);
-    t = _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_min_ps(_mm256_set1_ps(80.0f), t));
-    return _mm256_mul_ps(x, recip8(_mm256_add_ps(exp8(t), _mm256_set1_ps(1.0f))));
+    /* x clamped as bd_kernels_internal.h explains (NaN kept) */
+    __m256 t = _mm256_min_ps(_mm256_set1_ps(87.0f), _mm256_max_ps(_mm256_set1_ps(-80.0f), x));
+    return _mm256_mul_ps(x, recip8(_mm256_add_ps(exp_neg8(t), _mm256_set1_ps(1.0f))));
 }
 
 /* GELU with bd_kernels_internal.h's erf (NaN stays NaN: it takes the second branch's arithmetic). */
@@ -71,7 +71,7 @@ BD_INLINE BD_AVX2 __m256 gelu8(__m256 v) {
     p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(BD_ERF_A3));
     p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(BD_ERF_A2));
     p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(BD_ERF_A1));
-    const __m256 ez = exp8(_mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_sub_ps(_mm256_setzero_ps(), zc)));
+    const __m256 ez = exp_neg8(_mm256_min_ps(_mm256_set1_ps(87.0f), zc));
     const __m256 big = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), ez, _mm256_set1_ps(1.0f));
     __m256 e = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
     e = _mm256_or_ps(e, _mm256_and_ps(sign, x)); /* the sign of x back on |erf| */

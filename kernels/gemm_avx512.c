@@ -35,17 +35,18 @@
 #define BD_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define BD_INLINE static inline __attribute__((always_inline))
 
-/* e^t for t already clamped to [-87, 80], as bd_kernels_internal.h explains; 2^n applied by
- * vscalefps. */
-BD_INLINE BD_AVX512 __m512 exp16(__m512 t) {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504089f)),
+/* e^-x for x already clamped to [-80, 87], as bd_kernels_internal.h explains; 2^n applied by
+ * vscalefps. The reduction runs on s = x + n ln2 = -r and the polynomial's odd coefficients
+ * change sign, which rounds exactly as e^t at t = -x does and saves negating x. */
+BD_INLINE BD_AVX512 __m512 exp_neg16(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(-1.44269504089f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_HI), t);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(BD_LN2_LO), r);
-    __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(BD_EXP_P0), r, _mm512_set1_ps(BD_EXP_P1));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P2));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(BD_EXP_P3));
-    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512 s = _mm512_fmadd_ps(n, _mm512_set1_ps(BD_LN2_HI), x);
+    s = _mm512_fmadd_ps(n, _mm512_set1_ps(BD_LN2_LO), s);
+    __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(-BD_EXP_P0), s, _mm512_set1_ps(BD_EXP_P1));
+    y = _mm512_fnmadd_ps(y, s, _mm512_set1_ps(BD_EXP_P2));
+    y = _mm512_fnmadd_ps(y, s, _mm512_set1_ps(BD_EXP_P3));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(s, s), _mm512_sub_ps(_mm512_set1_ps(1.0f), s));
     return _mm512_scalef_ps(y, n);
 }
 
@@ -56,10 +57,9 @@ BD_INLINE BD_AVX512 __m512 recip16(__m512 d) {
 }
 
 BD_INLINE BD_AVX512 __m512 silu16(__m512 x) {
-    /* t = -x clamped as bd_kernels_internal.h explains, so that e^t = e^-x */
-    __m512 t = _mm512_sub_ps(_mm512_setzero_ps(), x);
-    t = _mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_min_ps(_mm512_set1_ps(80.0f), t));
-    return _mm512_mul_ps(x, recip16(_mm512_add_ps(exp16(t), _mm512_set1_ps(1.0f))));
+    /* x clamped as bd_kernels_internal.h explains (NaN kept) */
+    __m512 t = _mm512_min_ps(_mm512_set1_ps(87.0f), _mm512_max_ps(_mm512_set1_ps(-80.0f), x));
+    return _mm512_mul_ps(x, recip16(_mm512_add_ps(exp_neg16(t), _mm512_set1_ps(1.0f))));
 }
 
 /* GELU with bd_kernels_internal.h's erf (NaN stays NaN: it takes the second branch's arithmetic). */
@@ -78,7 +78,7 @@ BD_INLINE BD_AVX512 __m512 gelu16(__m512 v) {
     p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(BD_ERF_A3));
     p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(BD_ERF_A2));
     p = _mm512_fmadd_ps(t, p, _mm512_set1_ps(BD_ERF_A1));
-    const __m512 ez = exp16(_mm512_max_ps(_mm512_set1_ps(-87.0f), _mm512_sub_ps(_mm512_setzero_ps(), zc)));
+    const __m512 ez = exp_neg16(_mm512_min_ps(_mm512_set1_ps(87.0f), zc));
     const __m512 big = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), ez, _mm512_set1_ps(1.0f));
     __m512 e = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.5f), _CMP_LT_OQ), big, small);
     /* the sign of x back on |erf| */
