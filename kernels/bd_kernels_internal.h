@@ -416,7 +416,8 @@ enum {
     BD_PACK_PLANES = 9,
     BD_PACK_BF16_B = 10,
     BD_PACK_CONV8_BF16 = 11,
-    BD_PACK_CONV_BF16 = 12
+    BD_PACK_CONV_BF16 = 12,
+    BD_PACK_CONV_T = 13 /* a pointwise convolution's W^T as B panels (conv2d.c, few pixels) */
 };
 typedef struct bd_pack_hdr {
     uint32_t magic;

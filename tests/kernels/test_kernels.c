@@ -714,6 +714,20 @@ static void test_conv_all(void) {
          BD_ACT_CLIP},
         {"pointwise in place groups2 100->64", 1, 200, 7, 45, 128, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0,
          0, BD_ACT_RELU},
+        /* pointwise over few pixels that fill the GEMM's 32-column tiles badly, transposed on
+         * AVX-512 (X^T W^T, pixels as the tile's rows): a 7x7 expansion past a panel of 32
+         * outputs, one pixel (a squeeze-and-excitation block's) both ways, batch 2 on a 5x5
+         * image with outputs the direct kernel does not take, a 6x6 expansion */
+        {"pointwise transposed 60->200 7x7", 1, 60, 7, 7, 200, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+         BD_ACT_CLIP},
+        {"pointwise transposed one pixel 40->120", 1, 40, 1, 1, 120, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+         0, BD_ACT_SILU},
+        {"pointwise transposed one pixel 300->17", 1, 300, 1, 1, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+         0, 0},
+        {"pointwise transposed 70->33 5x5 batch2", 2, 70, 5, 5, 33, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
+         0, BD_ACT_RELU},
+        {"pointwise transposed 48->112 6x6", 1, 48, 6, 6, 112, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+         BD_ACT_HARD_SWISH},
         /* 16 output channels in the lanes on AVX-512: half blocks, groups of 9+ inputs, strides */
         {"direct16 3x3 groups2 Cg16 Mg24 stride2", 1, 32, 12, 11, 48, 3, 3, 2, 2, 2, 1, 1, 1, 1,
          1, 1, BD_ACT_RELU},

@@ -100,6 +100,13 @@ static int64_t pointwise_scratch_bound(int64_t Cg) {
     return (32 + 36 * Cg) * 4 + 64;
 }
 
+/* The scratch of kernels/'s pointwise convolution of at most 64 pixels computed transposed
+ * (conv2d.c transposed_shape): the product, its rows padded to an odd number of 64-byte lines,
+ * and the GEMM's A block and edge tile. */
+static int64_t transposed_pointwise_scratch_bound(int64_t P, int64_t M, int64_t C) {
+    return (16 + P * (round_up(M, 16) | 16)) * 4 + gemm_scratch_bound(P, 0, C);
+}
+
 /* An upper bound of the scratch of kernels/'s direct (im2col-free) stride-1 convolution of a
  * tile of `rows` output rows: the tap offsets of the Cg*KH*KW depth and the block's zero-padded
  * input rows. */
@@ -738,6 +745,9 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
         if (ksize == 1)
             nest->scratch_bytes = imax64(nest->scratch_bytes, pointwise_scratch_bound(Cg));
+        if (ksize == 1 && group == 1 && rows * OW <= 64)
+            nest->scratch_bytes = imax64(nest->scratch_bytes,
+                                         transposed_pointwise_scratch_bound(rows * OW, M, C));
         if (group > 1 && Cg <= 8 && Mg % 8 == 0) /* the 8-lane kernels on AVX2 */
             nest->scratch_bytes =
                 imax64(nest->scratch_bytes, conv8_scratch_bound(OW, kh, kw, sh, sw, dh, dw));
