@@ -1087,10 +1087,11 @@ BD_INLINE BD_AVX512 void conv_planes_stage(const int C_, const int KH_, const in
 }
 
 /* 8 output channels from m0 over NV (1 to 3) vectors of 16 staged columns from column ow of the
- * run; out[v]: the columns of vector v to store. */
+ * run; out[v]: the columns of vector v to store; next_row: OW where the tile has a next output
+ * row, else 0. */
 BD_INLINE BD_AVX512 void conv_planes_block(const int NV, const bd_conv_planes_job *j, int64_t taps,
                                            const float *st, int64_t rs, int64_t ow, float *yr,
-                                           int64_t m0, const __mmask16 *out) {
+                                           int64_t m0, const __mmask16 *out, int64_t next_row) {
     const int64_t OHW = j->s->OH * j->s->OW;
     const float *wt = j->w + m0 * taps;
     float bias[8];
@@ -1125,6 +1126,12 @@ BD_INLINE BD_AVX512 void conv_planes_block(const int NV, const bd_conv_planes_jo
     }
     const __m512 lo = _mm512_set1_ps(j->act_min), hi = _mm512_set1_ps(j->act_max);
     yr += m0 * OHW;
+    /* the same columns of the next output row, for writing: a row into each of many planes is
+     * more streams than the prefetchers follow, and a model run has left the output in memory
+     * (SqueezeNet's 3 -> 64 3x3/2 stem 0.60-0.79 -> 0.56-0.60 ms in the model, 2% slower warm) */
+    for (int i = 0; i < 8 && next_row; i++)
+        for (int v = 0; v < NV && m0 + i >= j->m_lo && m0 + i < j->m_hi; v++)
+            __builtin_prefetch(yr + i * OHW + next_row + 16 * v, 1, 3);
 #define BD_OUT(i, A, B, C)                                                                         \
     if (m0 + i >= j->m_lo && m0 + i < j->m_hi) {                                                   \
         _mm512_mask_storeu_ps(yr + i * OHW, out[0], act16(A, j->act, lo, hi));                     \
@@ -1169,13 +1176,14 @@ BD_INLINE BD_AVX512 void conv_planes_run(const int C_, const int KH_, const int 
                     const int64_t n = ncols - ow - 16 * v;
                     out[v] = (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
                 }
+                const int64_t next_row = oh + 1 < j->oh1 ? OW : 0;
                 for (int64_t m0 = j->m_lo / 8 * 8; m0 < j->m_hi; m0 += 8) {
                     if (nv == 3)
-                        conv_planes_block(3, j, taps, st, rs, ow, yr + ow, m0, out);
+                        conv_planes_block(3, j, taps, st, rs, ow, yr + ow, m0, out, next_row);
                     else if (nv == 2)
-                        conv_planes_block(2, j, taps, st, rs, ow, yr + ow, m0, out);
+                        conv_planes_block(2, j, taps, st, rs, ow, yr + ow, m0, out, next_row);
                     else
-                        conv_planes_block(1, j, taps, st, rs, ow, yr + ow, m0, out);
+                        conv_planes_block(1, j, taps, st, rs, ow, yr + ow, m0, out, next_row);
                 }
             }
         }
