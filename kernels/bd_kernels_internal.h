@@ -316,6 +316,10 @@ static inline int bd_maxpool_rows_ok(const bd_pool2d_shape *s) {
            s->KW >= 1 && s->KW <= 3 && s->pad_left < 16;
 }
 
+/* Copies a P x M matrix (rows ldi apart) transposed: out[m * ldo + p] = in[p * ldi + m]. */
+typedef void (*bd_transpose_fn)(const float *in, int64_t ldi, float *out, int64_t ldo, int64_t P,
+                                int64_t M);
+
 /* One instruction set's kernels and cache blocking. */
 typedef struct bd_gemm_kernel {
     const char *name;
@@ -337,6 +341,7 @@ typedef struct bd_gemm_kernel {
     bd_conv_planes_fn conv_planes; /* where bd_conv_planes_ok (BD_PACK_PLANES), or NULL */
     bd_maxpool_rows_fn maxpool_rows; /* where bd_maxpool_rows_ok, or NULL */
     int maxpool_lanes;               /* maxpool_rows' outputs per run (bd_pool_run.n) */
+    bd_transpose_fn transpose;       /* out[m * ldo + p] = in[p * ldi + m], or NULL */
 } bd_gemm_kernel;
 
 extern const bd_gemm_kernel bd_f32_gemm_kernel_portable;
@@ -364,6 +369,8 @@ void bd_f32_maxpool_rows_avx2(const bd_pool2d_shape *s, const float *x, float *y
 void bd_f32_maxpool_rows_avx512(const bd_pool2d_shape *s, const float *x, float *y, int64_t c0,
                                 int64_t c1, int64_t oh0, int64_t oh1, const bd_pool_run *ru,
                                 int64_t nru);
+void bd_f32_transpose_avx512(const float *in, int64_t ldi, float *out, int64_t ldo, int64_t P,
+                             int64_t M);
 #endif
 
 /* ---- bfloat16 GEMM (gemm_bf16.c) ------------------------------------------------------------ */

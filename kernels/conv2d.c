@@ -1173,6 +1173,10 @@ static void pointwise_transposed_tile(const bd_gemm_kernel *kd, const bd_conv2d_
     bd_gemm_epilogue ep = {bias ? bias + oc0 : NULL, NULL, 0, act, act_min, act_max};
     bd_gemm_run(kd, 0, P, oc0, oc1, s->C, &a, &b, t, ldt, &ep, t + P * ldt);
     float *yo = y + (n * s->M + oc0) * OHW + oh0 * s->OW;
+    if (kd->transpose) {
+        kd->transpose(t, ldt, yo, OHW, P, ncols);
+        return;
+    }
     for (int64_t m = 0; m < ncols; m++)
         for (int64_t p = 0; p < P; p++)
             yo[m * OHW + p] = t[p * ldt + m];

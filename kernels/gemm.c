@@ -252,7 +252,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_portable = {"bd_f32_gemm_portable_4x16",
                                                     NULL,
                                                     NULL,
                                                     NULL,
-                                                    0};
+                                                    0,
+                                                    NULL};
 
 /* ---- packed-buffer header ------------------------------------------------------------------ */
 

@@ -691,7 +691,8 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 NULL,
                                                 NULL,
                                                 bd_f32_maxpool_rows_avx2,
-                                                8};
+                                                8,
+                                                NULL};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */
