@@ -144,10 +144,11 @@ static int conv8d_shape(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
              (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
 }
 
-/* The transposed pointwise product (transposed_shape) on AVX-512 where the GEMM would take the
- * shape, or of one pixel; bf16 (the user's opt-in) keeps its own paths. */
+/* The transposed pointwise product (transposed_shape) where the kernel copies transposed
+ * (AVX-512) and the GEMM would take the shape, or of one pixel; bf16 (the user's opt-in) keeps
+ * its own paths. */
 static int is_pointwise_transposed(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
-    return kd->isa == BD_KERNELS_ISA_AVX512 && transposed_shape(s) &&
+    return kd->transpose && transposed_shape(s) &&
            !(s->bf16 && bd_kernels_cpu_has_bf16()) &&
            (s->OH * s->OW == 1 || !conv8d_shape(kd, s));
 }
@@ -1155,7 +1156,7 @@ void bd_f32_conv2d_tile_pre(const bd_conv2d_shape *s, const float *x, const floa
 
 /* Output channels [oc0, oc1) x rows [oh0, oh1) of a BD_PACK_CONV_T convolution: the product
  * X^T W^T of those pixels and channels into scratch (bias and activation in the GEMM's
- * epilogue), then copied channel by channel into the planes. */
+ * epilogue), then copied transposed into the planes by the kernel's transpose. */
 static void pointwise_transposed_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s,
                                       const float *x, const float *bpacked, const float *bias,
                                       float *y, int64_t n, int64_t oc0, int64_t oc1, int64_t oh0,
@@ -1172,14 +1173,7 @@ static void pointwise_transposed_tile(const bd_gemm_kernel *kd, const bd_conv2d_
     bd_gemm_operand b = {bpacked, NULL, NULL, NULL};
     bd_gemm_epilogue ep = {bias ? bias + oc0 : NULL, NULL, 0, act, act_min, act_max};
     bd_gemm_run(kd, 0, P, oc0, oc1, s->C, &a, &b, t, ldt, &ep, t + P * ldt);
-    float *yo = y + (n * s->M + oc0) * OHW + oh0 * s->OW;
-    if (kd->transpose) {
-        kd->transpose(t, ldt, yo, OHW, P, ncols);
-        return;
-    }
-    for (int64_t m = 0; m < ncols; m++)
-        for (int64_t p = 0; p < P; p++)
-            yo[m * OHW + p] = t[p * ldt + m];
+    kd->transpose(t, ldt, y + (n * s->M + oc0) * OHW + oh0 * s->OW, OHW, P, ncols);
 }
 
 void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *wpacked,
@@ -1211,7 +1205,8 @@ void bd_f32_conv2d_tile(const bd_conv2d_shape *s, const float *x, const float *w
     memcpy(&h, wpacked, sizeof h);
     if (h.kind == BD_PACK_CONV_T) {
         const bd_gemm_kernel *kd = bd_pack_hdr_read(wpacked, BD_PACK_CONV_T, &h);
-        BD_KCHECK(h.rows == s->M && h.K == s->C && h.tile == kd->nr && transposed_shape(s));
+        BD_KCHECK(h.rows == s->M && h.K == s->C && h.tile == kd->nr && kd->transpose &&
+                  transposed_shape(s));
         pointwise_transposed_tile(kd, s, x, wpacked + BD_PACK_HDR_FLOATS, bias, y, n, oc0, oc1,
                                   oh0, oh1, act, act_min, act_max, scratch);
         return;
