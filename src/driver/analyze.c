@@ -224,7 +224,7 @@ static bd_status write_out(const char *path, const char *text, bd_diag *d) {
 bd_status bd_analyze(const bd_analyze_opts *o, bd_diag *d) {
     bd_model *m = NULL;
     const bd_target *t = o->target ? o->target : bd_targets[0];
-    const bd_fusion fusion = o->fusion_given ? o->fusion : bd_fusion_default(t);
+    const bd_fusion fusion = bd_fusion_for(t, o->fusion_given, o->fusion);
     bd_status s = bd_compile_front(o->model, NULL, o->binds, bd_qdq_int8(BD_QDQ_AUTO, t, NULL), &m, d);
     if (!s && bd_support_check(m->graph, bd_print_unsupported, NULL))
         s = bd_fail(d, BD_ERR_UNSUPPORTED, "the model uses ops, opsets, dtypes or attribute "

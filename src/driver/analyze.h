@@ -10,7 +10,7 @@ typedef struct bd_analyze_opts {
     const char *dot;         /* --dot FILE or "-"; NULL: none */
     const bd_target *target; /* NULL: cpu */
     bd_fusion fusion;
-    bool fusion_given;       /* --fusion was given (else bd_fusion_default) */
+    bool fusion_given;       /* --fusion was given (else bd_fusion_for's default) */
     const bd_input_binds *binds; /* --shape, --dim, --const (may be NULL) */
 } bd_analyze_opts;
 

@@ -372,8 +372,8 @@ bool bd_i8_direct_default(const bd_target *t, const char *arch) {
 
 /* Block fusion measured level or faster on every model on the CPU (the QDQ BERT 0.91-0.94x,
  * GPT-2 0.95-0.97x); the GPU targets keep op until a device times it. */
-bd_fusion bd_fusion_default(const bd_target *t) {
-    return t->gpu ? BD_FUSION_OP : BD_FUSION_BLOCK;
+bd_fusion bd_fusion_for(const bd_target *t, bool given, bd_fusion fusion) {
+    return given ? fusion : t->gpu ? BD_FUSION_OP : BD_FUSION_BLOCK;
 }
 
 bool bd_fma_half_default(const bd_target *t, const char *arch) {
@@ -452,7 +452,8 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d) {
     if (!s && m->graph->batch_max) s = check_batch_range(o, t, m->graph, d);
     if (!s && o->tile_threads && t->gpu)
         s = bd_fail(d, BD_ERR_USAGE, "--tile-threads is for --target cpu: GPU blocks are thread blocks");
-    bd_plan_opts po = {o->fusion_given ? o->fusion : bd_fusion_default(t), o->schedule, o->limits.max_activation_bytes, o->winograd,
+    bd_plan_opts po = {bd_fusion_for(t, o->fusion_given, o->fusion), o->schedule,
+                       o->limits.max_activation_bytes, o->winograd,
                        o->tile_threads ? o->tile_threads : bd_tile_threads_default(o->arch),
                        bd_i8_direct_default(t, o->arch), !t->gpu && o->precision == BD_PRECISION_BF16,
                        bd_fma_half_default(t, o->arch)};

@@ -14,7 +14,7 @@ typedef struct bd_compile_opts {
     const bd_target *target; /* --target (NULL: the first of bd_targets, cpu) */
     bool library;      /* --lib: static library + header instead of an executable */
     bd_fusion fusion;  /* --fusion none|op|block */
-    bool fusion_given; /* --fusion was on the command line (else bd_fusion_default) */
+    bool fusion_given; /* --fusion was on the command line (else bd_fusion_for's default) */
     bd_schedule_mode schedule; /* --schedule op|block */
     const char *emit_dir; /* --emit-dir: keep a copy of the generated sources */
     const char *arch;     /* --arch: -march= for the generated code (NULL: native) */
@@ -52,8 +52,9 @@ bool bd_i8_direct_default(const struct bd_target *t, const char *arch);
  * as two 256-bit halves (AMD Zen 4): built for this machine and its CPU is one (bd_program). */
 bool bd_fma_half_default(const struct bd_target *t, const char *arch);
 
-/* The --fusion mode target t gets when none is given: block for the CPU, op for the GPUs. */
-bd_fusion bd_fusion_default(const struct bd_target *t);
+/* The --fusion mode of target t: `fusion` where --fusion was given, else block for the CPU and
+ * op for the GPUs. */
+bd_fusion bd_fusion_for(const struct bd_target *t, bool given, bd_fusion fusion);
 
 /* The threads the CPU tiler sizes blocks for when --tile-threads is not given: this machine's
  * CPUs (at most 8) when the code is built for it (--arch native), else 8. */
