@@ -10,7 +10,8 @@ tail (mlp_gelu), two branches joined by Concat pieces (branches_concat), sibling
 --fusion block stacks into one (siblings), a transpose/reshape
 remap into a FULL softmax axis (transpose_softmax), attention that --fusion block computes per
 band of rows (attention), padding into a strided pooling window
-(pad_maxpool), a resized spatial dim (resize), and reversed slices and Split pieces (slice_split).
+(pad_maxpool), a resized spatial dim (resize), reversed slices and Split pieces (slice_split), and
+1x1 convs at 7x7 tiled by the kernel path each takes (pointwise_7x7).
 Weights come from a fixed seed and the files are deterministic; test_golden.sh caches them keyed
 by a hash of this script, so changing it regenerates them (then refresh the golden files with
 BDC_UPDATE_GOLDEN=1).
@@ -185,8 +186,23 @@ def slice_split():
          const_i64("steps", [-1]), const_i64("split", [4, 6])])
 
 
+def pointwise_7x7():
+    """1x1 convs at 7x7 as MobileNetV2's head has them, each tiled by the costs of the kernel
+    path it takes: 160 -> 960 (+ Relu) the transposed product's, in tiles of channels (the GEMM's
+    costs cut its rows instead), 960 -> 320 and 320 -> 1280 the 16-lane direct kernel's."""
+    r = rng("pointwise_7x7")
+    return model("pointwise_7x7", [
+        helper.make_node("Conv", ["x", "w1"], ["e"], name="expand", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["e"], ["a"], name="relu"),
+        helper.make_node("Conv", ["a", "w2"], ["p"], name="project", kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["p", "w3"], ["y"], name="head", kernel_shape=[1, 1]),
+    ], [("x", [1, 160, 7, 7])], [("y", [1, 1280, 7, 7])],
+        [weight(r, "w1", [960, 160, 1, 1]), weight(r, "w2", [320, 960, 1, 1]),
+         weight(r, "w3", [1280, 320, 1, 1])])
+
+
 MODELS = [conv_chain, residual, mlp_gelu, branches_concat, siblings, transpose_softmax, attention,
-          pad_maxpool, resize, slice_split]
+          pad_maxpool, resize, slice_split, pointwise_7x7]
 
 
 def main():

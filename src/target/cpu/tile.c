@@ -220,32 +220,72 @@ static void set_conv_tile(const bd_graph *g, bd_nest *nest, int64_t channels, in
     bd_nest_set_tile(g, nest, tile);
 }
 
+/* Which of kernels/'s paths (AVX-512) a convolution's tiles run on, for their cost. */
+typedef enum {
+    CONV_PATH_GEMM,
+    CONV_PATH_LANES16,           /* the 16-lane direct kernel */
+    CONV_PATH_LANES16_POINTWISE, /* the same, on a 1x1 convolution */
+    CONV_PATH_TRANSPOSED,        /* the transposed pointwise product */
+} conv_path;
+
+/* A 1x1 convolution's path, as kernels/conv2d.c chooses it (conv8d_shape, transposed_shape,
+ * is_pointwise_transposed): the 16-lane direct kernel for reductions of at most 196 pixels and
+ * 512 outputs, and for images of at most 64 pixels and 256 or more inputs; the transposed
+ * product X^T W^T for images of at most 64 pixels whose 32-column tiles would waste a fifth of
+ * the work or more, where the GEMM would take the shape or the image is one pixel, and no
+ * BatchNormalization is absorbed before it (`pre`); else the GEMM. Costed as GEMMs, MobileNetV2's
+ * 7x7 layers on both paths were cut into rows of 4 and 3 (28 pixels fill one GEMM tile of 32
+ * columns, 49 take two): one thread idle a seventh of the layer, and both streaming all of W. */
+static conv_path pointwise_path(const bd_nest *nest, int64_t C, int64_t M, bool pre) {
+    int64_t P = 1;
+    for (int i = 2; i < nest->n_iter; i++)
+        P *= nest->extent[i];
+    const bool wide_few_pixels = P <= 64 && C >= 256;
+    const bool lanes16 = M % 8 == 0 && (wide_few_pixels || (M <= 2 * C && P <= 196 && M <= 512));
+    const int64_t r = P % 32, columns = P - r + (r == 0 ? 0 : r <= 16 ? 16 : 32);
+    const bool transposed = !pre && P <= 64 && 5 * columns >= 6 * P && (P == 1 || !lanes16);
+    return transposed ? CONV_PATH_TRANSPOSED : lanes16 ? CONV_PATH_LANES16_POINTWISE : CONV_PATH_GEMM;
+}
+
 /* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
  * (channel tile, row tile), in cycles of the AVX-512 kernel: a block computes mt x K x cols
  * multiply-adds, 32 a cycle on register tiles of 12 rows x 32 columns (partial tiles cost whole
  * ones, but the last tile of a row of columns may be a half of 16); it re-packs (implicit
  * im2col) its K x cols input columns, once per group it meets, at about 0.8 cycle an element
  * (measured on ResNet-18); and it pays a fixed dispatch cost. The winner minimises spread_cost.
- * Channel tiles are whole groups when the convolution is grouped. lanes16: the layer runs on the kernels' 16-lane direct convolution, whose granules are 16
- * channels x 8 pixels and which packs no im2col; its tile is chosen by that (a 7x7 image split
+ * Channel tiles are whole groups when the convolution is grouped. `path` says which kernel runs
+ * the tiles (pointwise_path). The 16-lane direct convolution's granules are 16 channels x 8
+ * pixels and it packs no im2col; its tile is chosen by that (a 7x7 image split
  * in rows of 4 and 3 leaves one thread idle an eighth of the layer, 16 channels at a time do
  * not), while the cost returned, which wino_tiling compares with Winograd's (fitted against it),
  * stays the GEMM's, in whole tiles of 32 columns as when it was fitted. Counting the half tiles
  * moves SqueezeNet's 512 -> 1000 13x13 classifier from rows of 7 and 6 (91 and 78 pixels: one
  * thread idle a sixth of the layer) to 504 and 496 channels. */
 static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int64_t Mg,
-                               int64_t group, bool lanes16, int threads) {
+                               int64_t group, conv_path path, int threads) {
+    const bool lanes16 = path == CONV_PATH_LANES16 || path == CONV_PATH_LANES16_POINTWISE;
+    const bool transposed = path == CONV_PATH_TRANSPOSED;
+    /* On 1x1 layers the 16-lane kernel's costs count, as measured there: its two blocks of 16
+     * channels a step (MobileNetV2's 960 -> 160 7x7 layers took 5-9% longer in tiles of 80
+     * channels than of 160), and the input interleaved again by every channel tile at the rate
+     * that 0.2 a product is at 3x3, 1.8 an input value (SqueezeNet's 384 -> 48 13x13 squeezes
+     * took 1.1-1.4x as long in tiles of 24 channels as in rows of 7 and 6). */
+    const bool pointwise16 = path == CONV_PATH_LANES16_POINTWISE;
+    const int64_t lanes_step = pointwise16 ? 32 : 16;
+    const double interleave = pointwise16 ? 1.8 : 0.2;
     int64_t M = nest->extent[1], OH = nest->n_iter > 3 ? nest->extent[2] : 1;
     int64_t inner = 1;
     for (int i = nest->n_iter > 3 ? 3 : 2; i < nest->n_iter; i++)
         inner *= nest->extent[i];
     int64_t N = nest->extent[0];
-    int64_t best_m = M, best_r = OH, best16_m = M, best16_r = OH;
-    double best = -1, best_half = -1, best16 = -1;
+    int64_t best_m = M, best_r = OH, best16_m = M, best16_r = OH, best_t_m = M, best_t_r = OH;
+    double best = -1, best_half = -1, best16 = -1, best_t = -1;
     for (int64_t km = 1; km <= 16; km++) {
         int64_t mt = ceil_div(M, km);
         if (group > 1)
             mt = round_up(mt, Mg);
+        else if (km > 1 && transposed) /* whole panels of W^T */
+            mt = round_up(mt, 32);
         else if (km > 1)
             mt = mt % 16 == 0 ? mt : round_up(mt, 12);
         if (mt > M || (km > 1 && ceil_div(M, mt) != km)) continue;
@@ -265,17 +305,31 @@ static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int6
                 best_m = mt;
                 best_r = rows;
             }
-            double direct16 = (double)round_up(mt, 16) * (double)K * (double)round_up(cols, 8) / 32.0 +
-                              0.2 * (double)K * (double)cols + 20000.0;
+            double direct16 = (double)round_up(mt, lanes_step) * (double)K * (double)round_up(cols, 8) / 32.0 +
+                              interleave * (double)K * (double)cols + 20000.0;
             double total16 = spread_cost(N * km * kr, direct16, threads);
             if (lanes16 && (best16 < 0 || total16 < best16 * 0.999)) {
                 best16 = total16;
                 best16_m = mt;
                 best16_r = rows;
             }
+            /* transposed: the block's pixels are the register tiles' rows (a short last one
+             * costs its rows), its channels the columns in halves of 16; W^T streams once a
+             * block (2 bytes a cycle, as Winograd's weights), X^T is packed (as the GEMM's B)
+             * and the product copied transposed into the planes (estimated, not fitted) */
+            double product_t = (double)cols * (double)K * (double)round_up(mt, 16) / 32.0 +
+                               2.0 * (double)K * (double)mt + 0.8 * (double)K * (double)cols +
+                               0.25 * (double)cols * (double)mt + 20000.0;
+            double total_t = spread_cost(N * km * kr, product_t, threads);
+            if (transposed && (best_t < 0 || total_t < best_t * 0.999)) {
+                best_t = total_t;
+                best_t_m = mt;
+                best_t_r = rows;
+            }
         }
     }
-    set_conv_tile(g, nest, lanes16 ? best16_m : best_m, lanes16 ? best16_r : best_r);
+    set_conv_tile(g, nest, lanes16 ? best16_m : transposed ? best_t_m : best_m,
+                  lanes16 ? best16_r : transposed ? best_t_r : best_r);
     return best;
 }
 
@@ -710,7 +764,7 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
         if (cp->i8_direct)
             i8_direct_tiling(g, nest, C, threads);
         else
-            conv_gemm_tiling(g, nest, C * ksize, M, 1, false, threads);
+            conv_gemm_tiling(g, nest, C * ksize, M, 1, CONV_PATH_GEMM, threads);
         int64_t rows = nsp == 2 ? nest->tile[2] : 1, OW = y->dims[1 + nsp];
         nest->scratch_bytes = imax64(i8_conv_scratch_bound(C * ksize, rows, OW),
                                      i8_direct_scratch_bound(cp, C, rows, OW));
@@ -724,7 +778,9 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
          * suits the planes) */
         bool few = Cg * ksize <= 36 && (cp->strides[0] == 1 || M >= 48);
         bool lanes16 = group == 1 && M % 16 == 0 && ksize > 1 && ksize <= 49 && !few;
-        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, lanes16, threads);
+        conv_path path = lanes16 ? CONV_PATH_LANES16 : CONV_PATH_GEMM;
+        if (ksize == 1 && group == 1 && !bf16) path = pointwise_path(nest, C, M, cp->pre);
+        double direct = conv_gemm_tiling(g, nest, Cg * ksize, Mg, group, path, threads);
         if (wino_shape && allow_winograd) wino_tiling(g, nest, C, direct, threads, fma_half);
     } else if (cp->packed)
         dwconv_tiling(g, nest, ksize, threads);
@@ -784,7 +840,7 @@ static void tile_conv_transpose(const bd_graph *g, bd_nest *nest, int threads) {
                      y->dims[2 + i] == x->dims[2 + i] * cp->kernel[i];
     if (cp->packed) {
         int64_t C = x->dims[1], M = y->dims[1], OH = y->dims[2], OW = y->dims[3];
-        conv_gemm_tiling(g, nest, C, M, 1, false, threads);
+        conv_gemm_tiling(g, nest, C, M, 1, CONV_PATH_GEMM, threads);
         int64_t rows = imin64(round_up(nest->tile[2], cp->kernel[0]), OH);
         int64_t tile[BD_MAX_RANK] = {1, nest->tile[1], rows, OW};
         bd_nest_set_tile(g, nest, tile);
