@@ -244,7 +244,8 @@ static conv_path pointwise_path(const bd_nest *nest, int64_t C, int64_t M, bool 
     const bool lanes16 = M % 8 == 0 && (wide_few_pixels || (M <= 2 * C && P <= 196 && M <= 512));
     const int64_t r = P % 32, columns = P - r + (r == 0 ? 0 : r <= 16 ? 16 : 32);
     const bool transposed = !pre && P <= 64 && 5 * columns >= 6 * P && (P == 1 || !lanes16);
-    return transposed ? CONV_PATH_TRANSPOSED : lanes16 ? CONV_PATH_LANES16_POINTWISE : CONV_PATH_GEMM;
+    if (transposed) return CONV_PATH_TRANSPOSED;
+    return lanes16 ? CONV_PATH_LANES16_POINTWISE : CONV_PATH_GEMM;
 }
 
 /* Tiling of a GEMM-based convolution (packed weights, not depthwise) by a small search over
@@ -305,8 +306,9 @@ static double conv_gemm_tiling(const bd_graph *g, bd_nest *nest, int64_t K, int6
                 best_m = mt;
                 best_r = rows;
             }
-            double direct16 = (double)round_up(mt, lanes_step) * (double)K * (double)round_up(cols, 8) / 32.0 +
-                              interleave * (double)K * (double)cols + 20000.0;
+            double direct16 =
+                (double)round_up(mt, lanes_step) * (double)K * (double)round_up(cols, 8) / 32.0 +
+                interleave * (double)K * (double)cols + 20000.0;
             double total16 = spread_cost(N * km * kr, direct16, threads);
             if (lanes16 && (best16 < 0 || total16 < best16 * 0.999)) {
                 best16 = total16;
