@@ -629,8 +629,8 @@ static void test_conv_all(void) {
         {"3x3 7x7 image", 1, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
         {"5x5 pad2", 1, 6, 11, 13, 10, 5, 5, 1, 1, 1, 1, 1, 2, 2, 2, 2, 0},
         {"7x7 stride2 pad3", 1, 3, 23, 21, 16, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3, BD_ACT_RELU},
-        /* stride 2 on rows of 64 or more outputs: groups of 12 within a row, then its last
-         * 6 (a group of 8), 9 (of 12) or 5 pixels */
+        /* stride 2 on long rows: groups of 12 within a row (one base address) and across a
+         * row's end (pointers), the chunk's last pixels in groups of 4, 8 or 12 */
         {"7x7 stride2 stem 78 columns", 1, 3, 9, 155, 48, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3, BD_ACT_RELU},
         {"7x7 stride2 stem 69 columns", 1, 3, 11, 137, 32, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3, 0},
         {"3x3 stride2 65 columns", 1, 16, 7, 130, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, BD_ACT_CLIP},
