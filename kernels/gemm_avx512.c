@@ -162,7 +162,7 @@ enum { STREAM_A = 1, STREAM_B = 2 };
 #define ACC_FMA(r)                                                                                 \
     do {                                                                                           \
         if (R > r) {                                                                               \
-            __m512 ar = _mm512_set1_ps(SA ? a[r * lda] : a[r]);                                    \
+            __m512 ar = _mm512_set1_ps(SA ? (r < 3 ? a : ag[r / 3])[(r % 3) * lda] : a[r]);       \
             c##r##0 = _mm512_fmadd_ps(ar, b0, c##r##0);                                            \
             if (NV > 1) c##r##1 = _mm512_fmadd_ps(ar, b1, c##r##1);                                \
         }                                                                                          \
@@ -185,6 +185,12 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
                                    const float *a, const float *b, const int64_t *boff, float *c,
                                    int64_t ldc, const bd_ukr_out *out, const bd_ukr_epi *ep) {
     const int64_t lda = SA ? ep->lda : 0;
+    /* A in place: rows 3g, 3g + 1 and 3g + 2 at ag[g], ag[g] + lda and ag[g] + 2 lda (ag[0] being
+     * a), which x86 addresses as base + lda x 4 or x 8: five registers for twelve rows. Twelve row
+     * offsets of their own outnumbered the registers, and the spills cost the loop an eighth of
+     * its speed. */
+    const float *ag[4] = {a, a, a, a};
+    for (int g = 1; SA && g < 4 && 3 * g < R; g++) ag[g] = a + 3 * g * lda;
     ACC_ZERO(0);
     ACC_ZERO(1);
     ACC_ZERO(2);
@@ -226,6 +232,7 @@ BD_INLINE BD_AVX512 void ukr_12x32(const int R, const int NV, const int D, const
             _mm_prefetch((const char *)((uintptr_t)b + 4 * BD_STREAM_A_FLOATS + 64), _MM_HINT_T0);\
         }                                                                                          \
         a += SA ? 1 : 12;                                                                          \
+        if (SA) ag[1]++, ag[2]++, ag[3]++;                                                         \
         if (!D) b += 32;                                                                           \
     } while (0)
     if (R == 1 && !D) {
