@@ -8,7 +8,8 @@ Each model exercises a different family of access maps and tilings: convolution 
 epilogue fusion (conv_chain, residual), matrix products with a broadcast bias and an elementwise
 tail (mlp_gelu), two branches joined by Concat pieces (branches_concat), sibling 1x1 convs that
 --fusion block stacks into one (siblings), a transpose/reshape
-remap into a FULL softmax axis (transpose_softmax), attention that --fusion block computes per
+remap into a FULL softmax axis (transpose_softmax), a channels-last tensor permuted back to
+channels-first in tiles of 32 channels (permute_nchw), attention that --fusion block computes per
 band of rows (attention), padding into a strided pooling window
 (pad_maxpool), a resized spatial dim (resize), reversed slices and Split pieces (slice_split), and
 1x1 convs at 7x7 tiled by the kernel path each takes (pointwise_7x7).
@@ -141,6 +142,15 @@ def transpose_softmax():
     ], [("x", [2, 3, 4, 5])], [("y", [2, 4, 15])], [const_i64("shape", [2, 4, 15])])
 
 
+def permute_nchw():
+    """A channels-last tensor permuted back to NCHW (ConvNeXt's blocks end so): the input is
+    contiguous along C, the output along W, so the tile takes 32 channels and whole rows, which
+    the copy walks in blocked 2-D (a default tile of one channel reads each input line 16 times)."""
+    return model("permute_nchw", [
+        helper.make_node("Transpose", ["x"], ["y"], name="permute", perm=[0, 3, 1, 2]),
+    ], [("x", [1, 28, 28, 96])], [("y", [1, 96, 28, 28])], [])
+
+
 def attention():
     """Q K^T / sqrt(d) + a mask, Softmax, x V: with --fusion block one ATTENTION nest per band of
     rows (PANEL), the scores never stored."""
@@ -201,8 +211,8 @@ def pointwise_7x7():
          weight(r, "w3", [1280, 320, 1, 1])])
 
 
-MODELS = [conv_chain, residual, mlp_gelu, branches_concat, siblings, transpose_softmax, attention,
-          pad_maxpool, resize, slice_split, pointwise_7x7]
+MODELS = [conv_chain, residual, mlp_gelu, branches_concat, siblings, transpose_softmax, permute_nchw,
+          attention, pad_maxpool, resize, slice_split, pointwise_7x7]
 
 
 def main():

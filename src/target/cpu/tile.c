@@ -623,6 +623,41 @@ static void tile_reshape(const bd_graph *g, bd_nest *nest) {
     }
 }
 
+/* A transposing copy whose input is contiguous along an outer dim kx (NHWC -> NCHW: kx = C):
+ * the default tile cuts kx to a few elements, so that every block reads one float of each input
+ * line and 16 blocks read each line again (ConvNeXt's 56x56 permutes back to NCHW took 0.2 ms,
+ * 2.5x the other direction; 0.075 ms so). Where a tile holds fewer than 16 of kx, it takes 32
+ * and the dims inside kx whole but the outermost of them, so that they merge into one loop and
+ * the copy runs as emit_data.c's blocked 2-D walk, each line read once. Only where those dims
+ * continue in both layouts (so that they merge). */
+static void tile_transpose(const bd_graph *g, bd_nest *nest) {
+    bd_nest_tile_default(g, nest, data_tile_target(nest));
+    const bd_copy_params *cp = &nest->params.copy;
+    const int r = nest->n_iter, ky = r - 1;
+    int kx = -1;
+    for (int k = 0; k < r; k++)
+        if (cp->in_stride[k] == 1 && nest->extent[k] > 1) kx = k;
+    if (kx < 0 || kx >= ky || cp->out_stride[ky] != 1 || cp->in_stride[ky] == 1 ||
+        nest->tile[kx] >= imin64(nest->extent[kx], 16))
+        return; /* a block reads whole 64-byte lines of the input already */
+    for (int k = kx + 1; k < ky; k++) /* dims kx+1 .. ky continue into each other */
+        if (cp->in_stride[k] != cp->in_stride[k + 1] * nest->extent[k + 1] ||
+            cp->out_stride[k] != cp->out_stride[k + 1] * nest->extent[k + 1])
+            return;
+    for (int k = 0; k < r; k++)
+        if (nest->whole[k] && k <= kx) return; /* cut below */
+    int64_t tile[BD_MAX_RANK], inner = 1;
+    for (int k = 0; k < r; k++)
+        tile[k] = k < kx ? 1 : nest->extent[k];
+    tile[kx] = imin64(nest->extent[kx], 32);
+    for (int k = kx + 2; k < r; k++)
+        inner *= nest->extent[k];
+    if (kx + 1 < ky && !nest->whole[kx + 1])
+        tile[kx + 1] =
+            imax64(1, imin64(nest->extent[kx + 1], data_tile_target(nest) / (tile[kx] * inner)));
+    bd_nest_set_tile(g, nest, tile);
+}
+
 /* Mirrors of kernels/gemm_i8.c (the compiler does not link the kernels): the bound on K, and its
  * scratch, 8 rows of A with K rounded up to 4, plus alignment. */
 enum { I8_GEMM_MAX_K = 32768 };
@@ -1035,6 +1070,8 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         case BD_BODY_COPY:
             if (n->params.copy.reshape)
                 tile_reshape(g, n);
+            else if (!n->params.copy.fill && n->n_operands == 2)
+                tile_transpose(g, n);
             else
                 bd_nest_tile_default(g, n, data_tile_target(n));
             break;
