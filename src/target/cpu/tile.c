@@ -644,8 +644,8 @@ static void tile_transpose(const bd_graph *g, bd_nest *nest) {
         if (cp->in_stride[k] != cp->in_stride[k + 1] * nest->extent[k + 1] ||
             cp->out_stride[k] != cp->out_stride[k + 1] * nest->extent[k + 1])
             return;
-    for (int k = 0; k < r; k++)
-        if (nest->whole[k] && k <= kx) return; /* cut below */
+    for (int k = 0; k <= kx; k++) /* the dims this tile cuts */
+        if (nest->whole[k]) return;
     int64_t tile[BD_MAX_RANK], inner = 1;
     for (int k = 0; k < r; k++)
         tile[k] = k < kx ? 1 : nest->extent[k];
@@ -1070,7 +1070,7 @@ bd_status bd_cpu_tile(bd_program *p, bd_diag *d) {
         case BD_BODY_COPY:
             if (n->params.copy.reshape)
                 tile_reshape(g, n);
-            else if (!n->params.copy.fill && n->n_operands == 2)
+            else if (!n->params.copy.fill)
                 tile_transpose(g, n);
             else
                 bd_nest_tile_default(g, n, data_tile_target(n));
