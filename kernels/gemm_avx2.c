@@ -164,7 +164,33 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 15), _MM_HINT_T0);
     }
-    for (int64_t k = 0; k < kc; k++) {
+    int64_t k = 0;
+    if (R == 1) {
+        /* One row (a classifier's Gemm or an LSTM step at batch 1): each vector's FMAs form one
+         * dependent chain, one step per FMA latency, which held a Zen 3 core to 16 bytes of B a
+         * cycle. Four chains over alternate k steps, summed at the end, run at the load ports'
+         * rate: the LSTM of hidden 256, its R read from L3 every step, 0.84-0.88x of its time.
+         * gemm_avx512.c's prefetch of a pre-packed B measured no gain here (MobileNetV3's
+         * classifier products, streamed from memory, 0.03 ms slower each with it). */
+        __m256 p0 = _mm256_setzero_ps(), p1 = p0, q0 = p0, q1 = p0, r0 = p0, r1 = p0;
+        for (; k + 4 <= kc; k += 4, a += 24, b += 64) {
+            const __m256 x0 = _mm256_broadcast_ss(a), x1 = _mm256_broadcast_ss(a + 6);
+            const __m256 x2 = _mm256_broadcast_ss(a + 12), x3 = _mm256_broadcast_ss(a + 18);
+            c00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b), c00);
+            p0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b + 16), p0);
+            q0 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b + 32), q0);
+            r0 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b + 48), r0);
+            if (NV > 1) {
+                c01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b + 8), c01);
+                p1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b + 24), p1);
+                q1 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b + 40), q1);
+                r1 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b + 56), r1);
+            }
+        }
+        c00 = _mm256_add_ps(_mm256_add_ps(c00, p0), _mm256_add_ps(q0, r0));
+        c01 = _mm256_add_ps(_mm256_add_ps(c01, p1), _mm256_add_ps(q1, r1));
+    }
+    for (; k < kc; k++) {
         __m256 b0 = _mm256_loadu_ps(b);
         __m256 b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
         ACC_FMA(0);
@@ -670,6 +696,179 @@ BD_AVX2 void bd_f32_maxpool_rows_avx2(const bd_pool2d_shape *s, const float *x, 
         maxpool_rows8(0, 0, s, x, y, c0, c1, oh0, oh1, ru, nru);
 }
 
+/* ---- few input channels on the output planes ------------------------------------------------ */
+
+/* gemm_avx512.c's bd_f32_conv_planes_avx512 with 8 columns a vector: per output row, the input
+ * columns every tap reads for a run of up to BD_PLANES_COLS output columns staged in scratch, one
+ * aligned row per tap (stride 2: two loads, a shuffle and a permute taking the even columns; a
+ * vector reaching into the padding assembled lane by lane, a few a row); then per 24 columns
+ * (three vectors; one or two left over), per 4 output channels, 12 sums, each tap three aligned
+ * loads feeding 12 FMAs with 4 broadcast weights (half a row of the 8-channel packing). On the
+ * GEMM instead, these stems pack an im2col of 27 rows and ran at a third of the FMA peak. */
+BD_INLINE BD_AVX2 void conv_planes_stage8(const int C_, const int KH_, const int KW_, const int SW,
+                                          const bd_conv_planes_job *j, int64_t oh, int64_t cb,
+                                          int64_t ncols, int64_t rs, float *st) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ ? KH_ : s->KH, KW = KW_ ? KW_ : s->KW, C = C_ ? C_ : s->C;
+    const int64_t H = s->H, W = s->W, nvec = (ncols + 7) / 8;
+    const int64_t first = cb * SW - s->pad_left;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t kh = 0; kh < KH; kh++) {
+            const int64_t ih = oh * s->stride_h - s->pad_top + kh;
+            float *d = st + (c * KH + kh) * KW * rs;
+            if (ih < 0 || ih >= H) {
+                memset(d, 0, (size_t)(KW * rs) * sizeof(float));
+                continue;
+            }
+            const float *row = j->x + (c * H + ih) * W;
+            for (int64_t kw = 0; kw < KW; kw++, d += rs)
+                for (int64_t v = 0; v < nvec; v++) {
+                    const int64_t b = first + 8 * SW * v + kw; /* the vector's first column */
+                    __m256 x;
+                    if (b >= 0 && b + 8 * SW <= W) { /* inside the row: plain loads */
+                        x = _mm256_loadu_ps(row + b);
+                        if (SW == 2) {
+                            const __m256 t = _mm256_shuffle_ps(x, _mm256_loadu_ps(row + b + 8), 0x88);
+                            x = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), 0xD8));
+                        }
+                    } else {
+                        float t[8];
+                        for (int i = 0; i < 8; i++) {
+                            const int64_t col = b + SW * i;
+                            t[i] = col >= 0 && col < W ? row[col] : 0.0f;
+                        }
+                        x = _mm256_loadu_ps(t);
+                    }
+                    _mm256_store_ps(d + v * 8, x);
+                }
+        }
+}
+
+/* 4 output channels from m0 over NV (1 to 3) vectors of 8 staged columns from column ow of the
+ * run, of which n exist; next_row: OW where the tile has a next output row, else 0. */
+BD_INLINE BD_AVX2 void conv_planes_block8(const int NV, const bd_conv_planes_job *j, int64_t taps,
+                                          const float *st, int64_t rs, int64_t ow, float *yr,
+                                          int64_t m0, int64_t n, int64_t next_row) {
+    const int64_t OHW = j->s->OH * j->s->OW;
+    const float *wt = j->w + m0 / 8 * 8 * taps + m0 % 8;
+    float bias[4];
+    for (int i = 0; i < 4; i++)
+        bias[i] = j->bias && m0 + i < j->m_hi && m0 + i >= j->m_lo ? j->bias[m0 + i] : 0.0f;
+    __m256 a0 = _mm256_set1_ps(bias[0]), a1 = _mm256_set1_ps(bias[1]), a2 = _mm256_set1_ps(bias[2]),
+           a3 = _mm256_set1_ps(bias[3]);
+    __m256 b0 = a0, b1 = a1, b2 = a2, b3 = a3, c0 = a0, c1 = a1, c2 = a2, c3 = a3;
+    const float *p = st + ow;
+#pragma GCC unroll 3
+    for (int64_t t = 0; t < taps; t++, p += rs, wt += 8) {
+        const __m256 x0 = _mm256_load_ps(p), x1 = NV > 1 ? _mm256_load_ps(p + 8) : x0;
+        const __m256 x2 = NV > 2 ? _mm256_load_ps(p + 16) : x0;
+#define BD_CH(i, A, B, C)                                                                          \
+    {                                                                                              \
+        const __m256 wb = _mm256_broadcast_ss(wt + i);                                             \
+        A = _mm256_fmadd_ps(wb, x0, A);                                                            \
+        if (NV > 1) B = _mm256_fmadd_ps(wb, x1, B);                                                \
+        if (NV > 2) C = _mm256_fmadd_ps(wb, x2, C);                                                \
+    }
+        BD_CH(0, a0, b0, c0)
+        BD_CH(1, a1, b1, c1)
+        BD_CH(2, a2, b2, c2)
+        BD_CH(3, a3, b3, c3)
+#undef BD_CH
+    }
+    const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
+    yr += m0 * OHW;
+    /* the same columns of the next output row, for writing, as the AVX-512 kernel does */
+    for (int i = 0; i < 4 && next_row; i++)
+        for (int v = 0; v < NV && m0 + i >= j->m_lo && m0 + i < j->m_hi; v++)
+            __builtin_prefetch(yr + i * OHW + next_row + 8 * v, 1, 3);
+    /* the last vector's columns that exist (n - 8 (NV - 1) of 8) */
+    const int last = (int)(n - 8 * (NV - 1)), part = last < 8;
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(last),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#define BD_OUT(i, A, B, C)                                                                         \
+    if (m0 + i >= j->m_lo && m0 + i < j->m_hi) {                                                   \
+        float *o = yr + i * OHW;                                                                   \
+        store8(o, act8(A, j->act, lo, hi), NV == 1 && part, m);                                    \
+        if (NV > 1) store8(o + 8, act8(B, j->act, lo, hi), NV == 2 && part, m);                    \
+        if (NV > 2) store8(o + 16, act8(C, j->act, lo, hi), part, m);                              \
+    }
+    BD_OUT(0, a0, b0, c0)
+    BD_OUT(1, a1, b1, c1)
+    BD_OUT(2, a2, b2, c2)
+    BD_OUT(3, a3, b3, c3)
+#undef BD_OUT
+}
+
+enum { PLANES_AHEAD = 2 }; /* output rows */
+BD_INLINE BD_AVX2 void conv_planes_run8(const int C_, const int KH_, const int KW_, const int SW,
+                                        const bd_conv_planes_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int64_t KH = KH_ ? KH_ : s->KH, KW = KW_ ? KW_ : s->KW, C = C_ ? C_ : s->C;
+    const int64_t H = s->H, W = s->W, OW = s->OW, taps = C * KH * KW;
+    const int64_t rs = OW < BD_PLANES_COLS ? (OW + 15) / 16 * 16 : BD_PLANES_COLS; /* staged row */
+    float *st = (float *)(((uintptr_t)j->scratch + 63) & ~(uintptr_t)63);
+    for (int64_t cb = 0; cb < OW; cb += BD_PLANES_COLS) {
+        const int64_t ncols = OW - cb < BD_PLANES_COLS ? OW - cb : BD_PLANES_COLS;
+        for (int64_t oh = j->oh0; oh < j->oh1; oh++) {
+            /* the rows output row oh + PLANES_AHEAD adds to the window */
+            const int64_t next = oh * s->stride_h - s->pad_top + PLANES_AHEAD * s->stride_h;
+            for (int64_t c = 0; c < C && oh + PLANES_AHEAD < j->oh1; c++)
+                bd_prefetch_rows(j->x + c * H * W, next + KH - s->stride_h, next + KH, H, W);
+            conv_planes_stage8(C_, KH_, KW_, SW, j, oh, cb, ncols, rs, st);
+            float *yr = j->y + oh * OW + cb;
+            const int64_t next_row = oh + 1 < j->oh1 ? OW : 0;
+            for (int64_t ow = 0; ow < ncols; ow += 24) {
+                /* three vectors of columns at a time (12 sums), the last one or two alone */
+                const int64_t n = ncols - ow < 24 ? ncols - ow : 24;
+                for (int64_t m0 = j->m_lo / 4 * 4; m0 < j->m_hi; m0 += 4) {
+                    if (n > 16)
+                        conv_planes_block8(3, j, taps, st, rs, ow, yr + ow, m0, n, next_row);
+                    else if (n > 8)
+                        conv_planes_block8(2, j, taps, st, rs, ow, yr + ow, m0, n, next_row);
+                    else
+                        conv_planes_block8(1, j, taps, st, rs, ow, yr + ow, m0, n, next_row);
+                }
+            }
+        }
+    }
+}
+
+BD_AVX2 void bd_f32_conv_planes_avx2(const bd_conv_planes_job *j) {
+    const bd_conv2d_shape *s = j->s;
+    const int k3 = s->KH == 3 && s->KW == 3, c3 = s->C == 3;
+    if (c3 && k3 && s->stride_w == 1)
+        conv_planes_run8(3, 3, 3, 1, j);
+    else if (c3 && k3)
+        conv_planes_run8(3, 3, 3, 2, j);
+    else if (s->stride_w == 1)
+        conv_planes_run8(0, 0, 0, 1, j);
+    else
+        conv_planes_run8(0, 0, 0, 2, j);
+}
+
+/* ---- transposed copy ---------------------------------------------------------------------- */
+
+/* bd_transpose_fn in 8 x 8 blocks shuffled in registers (conv8_rows.h's transpose8), the
+ * columns and rows past the last whole block copied one at a time: conv2d.c's transposed
+ * pointwise product into the planes (7x7 images' expansions, a squeeze-and-excitation block's
+ * one-pixel convolutions), which on AVX2 had run as GEMMs of 16-column tiles over 49 pixels or
+ * one. */
+BD_AVX2 void bd_f32_transpose_avx2(const float *in, int64_t ldi, float *out, int64_t ldo,
+                                   int64_t P, int64_t M) {
+    const int64_t P8 = P / 8 * 8, M8 = M / 8 * 8;
+    for (int64_t m0 = 0; m0 < M8; m0 += 8)
+        for (int64_t p0 = 0; p0 < P8; p0 += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(in + (p0 + i) * ldi + m0);
+            transpose8(r);
+            for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + (m0 + i) * ldo + p0, r[i]);
+        }
+    for (int64_t m = M8; m < M; m++)
+        for (int64_t p = 0; p < P8; p++) out[m * ldo + p] = in[p * ldi + m];
+    for (int64_t p = P8; p < P; p++)
+        for (int64_t m = 0; m < M; m++) out[m * ldo + p] = in[p * ldi + m];
+}
+
 const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 BD_KERNELS_ISA_AVX2,
                                                 6,
@@ -689,10 +888,10 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 8,
                                                 8,
                                                 NULL,
-                                                NULL,
+                                                bd_f32_conv_planes_avx2,
                                                 bd_f32_maxpool_rows_avx2,
                                                 8,
-                                                NULL};
+                                                bd_f32_transpose_avx2};
 
 #else
 typedef int bd_gemm_avx2_unused; /* ISO C needs a declaration in every translation unit */

@@ -853,21 +853,6 @@ BD_AVX512 void bd_f32_conv16d_avx512(const bd_conv8d_job *j) {
         conv16d_run(0, 0, j);
 }
 
-/* Prefetches input rows [r0, r1) of a plane (rows of W floats; rows outside [0, H) skipped)
- * into L1: the direct kernels on planes read a few rows at a time from many planes at once, more
- * streams than the hardware prefetchers follow, and a tensor a model run has left in memory cost
- * about one memory latency per row (MobileNetV2's stem 0.14 ms warm, 0.33 ms cold, two thirds of
- * it its 600 KB input). A few rows ahead of the rows being computed hides that. */
-BD_INLINE void prefetch_rows(const float *plane, int64_t r0, int64_t r1, int64_t H, int64_t W) {
-    if (r0 < 0) r0 = 0;
-    if (r1 > H) r1 = H;
-    for (int64_t r = r0; r < r1; r++) {
-        const char *p = (const char *)(plane + r * W), *end = (const char *)(plane + (r + 1) * W);
-        for (p = (const char *)((uintptr_t)p & ~(uintptr_t)63); p < end; p += 64)
-            _mm_prefetch(p, _MM_HINT_T0);
-    }
-}
-
 /* ---- depthwise convolution on the planes ---------------------------------------------------- */
 
 /* The masks of a tap's load on a plane row: the n output columns of a vector read, at column
@@ -920,9 +905,9 @@ BD_INLINE BD_AVX512 void dw_planes_run(const int KH_, const int KW_, const int S
             /* the next band's new input rows, or the next channel's first band */
             const int64_t band_ih = oh * SH - s->pad_top;
             if (oh + DW_ROWS < j->oh1)
-                prefetch_rows(xc, band_ih + in_rows, band_ih + DW_ROWS * SH + in_rows, H, W);
+                bd_prefetch_rows(xc, band_ih + in_rows, band_ih + DW_ROWS * SH + in_rows, H, W);
             else if (ch + 1 < j->nch)
-                prefetch_rows(xc + H * W, j->oh0 * SH - s->pad_top,
+                bd_prefetch_rows(xc + H * W, j->oh0 * SH - s->pad_top,
                               j->oh0 * SH - s->pad_top + in_rows, H, W);
             /* across the rows' columns, so that their input rows are read in order */
             for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
@@ -1180,7 +1165,7 @@ BD_INLINE BD_AVX512 void conv_planes_run(const int C_, const int KH_, const int 
             /* the rows output row oh + PLANES_AHEAD adds to the window */
             const int64_t next = oh * s->stride_h - s->pad_top + PLANES_AHEAD * s->stride_h;
             for (int64_t c = 0; c < C && oh + PLANES_AHEAD < j->oh1; c++)
-                prefetch_rows(j->x + c * H * W, next + KH - s->stride_h, next + KH, H, W);
+                bd_prefetch_rows(j->x + c * H * W, next + KH - s->stride_h, next + KH, H, W);
             conv_planes_stage(C_, KH_, KW_, SW, j, oh, cb, ncols, rs, mk, st);
             float *yr = j->y + oh * OW + cb;
             for (int64_t ow = 0; ow < ncols; ow += 48) {
