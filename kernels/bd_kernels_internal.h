@@ -74,9 +74,9 @@ enum { BD_STREAM_A_FLOATS = 768 };
 typedef void (*bd_ukr_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m,
                           const bd_ukr_epi *ep);
 
-/* Where a tile computed from B rows read in place (bd_ukr_direct_fn) goes: its 32 columns are
- * up to BD_UKR_MAX_SEGS runs of consecutive output pixels; run s covers the columns whose bit is
- * set in mask[s] and puts column L at c + coff[s] + L (row i at + i * ldc). */
+/* Where a tile computed from B rows read in place (bd_ukr_direct_fn) goes: its NR columns (32
+ * or 16) are up to BD_UKR_MAX_SEGS runs of consecutive output pixels; run s covers the columns
+ * whose bit is set in mask[s] and puts column L at c + coff[s] + L (row i at + i * ldc). */
 enum { BD_UKR_MAX_SEGS = 4 };
 typedef struct bd_ukr_out {
     int nseg;
@@ -84,7 +84,7 @@ typedef struct bd_ukr_out {
     int64_t coff[BD_UKR_MAX_SEGS];
 } bd_ukr_out;
 
-/* As bd_ukr_fn, but row k of the B panel is the 32 floats at b + boff[k] (unpacked, read in
+/* As bd_ukr_fn, but row k of the B panel is the NR floats at b + boff[k] (unpacked, read in
  * place), and the tile is stored through `out`. Only bias_m, load_c and the activation of the
  * epilogue apply. */
 typedef void (*bd_ukr_direct_fn)(int64_t kc, const float *a, const float *b, const int64_t *boff,
@@ -347,7 +347,7 @@ typedef struct bd_gemm_kernel {
     bd_ukr_fn ukr_half; /* columns [0, NR/2) only (same panels), or NULL */
     bd_dw_fn dw;        /* depthwise rows, where conv8 is NULL */
     int partial_cols;   /* ukr/ukr_half store bd_ukr_epi.cols < NR columns themselves (masked) */
-    bd_ukr_direct_fn ukr_direct; /* NR == 32 kernels only, or NULL */
+    bd_ukr_direct_fn ukr_direct; /* or NULL (conv2d.c's direct_tile: NR == 32 only) */
     bd_conv8_fn conv8;           /* 8 output channels in the lanes (replaces dw), or NULL */
     bd_conv8d_fn conv8d;         /* direct, conv8d_lanes output channels in the lanes, or NULL */
     int a_in_place;              /* ukr/ukr_half honour bd_ukr_epi.lda (A unpacked) */

@@ -141,7 +141,8 @@ static int conv8d_shape(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
            !is_planes(kd, s) &&
            !is_group8(kd, s) && !few_products &&
            !(is_pointwise(s) && !wide_few_pixels &&
-             (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512))));
+             (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512)) ||
+              (kd->conv8d_lanes == 8 && s->OH * s->OW > 196 && pointwise_in_place_ok(kd, s))));
 }
 
 /* The transposed pointwise product (transposed_shape) where the kernel copies transposed and
@@ -744,7 +745,7 @@ static size_t direct_scratch_floats(const bd_conv2d_shape *s, int64_t nrows) {
     return (size_t)(16 + g.offs_floats + g.xp_floats);
 }
 
-/* One 32-column panel of B read in place (row k at b + boff[k]) times output channels
+/* One NR-column panel of B read in place (row k at b + boff[k]) times output channels
  * [m_lo, m_hi) of the packed A (m_lo a multiple of MR), the depth Kd in equal chunks of at most
  * the kernel's kc, stored through `out`. */
 static void direct_panel(const bd_gemm_kernel *kd, int64_t Kd, const float *apacked,
@@ -757,7 +758,7 @@ static void direct_panel(const bd_gemm_kernel *kd, int64_t Kd, const float *apac
         const int first = pc == 0, last = pc + kc >= Kd;
         for (int64_t i0 = m_lo; i0 < m_hi; i0 += mr) {
             bd_ukr_epi ep = {NULL, first && bias_m ? bias_m + (i0 - m_lo) : NULL, !first,
-                             last ? act : BD_ACT_NONE, act_min, act_max, 32, 1, 0, 0};
+                             last ? act : BD_ACT_NONE, act_min, act_max, kd->nr, 1, 0, 0};
             kd->ukr_direct(kc, apacked + (i0 / mr) * Kd * mr + pc * mr, b, boff + pc,
                            c + (i0 - m_lo) * ldc, ldc, (int)imin(mr, m_hi - i0), out, &ep);
         }
@@ -813,8 +814,8 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
     }
 }
 
-/* Pointwise convolutions of few outputs per group, on AVX-512: the input read in place (row k
- * of each 32-pixel panel is 32 floats of channel k's plane), not packed as the GEMM's B. With
+/* Pointwise convolutions of few outputs per group: the input read in place (row k of each
+ * NR-pixel panel is NR floats of channel k's plane), not packed as the GEMM's B. With
  * few outputs the packing copied as many bytes as the FMAs consumed: in the models MobileNetV2's
  * 32 -> 16 at 112x112 0.144 -> 0.108 ms, MobileNetV3's 16 -> 16 at 112x112 0.113 -> 0.089,
  * SqueezeNet's 64 -> 16 at 55x55 0.070 -> 0.056. The many planes a panel reads at once defeat
@@ -822,10 +823,15 @@ static void direct_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, cons
  * that, reductions to at most 64 outputs gain too (bdckernels_bench on a Zen 5 core, warm / with
  * the input evicted: 144 -> 24 at 56x56 0.135 / 0.242 -> 0.104 / 0.199 ms, 256 -> 64 0.505 ->
  * 0.454 ms warm), where without it 144 -> 24 had taken 1.17x as long as the GEMM. Expansions
- * beyond 16 outputs stay GEMMs (32 -> 64, 24 -> 144: level or slower). */
+ * beyond 16 outputs stay GEMMs (32 -> 64, 24 -> 144: level or slower). On AVX2 (16-pixel
+ * panels) they replace the 8-lane direct kernel over more than 196 pixels (conv8d_shape; a Zen 3
+ * core, in the model: MobileNetV2's 144 -> 24 and 96 -> 24 at 56x56 0.37 -> 0.33 and 0.24 -> 0.20
+ * ms, its 192 -> 32 at 28x28 7% faster; its 384 -> 64 at 14x14 10-15% slower, so those stay) and
+ * the GEMM where the outputs are not whole blocks of 8 (ShuffleNetV2's 58 -> 58 at 28x28 about
+ * 20% faster). */
 static int pointwise_in_place_ok(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Mg = s->M / s->group, Cg = s->C / s->group;
-    return kd->ukr_direct && kd->nr == 32 && is_pointwise(s) && !s->pre &&
+    return kd->ukr_direct && is_pointwise(s) && !s->pre &&
            ((Mg <= 16 && Cg <= 64) || (Mg <= 64 && Cg >= Mg));
 }
 
@@ -835,42 +841,44 @@ static size_t pointwise_scratch_floats(const bd_conv2d_shape *s) {
     return (size_t)(16 + 4 * Cg + 16 + 32 * Cg);
 }
 
-/* Output channels [m_lo, m_hi) of group g (m_lo a multiple of MR), pixels [p0, p1). */
+/* Output channels [m_lo, m_hi) of group g (m_lo a multiple of MR), pixels [p0, p1), in panels
+ * of the kernel's NR pixels (32 on AVX-512, 16 on AVX2). */
 enum { POINTWISE_AHEAD = 4 };
 static void pointwise_tile(const bd_gemm_kernel *kd, const bd_conv2d_shape *s, const float *xg,
                            const float *apacked, const float *bias_m, float *c, int64_t m_lo,
                            int64_t m_hi, int64_t p0, int64_t p1, int act, float act_min,
                            float act_max, void *scratch) {
-    const int64_t Kd = s->C / s->group, HW = s->H * s->W, P = p1 - p0;
+    const int64_t Kd = s->C / s->group, HW = s->H * s->W, P = p1 - p0, nr = kd->nr;
+    const uint32_t full = nr == 32 ? 0xFFFFFFFFu : (1u << nr) - 1u;
     uintptr_t u = (uintptr_t)bd_align64(scratch);
     int64_t *boff = (int64_t *)u, *toff = boff + Kd;
     float *tail = (float *)bd_align64(toff + Kd);
     for (int64_t k = 0; k < Kd; k++) {
         boff[k] = k * HW;
-        toff[k] = k * 32;
+        toff[k] = k * nr;
     }
     const int64_t ldc = s->OH * s->OW;
-    for (int64_t j0 = 0; j0 < P; j0 += 32) {
-        const int64_t n = imin(32, P - j0);
+    for (int64_t j0 = 0; j0 < P; j0 += nr) {
+        const int64_t n = imin(nr, P - j0);
         const float *b = xg + p0 + j0;
         const int64_t *offs = boff;
-        if (p0 + j0 + 32 > HW) { /* the plane ends inside the panel: read a copy */
+        if (p0 + j0 + nr > HW) { /* the plane ends inside the panel: read a copy */
             for (int64_t k = 0; k < Kd; k++) {
-                memcpy(tail + k * 32, b + k * HW, (size_t)n * sizeof(float));
-                memset(tail + k * 32 + n, 0, (size_t)(32 - n) * sizeof(float));
+                memcpy(tail + k * nr, b + k * HW, (size_t)n * sizeof(float));
+                memset(tail + k * nr + n, 0, (size_t)(nr - n) * sizeof(float));
             }
             b = tail;
             offs = toff;
         }
-        /* panel j0 + AHEAD: the 2 or 3 lines each of its rows spans */
-        if (j0 + 32 * (POINTWISE_AHEAD + 1) <= P)
+        /* panel j0 + AHEAD: the lines each of its rows spans */
+        if (j0 + nr * (POINTWISE_AHEAD + 1) <= P)
             for (int64_t k = 0; k < Kd; k++) {
-                const float *q = xg + k * HW + p0 + j0 + 32 * POINTWISE_AHEAD;
+                const float *q = xg + k * HW + p0 + j0 + nr * POINTWISE_AHEAD;
                 __builtin_prefetch(q, 0, 3);
                 __builtin_prefetch(q + 16, 0, 3);
-                __builtin_prefetch(q + 31, 0, 3);
+                __builtin_prefetch(q + nr - 1, 0, 3);
             }
-        bd_ukr_out out = {1, {n >= 32 ? 0xFFFFFFFFu : (1u << n) - 1u}, {j0}};
+        bd_ukr_out out = {1, {n >= nr ? full : (1u << n) - 1u}, {j0}};
         direct_panel(kd, Kd, apacked, b, offs, c, ldc, m_lo, m_hi, bias_m, &out, act, act_min,
                      act_max);
     }

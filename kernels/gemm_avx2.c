@@ -131,6 +131,48 @@ BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float 
     store8(cr, act8(v0, ep->act, lo, hi), part, m0);
 }
 
+/* The lanes of an 8-bit mask, as a vector mask. */
+BD_INLINE BD_AVX2 __m256i lanes8(unsigned bits) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
+}
+
+/* The epilogue of one row of a direct tile: + C (gathered from the runs), + row bias, activation,
+ * stored per run (plain stores for a run of all 16 columns: a masked store is microcoded on some
+ * CPUs). */
+BD_INLINE BD_AVX2 void store_runs16(float *cr, __m256 v0, __m256 v1, const float *bm,
+                                    const bd_ukr_epi *ep, __m256 lo, __m256 hi,
+                                    const bd_ukr_out *o) {
+    if (ep->load_c) {
+        __m256 o0 = _mm256_setzero_ps(), o1 = _mm256_setzero_ps();
+        for (int s = 0; s < o->nseg; s++) { /* the runs' lanes are disjoint: masked-off ones load 0 */
+            const float *p = cr + o->coff[s];
+            o0 = _mm256_or_ps(o0, _mm256_maskload_ps(p, lanes8(o->mask[s] & 0xFFu)));
+            o1 = _mm256_or_ps(o1, _mm256_maskload_ps(p + 8, lanes8(o->mask[s] >> 8 & 0xFFu)));
+        }
+        v0 = _mm256_add_ps(v0, o0);
+        v1 = _mm256_add_ps(v1, o1);
+    }
+    if (bm) {
+        const __m256 b = _mm256_broadcast_ss(bm);
+        v0 = _mm256_add_ps(v0, b);
+        v1 = _mm256_add_ps(v1, b);
+    }
+    v0 = act8(v0, ep->act, lo, hi);
+    v1 = act8(v1, ep->act, lo, hi);
+    for (int s = 0; s < o->nseg; s++) {
+        float *p = cr + o->coff[s];
+        const unsigned m = o->mask[s] & 0xFFFFu;
+        if (m == 0xFFFFu) {
+            _mm256_storeu_ps(p, v0);
+            _mm256_storeu_ps(p + 8, v1);
+            continue;
+        }
+        if (m & 0xFFu) _mm256_maskstore_ps(p, lanes8(m & 0xFFu), v0);
+        if (m >> 8) _mm256_maskstore_ps(p + 8, lanes8(m >> 8), v1);
+    }
+}
+
 /* Named accumulators (arrays of vectors end up on the stack with some compilers). */
 #define ACC_ZERO(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps()
 #define ACC_FMA(r)                                                                                 \
@@ -143,7 +185,10 @@ BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float 
     } while (0)
 #define ACC_STORE(r)                                                                               \
     do {                                                                                           \
-        if (R > r && NV == 1)                                                                      \
+        if (R > r && D)                                                                            \
+            store_runs16(c + r * ldc, c##r##0, c##r##1, ep->bias_m ? ep->bias_m + r : NULL, ep,  \
+                         lo, hi, out);                                                             \
+        else if (R > r && NV == 1)                                                                 \
             store_half(c + r * ldc, c##r##0, bn0, ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, \
                        part, m0);                                                                  \
         else if (R > r)                                                                            \
@@ -151,21 +196,24 @@ BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float 
                         ep->bias_m ? ep->bias_m + r : NULL, ep, lo, hi, part, m0, m1);             \
     } while (0)
 
-/* R rows (1..6) x NV vectors of 8 columns (2: the whole tile, 1: its first half). */
-BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const float *a,
-                                const float *b, float *c, int64_t ldc, const bd_ukr_epi *ep) {
+/* R rows (1..6) x NV vectors of 8 columns (2: the whole tile, 1: its first half). D (direct):
+ * B row k is read in place at b + boff[k] and the tile is stored through `out` (NV == 2), as
+ * gemm_avx512.c's direct tile is. */
+BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, const int D, int64_t kc, const float *a,
+                                const float *b, const int64_t *boff, float *c, int64_t ldc,
+                                const bd_ukr_out *out, const bd_ukr_epi *ep) {
     ACC_ZERO(0);
     ACC_ZERO(1);
     ACC_ZERO(2);
     ACC_ZERO(3);
     ACC_ZERO(4);
     ACC_ZERO(5);
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < R && !D; r++) {
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 15), _MM_HINT_T0);
     }
     int64_t k = 0;
-    if (R == 1) {
+    if (R == 1 && !D) {
         /* One row (a classifier's Gemm or an LSTM step at batch 1): each vector's FMAs form one
          * dependent chain, one step per FMA latency, which held a Zen 3 core to 16 bytes of B a
          * cycle. Four chains over alternate k steps, summed at the end, run at the load ports'
@@ -191,8 +239,9 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
         c01 = _mm256_add_ps(_mm256_add_ps(c01, p1), _mm256_add_ps(q1, r1));
     }
     for (; k < kc; k++) {
-        __m256 b0 = _mm256_loadu_ps(b);
-        __m256 b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
+        const float *bk = D ? b + boff[k] : b;
+        __m256 b0 = _mm256_loadu_ps(bk);
+        __m256 b1 = NV > 1 ? _mm256_loadu_ps(bk + 8) : _mm256_setzero_ps();
         ACC_FMA(0);
         ACC_FMA(1);
         ACC_FMA(2);
@@ -200,7 +249,7 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
         ACC_FMA(4);
         ACC_FMA(5);
         a += 6;
-        b += 16;
+        if (!D) b += 16;
     }
     /* columns that exist: ep->cols of the 8 * NV computed */
     const int cols = ep->cols < 8 * NV ? ep->cols : 8 * NV, part = cols < 8 * NV;
@@ -227,12 +276,27 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, int64_t kc, const flo
 static BD_AVX2 void bd_f32_gemm_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
                                           int64_t ldc, int m, const bd_ukr_epi *ep) {
     switch (m) {
-    case 6: ukr_6x16(6, 2, kc, a, b, c, ldc, ep); break;
-    case 5: ukr_6x16(5, 2, kc, a, b, c, ldc, ep); break;
-    case 4: ukr_6x16(4, 2, kc, a, b, c, ldc, ep); break;
-    case 3: ukr_6x16(3, 2, kc, a, b, c, ldc, ep); break;
-    case 2: ukr_6x16(2, 2, kc, a, b, c, ldc, ep); break;
-    default: ukr_6x16(1, 2, kc, a, b, c, ldc, ep); break;
+    case 6: ukr_6x16(6, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 5: ukr_6x16(5, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 4: ukr_6x16(4, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 3: ukr_6x16(3, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 2: ukr_6x16(2, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    default: ukr_6x16(1, 2, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    }
+}
+
+/* bd_ukr_direct_fn: B rows read in place, the tile stored through `out` (conv2d.c's pointwise
+ * convolutions of few outputs read their input planes so instead of packing them). */
+static BD_AVX2 void bd_f32_conv_direct_avx2_6x16(int64_t kc, const float *a, const float *b,
+                                                 const int64_t *boff, float *c, int64_t ldc, int m,
+                                                 const bd_ukr_out *out, const bd_ukr_epi *ep) {
+    switch (m) {
+    case 6: ukr_6x16(6, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 5: ukr_6x16(5, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 4: ukr_6x16(4, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 3: ukr_6x16(3, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    case 2: ukr_6x16(2, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
+    default: ukr_6x16(1, 2, 1, kc, a, b, boff, c, ldc, out, ep); break;
     }
 }
 
@@ -240,12 +304,12 @@ static BD_AVX2 void bd_f32_gemm_avx2_6x16(int64_t kc, const float *a, const floa
 static BD_AVX2 void bd_f32_gemm_avx2_6x8(int64_t kc, const float *a, const float *b, float *c,
                                          int64_t ldc, int m, const bd_ukr_epi *ep) {
     switch (m) {
-    case 6: ukr_6x16(6, 1, kc, a, b, c, ldc, ep); break;
-    case 5: ukr_6x16(5, 1, kc, a, b, c, ldc, ep); break;
-    case 4: ukr_6x16(4, 1, kc, a, b, c, ldc, ep); break;
-    case 3: ukr_6x16(3, 1, kc, a, b, c, ldc, ep); break;
-    case 2: ukr_6x16(2, 1, kc, a, b, c, ldc, ep); break;
-    default: ukr_6x16(1, 1, kc, a, b, c, ldc, ep); break;
+    case 6: ukr_6x16(6, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 5: ukr_6x16(5, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 4: ukr_6x16(4, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 3: ukr_6x16(3, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    case 2: ukr_6x16(2, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
+    default: ukr_6x16(1, 1, 0, kc, a, b, NULL, c, ldc, NULL, ep); break;
     }
 }
 
@@ -881,7 +945,7 @@ const bd_gemm_kernel bd_f32_gemm_kernel_avx2 = {"bd_f32_gemm_avx2_6x16",
                                                 bd_f32_gemm_avx2_6x8,
                                                 NULL,
                                                 1,
-                                                NULL,
+                                                bd_f32_conv_direct_avx2_6x16,
                                                 bd_f32_conv8_avx2,
                                                 bd_f32_conv8d_avx2,
                                                 0,

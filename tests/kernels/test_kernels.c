@@ -707,8 +707,8 @@ static void test_conv_all(void) {
         {"direct16 1x1 expansion 256->528 6x7", 1, 256, 6, 7, 528, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0,
          0, BD_ACT_RELU},
         /* pointwise, at most 16 outputs and 64 inputs per group, or reductions to at most 64
-         * outputs: read in place on AVX-512, the next panels prefetched, the planes ending
-         * inside a 32-pixel panel */
+         * outputs: read in place on AVX-512 (and on AVX2 over more than 196 pixels), the next
+         * panels prefetched, the planes ending inside a 32-pixel panel */
         {"pointwise in place 48->16 batch2", 2, 48, 25, 27, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
          BD_ACT_RELU},
         {"pointwise in place 64->11 29x31", 1, 64, 29, 31, 11, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
@@ -719,6 +719,10 @@ static void test_conv_all(void) {
          BD_ACT_CLIP},
         {"pointwise in place groups2 100->64", 1, 200, 7, 45, 128, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0,
          0, BD_ACT_RELU},
+        /* (on AVX2 too, in 16-pixel panels, where more than 196 pixels) the depth in two chunks,
+         * the second adding to the stored first */
+        {"pointwise in place 320->40 15x17", 1, 320, 15, 17, 40, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+         BD_ACT_SILU},
         /* pointwise over few pixels that fill the GEMM's 32-column tiles badly, transposed on
          * AVX-512 (X^T W^T, pixels as the tile's rows): a 7x7 expansion past a panel of 32
          * outputs, one pixel (a squeeze-and-excitation block's) both ways, batch 2 on a 5x5
