@@ -116,10 +116,7 @@ BD_ROWS_INLINE BD_ROWS_TARGET void conv8_store_row(const float *orow, int64_t ps
             r[i] = _mm256_load_ps(e + i * ps);
         transpose8(r);
         float *q = yrow + ow;
-        if (lane_lo == 0 && lane_hi == 8 && n == 8) {
-            for (int c = 0; c < 8; c++)
-                _mm256_storeu_ps(q + c * plane, r[c]);
-        } else if (n == 8) {
+        if (n == 8) {
             for (int64_t c = lane_lo; c < lane_hi; c++)
                 _mm256_storeu_ps(q + c * plane, r[c]);
         } else {
