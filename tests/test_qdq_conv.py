@@ -41,21 +41,14 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper, save
 
+import test_real_models as real
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def cpu_has(flag):
-    """Whether /proc/cpuinfo lists `flag` (False where there is no such file)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(l.startswith("flags") and flag in l.split() for l in f)
-    except OSError:
-        return False
 
 
 # The CPU target takes the int8 kernel's direct path, whose epilogue requantizes, only where the
 # compiling CPU has AVX-512 VNNI (bd_i8_direct_default; these cases compile for this machine).
-I8_DIRECT = cpu_has("avx512_vnni")
+I8_DIRECT = real.cpu_has("avx512_vnni")
 
 # name: (x dtype, per-channel W scale, W zero point, group, strides, pads, dilations, bias, 1-D)
 CASES = {

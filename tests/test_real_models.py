@@ -60,6 +60,15 @@ def dtype_name(a):
     return a.dtype.name
 
 
+def cpu_has(flag):
+    """Whether /proc/cpuinfo lists `flag` (False where there is no such file)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(l.startswith("flags") and flag in l.split() for l in f)
+    except OSError:
+        return False
+
+
 def ensure_exported(cache, name):
     if os.path.exists(os.path.join(cache, name + ".onnx")):
         return None

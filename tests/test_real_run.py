@@ -284,14 +284,6 @@ def run_and_compare(entry, args, names, files, reference, env, keep, what):
 
 # Models a GPU target cannot compile yet, with the reason (bdc exits 3 for them).
 GPU_UNSUPPORTED = {}
-def cpu_has(flag):
-    """Whether /proc/cpuinfo lists `flag` (False where there is no such file)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(l.startswith("flags") and flag in l.split() for l in f)
-    except OSError:
-        return False
-
 
 # Runs known to fail for a reason outside bdc, by (target, schedule, model): each must still fail
 # (then it is counted apart, with its reason), and one that passes fails the test.
@@ -303,7 +295,7 @@ GPU_XFAIL = {
 # PoCL compiles for the host CPU: on AVX-512 hosts (Zen 4, Zen 5) its LLVM 15 crashed in the
 # inliner building DenseNet-121's persistent kernel or took more than 7 minutes, past the run's
 # limit; on a Zen 3 (AVX2) it built it in seconds and the model matched onnxruntime.
-if cpu_has("avx512f"):
+if real.cpu_has("avx512f"):
     GPU_XFAIL[("opencl", "block", "densenet121")] = (
         "PoCL's compiler (LLVM 15) on an AVX-512 host crashed with SIGSEGV in its inliner "
         "(llvm::InlineFunction) building the 846-nest persistent kernel, and with the concat "
