@@ -47,9 +47,10 @@ bd_kernels_isa bd_kernels_get_isa(void);
 int bd_kernels_set_isa(bd_kernels_isa isa);
 /* 1 when this CPU (and OS) can run `isa`. */
 int bd_kernels_isa_supported(bd_kernels_isa isa);
-/* The AVX2 kernels' 8-bit products use AVX-VNNI's vpdpbusd (ymm) where the CPU has it, else
- * vpmaddwd; off != 0 keeps them on vpmaddwd (tests use this to cover both). Returns 1 when the
- * CPU has AVX-VNNI. Not meant to race with running kernels. */
+/* The AVX2 kernels' 8-bit matrix products use AVX-VNNI's vpdpbusd (ymm) where the CPU has it,
+ * else vpmaddubsw (on a B packed with its saturating pairs split); off != 0 keeps them on the
+ * latter for a B packed after the call (tests use this to cover both). Returns 1 when the CPU
+ * has AVX-VNNI. Not meant to race with running kernels. */
 int bd_kernels_avx_vnni_off(int off);
 /* The AVX-512 kernels' 8-bit matrix products run on AMX tiles (tdpbusd) where the CPU and OS
  * allow it; off != 0 keeps them on AVX-512 VNNI (tests use this to cover both). Returns 1 when
@@ -202,9 +203,10 @@ void bd_f32_deconv_tile(const bd_conv2d_shape *s, const float *x, const float *w
 /* C (int32, M x N) = (A - a_zero) x (B - b_zero), exactly, for 8-bit A (uint8, or int8 when
  * a_signed) and a B packed once (uint8, or int8 when b_signed; K x N row-major) whose values
  * less b_zero lie in [-128, 127] (every int8 B with b_zero 0, every uint8 B with b_zero 128).
- * AVX-512 VNNI when the CPU has it and the AVX-512 kernels are chosen, plain C otherwise; the
- * packed layout is the same for both. K is at most BD_I8_GEMM_MAX_K, which keeps every sum
- * within int32. */
+ * AVX-512 VNNI when the CPU has it and the AVX-512 kernels are chosen, AVX-VNNI or vpmaddubsw
+ * when the AVX2 ones are, plain C otherwise; B is packed for the instruction set chosen when it
+ * is packed (vpmaddubsw's splits its pairs that could saturate), and any of them computes any
+ * packing exactly. K is at most BD_I8_GEMM_MAX_K, which keeps every sum within int32. */
 #define BD_I8_GEMM_MAX_K 32768
 size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N);
 /* Returns 0, or -1 (the buffer is then unusable) when a B - b_zero is outside [-128, 127] or K

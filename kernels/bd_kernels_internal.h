@@ -42,9 +42,23 @@ int bd_kernels_cpu_has_avx_vnni(void);
 int bd_kernels_cpu_has_amx(void);
 
 /* bd_i8_gemm_pack_b for a B that is already B' = B ^ flip (0, or 0x80: uint8 less 128), K a
- * multiple of 4 and N of 32 (gemm_i8.c; the int8 convolution's im2col slices, packed per tile). */
+ * multiple of 4 and N of 32 (gemm_i8.c; the int8 convolution's im2col slices, packed per tile),
+ * into bd_i8_gemm_flipped_bytes(K, N). */
+size_t bd_i8_gemm_flipped_bytes(int64_t K, int64_t N);
 void bd_i8_gemm_pack_b_flipped(int64_t K, int64_t N, const uint8_t *B, int64_t ldb, uint8_t flip,
                                void *packed);
+
+/* Whether AVX2's vpmaddubsw can saturate on the signed weight pair (a, b): for some unsigned
+ * bytes x0, x1, x0 * a + x1 * b is outside int16 (255 * 128 = 32640 is inside, 255 * 129 is
+ * not). The 8-bit kernels split such pairs: the first weight stays, the second is added apart. */
+static inline int bd_i8_pair_saturates(int a, int b) {
+    int pos = (a > 0 ? a : 0) + (b > 0 ? b : 0), neg = (a < 0 ? -a : 0) + (b < 0 ? -b : 0);
+    return pos > 128 || neg > 128;
+}
+/* acc (8 int32) + the products of x's unsigned bytes and w's signed ones, 4 summed a lane: the
+ * int16 pair sums of vpmaddubsw, summed by vpmaddwd with `ones` (16-bit 1s). */
+#define BD_I8_DOT4_AVX2(acc, x, w, ones)                                                           \
+    _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((x), (w)), (ones)))
 
 /* What a micro-kernel does after the k loop, on the m x NR tile it computed. */
 typedef struct bd_ukr_epi {

@@ -11,7 +11,7 @@
  * Packed B: a 64-byte header, colsum(B') (int32, N rounded up to 32), then panels of 32 columns;
  * a panel holds, for every group of 4 consecutive k (K rounded up to 4, zeros past K), the 4
  * bytes of each of its 32 columns together: 128 bytes, the two zmm operands of one step. The
- * layout is the same for every instruction set. The micro-kernel computes an 8 x 32 tile in 16
+ * layout is the same for every instruction set (but for the split pairs). The micro-kernel computes an 8 x 32 tile in 16
  * zmm accumulators: per k group, 2 loads of B, 8 broadcasts of 4 bytes of A and 16 vpdpbusd.
  * It reads uint8 A in place when the tile has 8 rows and K is a multiple of 4; otherwise (and
  * for int8 A, flipped on the way) the rows are first copied to scratch (4 bytes of k per row, 32
@@ -22,8 +22,12 @@
  * of 64 are computed on AMX tiles from the same packed B (gemm_amx), the rest by the VNNI tile.
  *
  * Without AVX-512 VNNI (or when the AVX-512 kernels are not chosen): an AVX2 tile, by AVX-VNNI's
- * vpdpbusd on ymm where the CPU has it, else by vpmaddwd on sign-extended int16, when the AVX2
- * kernels are chosen; else the same loops in plain C. */
+ * vpdpbusd on ymm where the CPU has it; else the split tiles (tile_split_avx2's comment), by
+ * vpmaddubsw on a B packed for them: its pairs of k that could saturate vpmaddubsw's int16 sums
+ * keep their first weight in the panel, and the second is added apart, from a list of
+ * corrections per column after the panels (header.split); a B packed at run time (the
+ * convolution's im2col slices) by vpmaddwd on sign-extended int16. Else the same loops in plain
+ * C (a split B's corrections added after them). */
 #include <stdbool.h>
 #include <string.h>
 
@@ -34,21 +38,57 @@
 #endif
 
 enum { I8_MR = 8, I8_NR = 32, I8_HDR = 64, I8_MAGIC = 0x38693862 /* "b8i8" */ };
+enum { I8_SPLIT_MR = 16 }; /* the split tiles' rows */
 /* Bytes of packed B a column block of the VNNI loop runs over (in L2 with A and C). */
 enum { I8_B_BLOCK = 256 * 1024 };
 
 typedef struct i8_hdr {
-    int32_t magic, pad;
+    int32_t magic, split; /* split: the pairs that could saturate vpmaddubsw are split (below) */
     int64_t K, N;
 } i8_hdr;
+
+/* A correction of the split packing: column j (its list, in order of columns) adds the product
+ * of these 4 bytes with A's 4 bytes of k group q. */
+typedef struct i8_fix {
+    int32_t q;
+    int8_t w[4];
+} i8_fix;
 
 static int64_t round_up(int64_t v, int64_t m) {
     return (v + m - 1) / m * m;
 }
 
-size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N) {
+size_t bd_i8_gemm_flipped_bytes(int64_t K, int64_t N) {
     int64_t np = round_up(N < 0 ? 0 : N, I8_NR);
     return (size_t)(I8_HDR + np * 4 + np * round_up(K < 0 ? 0 : K, 4));
+}
+
+/* Where the split packing's per-column starts (np + 1 int32) and corrections lie. */
+static int64_t fix_starts_at(int64_t K, int64_t np) {
+    return round_up(I8_HDR + np * 4 + np * round_up(K, 4), 8);
+}
+
+static int64_t fixes_at(int64_t K, int64_t np) {
+    return fix_starts_at(K, np) + round_up((np + 1) * 4, 8);
+}
+
+/* Room for a correction per column and k group at most; a model's weights use a fraction of a
+ * percent of it (the rest is never written, nor, allocated, resident). */
+size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N) {
+    int64_t np = round_up(N < 0 ? 0 : N, I8_NR), k4 = round_up(K < 0 ? 0 : K, 4);
+    return (size_t)(fixes_at(k4, np) + np * (k4 / 4) * (int64_t)sizeof(i8_fix));
+}
+
+/* The AVX2 tile of vpmaddubsw (tile_split_avx2): where no VNNI of either width runs. */
+static bool split_tiles(void) {
+#if BD_KERNELS_X86
+    bd_kernels_isa isa = bd_kernels_get_isa();
+    return isa >= BD_KERNELS_ISA_AVX2 &&
+           !(isa == BD_KERNELS_ISA_AVX512 && bd_kernels_cpu_has_vnni()) &&
+           !bd_kernels_cpu_has_avx_vnni();
+#else
+    return false;
+#endif
 }
 
 int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_signed, int32_t b_zero,
@@ -70,8 +110,28 @@ int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_si
             panels[(j / I8_NR) * (k4 * I8_NR) + (k / 4) * (4 * I8_NR) + (j % I8_NR) * 4 + k % 4] =
                 (int8_t)v;
         }
-    i8_hdr h = {I8_MAGIC, 0, K, N};
+    i8_hdr h = {I8_MAGIC, split_tiles(), K, N};
     memcpy(base, &h, sizeof h);
+    if (!h.split) return 0;
+    int32_t *start = (int32_t *)(base + fix_starts_at(k4, np));
+    i8_fix *fix = (i8_fix *)(base + fixes_at(k4, np));
+    int32_t n = 0;
+    for (int64_t j = 0; j < np; j++) {
+        start[j] = n;
+        for (int64_t q = 0; j < N && q < k4 / 4; q++) {
+            int8_t *v = panels + (j / I8_NR) * (k4 * I8_NR) + q * (4 * I8_NR) + (j % I8_NR) * 4;
+            i8_fix f = {(int32_t)q, {0, 0, 0, 0}};
+            bool any = false;
+            for (int e = 0; e < 4; e += 2)
+                if (bd_i8_pair_saturates(v[e], v[e + 1])) {
+                    f.w[e + 1] = v[e + 1];
+                    v[e + 1] = 0;
+                    any = true;
+                }
+            if (any) fix[n++] = f;
+        }
+    }
+    start[np] = n;
     return 0;
 }
 
@@ -148,8 +208,9 @@ void bd_i8_gemm_pack_b_flipped(int64_t K, int64_t N, const uint8_t *B, int64_t l
     memcpy(base, &h, sizeof h);
 }
 
+/* A row tile's copy: 8 rows (16 for the split tiles) of K rounded up to 4 bytes. */
 size_t bd_i8_gemm_scratch_bytes(int64_t K) {
-    return (size_t)(I8_MR * round_up(K < 0 ? 0 : K, 4) + 64);
+    return (size_t)(I8_SPLIT_MR * round_up(K < 0 ? 0 : K, 4) + 64);
 }
 
 /* Rows [i0, i0 + mr) of A into ap[k group][row][4 bytes], as uint8; zeros elsewhere. */
@@ -189,6 +250,39 @@ static void tile_portable(const uint8_t *a, int64_t rs, int64_t qs, const int8_t
             C[r * ldc + j] = (int32_t)((uint32_t)acc[r][j] - (uint32_t)za * (uint32_t)colsum[j]);
 }
 
+/* tile_portable's C plus the split packing's corrections of its columns [j0, j1) (fix and
+ * start from the panel's first column on). */
+static void fix_portable(const uint8_t *a, int64_t rs, int64_t qs, int mr, int j0, int j1,
+                         const i8_fix *fix, const int32_t *start, int32_t *C, int64_t ldc) {
+    for (int j = j0; j < j1; j++)
+        for (int32_t e = start[j]; e < start[j + 1]; e++)
+            for (int r = 0; r < mr; r++) {
+                const uint8_t *ar = a + r * rs + fix[e].q * qs;
+                int32_t v = ar[0] * fix[e].w[0] + ar[1] * fix[e].w[1] + ar[2] * fix[e].w[2] +
+                            ar[3] * fix[e].w[3];
+                C[r * ldc + j] = (int32_t)((uint32_t)C[r * ldc + j] + (uint32_t)v);
+            }
+}
+
+/* Rows [i0, i0 + mr) of A into ap[k group][16 rows][4 bytes], as uint8; zeros elsewhere. */
+static void pack_a_split(const void *A, int64_t lda, int a_signed, int64_t i0, int mr, int64_t K,
+                         int64_t k4, uint8_t *ap) {
+    memset(ap, 0, (size_t)(I8_SPLIT_MR * k4));
+    const uint8_t *a = A;
+    uint32_t flip = a_signed ? 0x80808080u : 0;
+    for (int r = 0; r < mr; r++) {
+        const uint8_t *row = a + (i0 + r) * lda;
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            uint32_t v;
+            memcpy(&v, row + k, 4);
+            v ^= flip;
+            memcpy(ap + k * I8_SPLIT_MR + r * 4, &v, 4);
+        }
+        for (; k < K; k++) ap[k / 4 * 4 * I8_SPLIT_MR + r * 4 + k % 4] = row[k] ^ (uint8_t)flip;
+    }
+}
+
 #if BD_KERNELS_X86
 #define BD_VNNI __attribute__((target("avx512f,avx512vnni")))
 
@@ -224,6 +318,89 @@ static __attribute__((target("avx2"))) void tile_avx2(const uint8_t *a, int64_t 
         for (int j = j0; j < j1; j++)
             C[r * ldc + j] = (int32_t)((uint32_t)pairs[2 * j] + (uint32_t)pairs[2 * j + 1] -
                                        (uint32_t)za * (uint32_t)colsum[j]);
+    }
+}
+
+/* tile_split_avx2: the split packing on AVX2 (no VNNI), C's transpose in effect. 4 columns x 16 rows at a time
+ * (8 accumulators, a column's 16 rows in two): per k group, the 16 rows' 4 bytes each (ap, the
+ * unsigned operand of vpmaddubsw) times a column's 4 bytes of B broadcast, the int16 pair sums
+ * summed into int32 by vpmaddwd with ones; then the columns' corrections, and the 4 x 16 sums
+ * transposed in registers into out[16][4], less za * colsum. Twice the vpmaddwd tile's
+ * multiply-adds a cycle (both take two a cycle on a Zen 3 core, 32 against 16 products). */
+#define SPLIT_COL(j)                                                                               \
+    {                                                                                              \
+        int32_t w4;                                                                                \
+        memcpy(&w4, b + 4 * j, 4);                                                                 \
+        const __m256i wv = _mm256_set1_epi32(w4);                                                  \
+        c##j##0 = BD_I8_DOT4_AVX2(c##j##0, a0, wv, ones);                                          \
+        c##j##1 = BD_I8_DOT4_AVX2(c##j##1, a1, wv, ones);                                          \
+    }
+#define SPLIT_FIX(j)                                                                               \
+    for (int32_t e = start[j]; e < start[j + 1]; e++) {                                            \
+        int32_t w4;                                                                                \
+        memcpy(&w4, fix[e].w, 4);                                                                  \
+        const __m256i wv = _mm256_set1_epi32(w4);                                                  \
+        const uint8_t *aq = ap + fix[e].q * 4 * I8_SPLIT_MR;                                       \
+        const __m256i a0 = _mm256_load_si256((const __m256i *)aq);                                 \
+        const __m256i a1 = _mm256_load_si256((const __m256i *)(aq + 32));                          \
+        c##j##0 = BD_I8_DOT4_AVX2(c##j##0, a0, wv, ones);                                          \
+        c##j##1 = BD_I8_DOT4_AVX2(c##j##1, a1, wv, ones);                                          \
+    }
+
+static __attribute__((target("avx2"))) void
+quad_split_avx2(const uint8_t *ap, const int8_t *bp, int64_t groups, const i8_fix *fix,
+                const int32_t *start, const __m128i corr, int32_t out[I8_SPLIT_MR][4]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00;
+    for (int64_t q = 0; q < groups; q++) {
+        const __m256i a0 = _mm256_load_si256((const __m256i *)(ap + q * 4 * I8_SPLIT_MR));
+        const __m256i a1 = _mm256_load_si256((const __m256i *)(ap + q * 4 * I8_SPLIT_MR + 32));
+        const int8_t *b = bp + q * 4 * I8_NR;
+        SPLIT_COL(0) SPLIT_COL(1) SPLIT_COL(2) SPLIT_COL(3)
+    }
+    SPLIT_FIX(0) SPLIT_FIX(1) SPLIT_FIX(2) SPLIT_FIX(3)
+    /* columns 0-3 of rows r (low lanes) and r + 4 (high lanes) per register: 4 x 4 transposes */
+    const __m256i cz = _mm256_broadcastsi128_si256(corr);
+#define SPLIT_OUT(h)                                                                               \
+    {                                                                                              \
+        __m256i t0 = _mm256_unpacklo_epi32(c0##h, c1##h);                                          \
+        __m256i t1 = _mm256_unpackhi_epi32(c0##h, c1##h);                                          \
+        __m256i t2 = _mm256_unpacklo_epi32(c2##h, c3##h);                                          \
+        __m256i t3 = _mm256_unpackhi_epi32(c2##h, c3##h);                                          \
+        __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),              \
+                        _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};             \
+        for (int r = 0; r < 4; r++) {                                                              \
+            __m256i v = _mm256_sub_epi32(u[r], cz);                                                \
+            _mm_storeu_si128((__m128i *)out[8 * h + r], _mm256_castsi256_si128(v));                \
+            _mm_storeu_si128((__m128i *)out[8 * h + r + 4], _mm256_extracti128_si256(v, 1));       \
+        }                                                                                          \
+    }
+    SPLIT_OUT(0)
+    SPLIT_OUT(1)
+#undef SPLIT_OUT
+}
+
+/* Columns [n0, n1) of a column block [p_lo, p_hi) of panels for rows [i0, i0 + mr) (mr <= 16),
+ * whose copy is ap: per panel, its quads of 4 columns. */
+static __attribute__((target("avx2"))) void
+block_split_avx2(const uint8_t *ap, const int8_t *panels, int64_t k4, const int32_t *colsum,
+                 const i8_fix *fix, const int32_t *start, int32_t za, int64_t p_lo, int64_t p_hi,
+                 int64_t n0, int64_t n1, int mr, int32_t *C, int64_t ldc) {
+    int32_t out[I8_SPLIT_MR][4] __attribute__((aligned(16)));
+    for (int64_t c0 = p_lo > n0 / 4 * 4 ? p_lo : n0 / 4 * 4; c0 < p_hi && c0 < n1; c0 += 4) {
+        const __m128i corr =
+            _mm_mullo_epi32(_mm_set1_epi32(za), _mm_loadu_si128((const __m128i *)(colsum + c0)));
+        quad_split_avx2(ap, panels + c0 / I8_NR * (k4 * I8_NR) + c0 % I8_NR * 4, k4 / 4, fix,
+                        start + c0, corr, out);
+        int64_t j0 = c0 < n0 ? n0 - c0 : 0, j1 = n1 - c0 < 4 ? n1 - c0 : 4;
+        for (int r = 0; r < mr; r++) {
+            int32_t *row = C + r * ldc + c0;
+            if (j0 == 0 && j1 == 4)
+                memcpy(row, out[r], 16);
+            else
+                for (int64_t j = j0; j < j1; j++) row[j] = out[r][j];
+        }
     }
 }
 
@@ -386,8 +563,27 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
     int32_t za = a_zero + (a_signed ? 128 : 0);
     void (*tile)(const uint8_t *, int64_t, int64_t, const int8_t *, int64_t, int, int, int, int32_t,
                  const int32_t *, int32_t *, int64_t) = tile_portable;
+    /* Columns in blocks of panels of about I8_B_BLOCK bytes, each run by every row tile while it
+     * stays in L2: row tiles over the whole of B read it from memory (or L3) once per 8 rows. A
+     * row tile that is copied (int8 A, a last partial tile) is copied again per block: 8 x K
+     * bytes against 8 x K x (block columns) products. */
+    const int64_t p_first = n0 / I8_NR * I8_NR;
+    int64_t block = I8_B_BLOCK / (k4 * I8_NR) * I8_NR;
+    if (block < I8_NR) block = I8_NR;
+    const i8_fix *fix = (const i8_fix *)(base + fixes_at(k4, np));
+    const int32_t *start = (const int32_t *)(base + fix_starts_at(k4, np));
 #if BD_KERNELS_X86
     bd_kernels_isa isa = bd_kernels_get_isa();
+    if (h.split && isa >= BD_KERNELS_ISA_AVX2) { /* the split tiles, 16 rows at a time */
+        for (int64_t b0 = p_first; b0 < n1; b0 += block)
+            for (int64_t i0 = 0; i0 < M; i0 += I8_SPLIT_MR) {
+                int mr = (int)(M - i0 < I8_SPLIT_MR ? M - i0 : I8_SPLIT_MR);
+                pack_a_split(A, lda, a_signed, i0, mr, K, k4, ap);
+                block_split_avx2(ap, panels, k4, colsum, fix, start, za, b0, b0 + block, n0, n1, mr,
+                                 C + i0 * ldc, ldc);
+            }
+        return;
+    }
     int64_t done = 0; /* rows the AMX tiles took */
     if (isa == BD_KERNELS_ISA_AVX512 && bd_kernels_cpu_has_vnni()) {
         tile = tile_vnni;
@@ -399,13 +595,6 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
 #else
     const int64_t done = 0;
 #endif
-    /* Columns in blocks of panels of about I8_B_BLOCK bytes, each run by every row tile while it
-     * stays in L2: row tiles over the whole of B read it from memory (or L3) once per 8 rows. A
-     * row tile that is copied (int8 A, a last partial tile) is copied again per block: 8 x K
-     * bytes against 8 x K x (block columns) products. */
-    const int64_t p_first = n0 / I8_NR * I8_NR;
-    int64_t block = I8_B_BLOCK / (k4 * I8_NR) * I8_NR;
-    if (block < I8_NR) block = I8_NR;
     for (int64_t b0 = p_first; b0 < n1; b0 += block) {
         const int64_t b1 = b0 + block < n1 ? b0 + block : n1;
         for (int64_t i0 = done; i0 < M; i0 += I8_MR) {
@@ -419,6 +608,9 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
                 int j0 = (int)(n0 > p0 ? n0 - p0 : 0), j1 = (int)(n1 - p0 < I8_NR ? n1 - p0 : I8_NR);
                 tile(a, direct ? lda : 4, direct ? 4 : 4 * I8_MR, panels + p0 * k4, k4 / 4, mr, j0,
                      j1, za, colsum + p0, C + i0 * ldc + p0, ldc);
+                if (h.split) /* packed for the split tiles, run elsewhere */
+                    fix_portable(a, direct ? lda : 4, direct ? 4 : 4 * I8_MR, mr, j0, j1, fix,
+                                 start + p0, C + i0 * ldc + p0, ldc);
             }
         }
     }

@@ -350,11 +350,10 @@ bool bd_qdq_int8(bd_qdq_mode mode, const bd_target *t, const char *arch) {
     if (mode != BD_QDQ_AUTO) return mode == BD_QDQ_INT8;
     if (t->gpu || !for_this_machine(arch)) return false;
 #if defined(__x86_64__) || defined(__i386__)
+    /* VNNI's vpdpbusd, or AVX2's vpmaddubsw (the split weights of kernels/conv2d_i8.c): twice
+     * the float kernels' multiply-adds a cycle either way */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512vnni")) return true;
-    /* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (not every compiler's builtin knows it) */
-    unsigned a, b, c, dx;
-    return __get_cpuid_count(7, 1, &a, &b, &c, &dx) && (a >> 4 & 1) && __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2");
 #else
     return false;
 #endif
@@ -364,7 +363,7 @@ bool bd_i8_direct_default(const bd_target *t, const char *arch) {
     if (t->gpu || !for_this_machine(arch)) return false;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni");
+    return __builtin_cpu_supports("avx2"); /* every CPU with AVX-512 VNNI has it */
 #else
     return false;
 #endif

@@ -39,13 +39,13 @@ bd_status bd_compile(const bd_compile_opts *o, bd_diag *d);
 
 /* Whether --qdq `mode` computes QDQ convolutions on 8-bit values for target t built for arch
  * (NULL: its default). auto: on the CPU target built for this machine (--arch native) when its
- * CPU multiplies bytes by AVX-512 VNNI or AVX-VNNI; without them the float kernels are as fast,
- * and the GPU targets have no tiled integer convolution yet. */
+ * CPU has AVX2 (the int8 kernels' vpmaddubsw, or VNNI's vpdpbusd where it has them); the GPU
+ * targets have no tiled integer convolution yet. */
 bool bd_qdq_int8(bd_qdq_mode mode, const struct bd_target *t, const char *arch);
 
 /* Whether the CPU target's int8 convolutions may take the kernel's direct path (and requantize
- * in its epilogue): built for this machine (--arch native) and its CPU has AVX-512 VNNI, which
- * the path needs to be fast. */
+ * in its epilogue): built for this machine (--arch native) and its CPU has AVX2 (or AVX-512
+ * VNNI), whose micro-kernels the path needs to be fast. */
 bool bd_i8_direct_default(const struct bd_target *t, const char *arch);
 
 /* Whether the CPU target runs 512-bit multiply-adds at half the rate of its other AVX-512 work,

@@ -51,7 +51,7 @@ static const char usage_text_qdq[] = /* (split: C99 guarantees string literals o
     "                                between DequantizeLinear and QuantizeLinear on the bytes;\n"
     "                                float, on the dequantized floats;\n"
     "                                auto (default): int8 for --target cpu --arch native when\n"
-    "                                this CPU has AVX-512 VNNI or AVX-VNNI, else float\n"
+    "                                this x86-64 CPU has AVX2, else float\n"
     "      --branches streams|fuse   GPU --schedule op: independent branches on parallel streams\n"
     "                                (default), or small siblings fused into one kernel\n"
     "      --lib                     write a static library OUT (.a) and header (.h) instead\n"

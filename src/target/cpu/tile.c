@@ -659,10 +659,10 @@ static void tile_transpose(const bd_graph *g, bd_nest *nest) {
 }
 
 /* Mirrors of kernels/gemm_i8.c (the compiler does not link the kernels): the bound on K, and its
- * scratch, 8 rows of A with K rounded up to 4, plus alignment. */
+ * scratch, 16 rows of A (its split tiles' copy) with K rounded up to 4, plus alignment. */
 enum { I8_GEMM_MAX_K = 32768 };
 static size_t i8_scratch_bound(int64_t K) {
-    return (size_t)(8 * round_up(imax64(K, 0), 4) + 64);
+    return (size_t)(16 * round_up(imax64(K, 0), 4) + 64);
 }
 
 static bool is_8bit(int dtype) {
