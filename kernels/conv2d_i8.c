@@ -90,6 +90,8 @@ static int64_t k_of(const bd_conv2d_shape *s) {
  * 8 channels, added to the tile's sums after the micro-kernel (direct_fix_avx2): a correction
  * for 1.4-4.7% of int8 ResNet-18's (channel, step) pairs of its 3x3 layers, 6-12.5% of its 1x1
  * ones. Its 3x3 layers run at 150-165 GOP/s on a Zen 3 core (the float kernel's 85 GFLOP/s).
+ * Its channels-in-lanes kernel (lanes_sums_avx2: 16 channels x up to 5 pixels of a row) takes
+ * the 7x7 outputs, by a cost model of its own (lanes_faster_avx2).
  *
  * Packed weights (after the header, rowsum[M] and scale[M]): blocks of 8 output channels, each
  * S = G * KH * KW steps of 8 x 4 bytes (channel r's w - w_zero of channels 4g..4g+3 at tap
@@ -750,10 +752,11 @@ lanes_store_requant(const int32_t *out, int np, int64_t mb, int64_t m0, int64_t 
     }
 }
 
-/* lanes_tile cuts each output row into row_chunks(OW) chunks of at most 8 pixels, as even as
- * they go (7 + 7 for 14); chunk c has chunk_pixels of them. lanes_faster counts the same. */
-static int64_t row_chunks(int64_t OW) {
-    return (OW + 7) / 8;
+/* lanes_tile cuts each output row into row_chunks(OW, 8) chunks of at most 8 pixels (the AVX2
+ * one of 5), as even as they go (7 + 7 for 14); chunk c has chunk_pixels of them. lanes_faster
+ * counts the same. */
+static int64_t row_chunks(int64_t OW, int64_t most) {
+    return (OW + most - 1) / most;
 }
 
 static int chunk_pixels(int64_t OW, int64_t chunks, int64_t c) {
@@ -766,7 +769,7 @@ static int chunk_pixels(int64_t OW, int64_t chunks, int64_t c) {
 static void lanes_tile(const bd_conv2d_shape *s, const direct_geom *d, const int8_t *blocks_w,
                        const uint8_t *planes, const int64_t *off, int32_t *out, int32_t *t,
                        const direct_out *o, int64_t oc0, int64_t oc1, int64_t oh0, int64_t rows) {
-    int64_t mend = round_up(s->M, DIRECT_MR), chunks = row_chunks(s->OW);
+    int64_t mend = round_up(s->M, DIRECT_MR), chunks = row_chunks(s->OW, 8);
     for (int64_t mb = oc0 / DIRECT_MR * DIRECT_MR; mb < oc1; mb += 4 * DIRECT_MR) {
         const int8_t *wb[4] = {blocks_w + mb * d->S * 4};
         for (int k = 1; k < 4; k++)
@@ -799,7 +802,7 @@ static void lanes_tile(const bd_conv2d_shape *s, const direct_geom *d, const int
  * SqueezeNet's expands but one (the pixel loop at 13x13, 15% under). */
 static bool lanes_faster(const bd_conv2d_shape *s, const direct_geom *d, int64_t rows, int64_t oc0,
                          int64_t oc1, bool requant) {
-    int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = row_chunks(s->OW);
+    int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = row_chunks(s->OW, 8);
     int64_t panels = (rows * d->Wq + DIRECT_PANEL - 1) / DIRECT_PANEL;
     int64_t runs = DIRECT_PANEL / s->OW + 2, run_cost = requant ? 150 : 100;
     int64_t vector_cost = requant ? 240 : 380; /* the float and int32 results transposed in memory */
@@ -813,6 +816,102 @@ static bool lanes_faster(const bd_conv2d_shape *s, const direct_geom *d, int64_t
             lanes += (double)rows * (d->S * (np * nv > loads ? np * nv : loads) + vector_cost * nv);
         }
     }
+    return lanes < pixel;
+}
+#endif
+
+#if BD_KERNELS_X86
+/* The channels-in-lanes kernel of the split packing on AVX2: np (1 to 5) consecutive output
+ * pixels of one row x the 16 channels of two 8-channel blocks (w0, w1: the second a repeat
+ * where it is past M), a pixel's 4 bytes broadcast, a block's 32 weight bytes of a step one
+ * vector: per step 2 loads, np broadcasts, 2 np vpmaddubsw and vpmaddwd. out[np][16]. */
+static inline __attribute__((target("avx2"), always_inline)) void
+lanes_sums_avx2(const int8_t *w0, const int8_t *w1, const uint8_t *x, const int64_t *off, int64_t S,
+                const int np, int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[5][2];
+    for (int i = 0; i < np; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+    for (int64_t st = 0; st < S; st++) {
+        const __m256i b0 = _mm256_loadu_si256((const __m256i *)(w0 + st * DIRECT_MR * 4));
+        const __m256i b1 = _mm256_loadu_si256((const __m256i *)(w1 + st * DIRECT_MR * 4));
+        const uint8_t *xs = x + off[st];
+        for (int i = 0; i < np; i++) {
+            int32_t px;
+            memcpy(&px, xs + 4 * i, 4);
+            const __m256i xv = _mm256_set1_epi32(px);
+            acc[i][0] = BD_I8_DOT4_AVX2(acc[i][0], xv, b0, ones);
+            acc[i][1] = BD_I8_DOT4_AVX2(acc[i][1], xv, b1, ones);
+        }
+    }
+    for (int i = 0; i < np; i++) {
+        _mm256_storeu_si256((__m256i *)(out + 16 * i), acc[i][0]);
+        _mm256_storeu_si256((__m256i *)(out + 16 * i + 8), acc[i][1]);
+    }
+}
+
+typedef void lanes_avx2_fn(const int8_t *w0, const int8_t *w1, const uint8_t *x, const int64_t *off,
+                           int64_t S, int32_t *out);
+#define LANES_AVX2_FN(np)                                                                          \
+    static __attribute__((target("avx2"))) void lanes_avx2_##np(                                 \
+        const int8_t *w0, const int8_t *w1, const uint8_t *x, const int64_t *off, int64_t S,       \
+        int32_t *out) {                                                                            \
+        lanes_sums_avx2(w0, w1, x, off, S, np, out);                                               \
+    }
+LANES_AVX2_FN(1) LANES_AVX2_FN(2) LANES_AVX2_FN(3) LANES_AVX2_FN(4) LANES_AVX2_FN(5)
+static lanes_avx2_fn *const lanes_avx2_fns[6] = {NULL,           lanes_avx2_1, lanes_avx2_2,
+                                                  lanes_avx2_3, lanes_avx2_4, lanes_avx2_5};
+
+/* The tile by lanes_sums_avx2: per 16 output channels, each output row chunk by chunk, each
+ * 8-channel block's sums transposed into t (channel rows, as the pixel-in-lanes kernel leaves
+ * them), corrected and stored as one run. */
+static void lanes_tile_avx2(const bd_conv2d_shape *s, const direct_geom *d, const int8_t *blocks_w,
+                            const int32_t *fix_start, const direct_fix *fixes,
+                            const uint8_t *planes, const int64_t *off, int32_t *out, int32_t *t,
+                            const direct_out *o, int64_t oc0, int64_t oc1, int64_t oh0,
+                            int64_t rows) {
+    int64_t mend = round_up(s->M, DIRECT_MR), chunks = row_chunks(s->OW, 5);
+    for (int64_t mb = oc0 / DIRECT_MR * DIRECT_MR; mb < oc1; mb += 2 * DIRECT_MR) {
+        const int8_t *w0 = blocks_w + mb * d->S * 4;
+        const int8_t *w1 = mb + DIRECT_MR < mend ? w0 + DIRECT_MR * d->S * 4 : w0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0, ow = 0; c < chunks; c++) {
+                int np = chunk_pixels(s->OW, chunks, c);
+                const uint8_t *x = planes + (r * d->Wq + ow) * 4;
+                lanes_avx2_fns[np](w0, w1, x, off, d->S, out);
+                direct_run run = {0, np, (oh0 + r) * s->OW + ow};
+                for (int64_t h = 0, b = mb; h < 2 && b < oc1; h++, b += DIRECT_MR) {
+                    for (int m = 0; m < DIRECT_MR; m++)
+                        for (int i = 0; i < np; i++)
+                            t[m * DIRECT_PANEL + i] = out[16 * i + DIRECT_MR * h + m];
+                    int64_t blk = b / DIRECT_MR;
+                    direct_fix_avx2(fixes + fix_start[blk], fix_start[blk + 1] - fix_start[blk], x,
+                                    off, false, t);
+                    direct_store_avx2(t, b, b > oc0 ? b : oc0, b + DIRECT_MR < oc1 ? b + DIRECT_MR : oc1,
+                                      &run, 1, o);
+                }
+                ow += np;
+            }
+    }
+}
+
+/* Whether lanes_tile_avx2 is expected to take less time than the pixel-in-lanes loop, in cycles
+ * of two multiplies a cycle. That loop computes the grid's panels (32 S a panel and block, 16 S
+ * a last half panel) and stores each panel's runs; lanes_tile_avx2 computes 2 np S per chunk and
+ * 16 channels, at 1.1 times that, and transposes, corrects and stores each chunk (650). The
+ * factors were fitted on a Zen 3 core to the 7x7, 14x14 and 28x28 layers of the list in
+ * tests/kernels/bench_kernels.c; the model then picks the faster kernel on the others measured
+ * there: lanes for 7x7 outputs (512 channels 141 -> 166 GOP/s), the pixel loop from 13x13 up
+ * (lanes measured 0.93x at 14x14, 0.94x at SqueezeNet's 13x13, 0.70x at 27x27). */
+static bool lanes_faster_avx2(const bd_conv2d_shape *s, const direct_geom *d, int64_t rows,
+                              int64_t oc0, int64_t oc1) {
+    int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = row_chunks(s->OW, 5);
+    int64_t pixels = rows * d->Wq, rest = pixels % DIRECT_PANEL;
+    double halves = 2.0 * (double)(pixels / DIRECT_PANEL) + (rest == 0 ? 0 : rest > 16 ? 2 : 1);
+    int64_t blocks8 = (oc1 - mb0 + DIRECT_MR - 1) / DIRECT_MR, blocks16 = (blocks8 + 1) / 2;
+    double runs = (double)(pixels + DIRECT_PANEL - 1) / DIRECT_PANEL * (DIRECT_PANEL / s->OW + 2);
+    double pixel = (double)blocks8 * (halves * 16.0 * (double)d->S + runs * 100.0);
+    double lanes = (double)blocks16 * (double)rows *
+                   ((double)s->OW * 2.0 * 1.1 * (double)d->S + (double)chunks * 650.0);
     return lanes < pixel;
 }
 #endif
@@ -878,6 +977,11 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, int
 #if BD_KERNELS_X86
     if (!split && direct_vnni() && lanes_faster(s, &d, rows, oc0, oc1, o->rq != NULL)) {
         lanes_tile(s, &d, blocks_w, planes, off, acc, acc + 8 * DIRECT_PANEL, o, oc0, oc1, oh0, rows);
+        return;
+    }
+    if (split && sums == direct_sums_avx2 && lanes_faster_avx2(s, &d, rows, oc0, oc1)) {
+        lanes_tile_avx2(s, &d, blocks_w, fix_start, fixes, planes, off, acc, acc + 8 * DIRECT_PANEL,
+                        o, oc0, oc1, oh0, rows);
         return;
     }
 #endif
