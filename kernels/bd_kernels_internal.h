@@ -55,6 +55,20 @@ static inline int bd_i8_pair_saturates(int a, int b) {
     int pos = (a > 0 ? a : 0) + (b > 0 ? b : 0), neg = (a < 0 ? -a : 0) + (b < 0 ? -b : 0);
     return pos > 128 || neg > 128;
 }
+/* Splits a step's 4 weight bytes w (two pairs) so: the second weight of a pair that could
+ * saturate moves from w to apart (zeros elsewhere). Returns whether any moved. */
+static inline int bd_i8_split4(int8_t w[4], int8_t apart[4]) {
+    int any = 0;
+    for (int e = 0; e < 4; e += 2) {
+        apart[e] = apart[e + 1] = 0;
+        if (bd_i8_pair_saturates(w[e], w[e + 1])) {
+            apart[e + 1] = w[e + 1];
+            w[e + 1] = 0;
+            any = 1;
+        }
+    }
+    return any;
+}
 /* acc (8 int32) + the products of x's unsigned bytes and w's signed ones, 4 summed a lane: the
  * int16 pair sums of vpmaddubsw, summed by vpmaddwd with `ones` (16-bit 1s). */
 #define BD_I8_DOT4_AVX2(acc, x, w, ones)                                                           \

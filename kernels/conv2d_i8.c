@@ -193,17 +193,9 @@ static void direct_pack(const bd_conv2d_shape *s, const void *w, int w_signed, i
         start[blk] = (int32_t)n;
         for (int64_t r = 0; r < DIRECT_MR; r++) /* a channel's together (one row of sums) */
             for (int64_t st = 0; st < S; st++) {
-            int64_t at = st * DIRECT_MR + r;
-            int8_t *v = blocks + (blk * S * DIRECT_MR + at) * 4;
-            direct_fix f = {(int32_t)at, {0, 0, 0, 0}};
-            bool any = false;
-            for (int h = 0; h < 4; h += 2)
-                if (bd_i8_pair_saturates(v[h], v[h + 1])) {
-                    f.w[h + 1] = v[h + 1];
-                    v[h + 1] = 0;
-                    any = true;
-                }
-            if (any) fix[n++] = f;
+                int64_t at = st * DIRECT_MR + r;
+                direct_fix f = {(int32_t)at, {0, 0, 0, 0}};
+                if (bd_i8_split4(blocks + (blk * S * DIRECT_MR + at) * 4, f.w)) fix[n++] = f;
             }
     }
     start[nblocks] = (int32_t)n;

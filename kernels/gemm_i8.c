@@ -121,14 +121,7 @@ int bd_i8_gemm_pack_b(int64_t K, int64_t N, const void *B, int64_t ldb, int b_si
         for (int64_t q = 0; j < N && q < k4 / 4; q++) {
             int8_t *v = panels + (j / I8_NR) * (k4 * I8_NR) + q * (4 * I8_NR) + (j % I8_NR) * 4;
             i8_fix f = {(int32_t)q, {0, 0, 0, 0}};
-            bool any = false;
-            for (int e = 0; e < 4; e += 2)
-                if (bd_i8_pair_saturates(v[e], v[e + 1])) {
-                    f.w[e + 1] = v[e + 1];
-                    v[e + 1] = 0;
-                    any = true;
-                }
-            if (any) fix[n++] = f;
+            if (bd_i8_split4(v, f.w)) fix[n++] = f;
         }
     }
     start[np] = n;
