@@ -11,8 +11,9 @@
  * Packed B: a 64-byte header, colsum(B') (int32, N rounded up to 32), then panels of 32 columns;
  * a panel holds, for every group of 4 consecutive k (K rounded up to 4, zeros past K), the 4
  * bytes of each of its 32 columns together: 128 bytes, the two zmm operands of one step. The
- * layout is the same for every instruction set (but for the split pairs). The micro-kernel computes an 8 x 32 tile in 16
- * zmm accumulators: per k group, 2 loads of B, 8 broadcasts of 4 bytes of A and 16 vpdpbusd.
+ * layout is the same for every instruction set (but for the split pairs, below). The
+ * micro-kernel computes an 8 x 32 tile in 16 zmm accumulators: per k group, 2 loads of B, 8
+ * broadcasts of 4 bytes of A and 16 vpdpbusd.
  * It reads uint8 A in place when the tile has 8 rows and K is a multiple of 4; otherwise (and
  * for int8 A, flipped on the way) the rows are first copied to scratch (4 bytes of k per row, 32
  * bytes per k group), zero past K and past the last row. Stores mask the columns outside
@@ -22,7 +23,7 @@
  * of 64 are computed on AMX tiles from the same packed B (gemm_amx), the rest by the VNNI tile.
  *
  * Without AVX-512 VNNI (or when the AVX-512 kernels are not chosen): an AVX2 tile, by AVX-VNNI's
- * vpdpbusd on ymm where the CPU has it; else the split tiles (tile_split_avx2's comment), by
+ * vpdpbusd on ymm where the CPU has it; else the split tiles (quad_split_avx2's comment), by
  * vpmaddubsw on a B packed for them: its pairs of k that could saturate vpmaddubsw's int16 sums
  * keep their first weight in the panel, and the second is added apart, from a list of
  * corrections per column after the panels (header.split); a B packed at run time (the
@@ -79,7 +80,7 @@ size_t bd_i8_gemm_packed_b_bytes(int64_t K, int64_t N) {
     return (size_t)(fixes_at(k4, np) + np * (k4 / 4) * (int64_t)sizeof(i8_fix));
 }
 
-/* The AVX2 tile of vpmaddubsw (tile_split_avx2): where no VNNI of either width runs. */
+/* Whether B is packed for the split tiles (quad_split_avx2): where no VNNI of either width runs. */
 static bool split_tiles(void) {
 #if BD_KERNELS_X86
     bd_kernels_isa isa = bd_kernels_get_isa();
@@ -314,8 +315,8 @@ static __attribute__((target("avx2"))) void tile_avx2(const uint8_t *a, int64_t 
     }
 }
 
-/* tile_split_avx2: the split packing on AVX2 (no VNNI), C's transpose in effect. 4 columns x 16 rows at a time
- * (8 accumulators, a column's 16 rows in two): per k group, the 16 rows' 4 bytes each (ap, the
+/* The split tiles: the split packing on AVX2 (no VNNI), C's transpose in effect. 4 columns x 16
+ * rows at a time (8 accumulators, a column's 16 rows in two): per k group, the 16 rows' 4 bytes each (ap, the
  * unsigned operand of vpmaddubsw) times a column's 4 bytes of B broadcast, the int16 pair sums
  * summed into int32 by vpmaddwd with ones; then the columns' corrections, and the 4 x 16 sums
  * transposed in registers into out[16][4], less za * colsum. Twice the vpmaddwd tile's
