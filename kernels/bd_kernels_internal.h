@@ -73,6 +73,16 @@ static inline int bd_i8_split4(int8_t w[4], int8_t apart[4]) {
  * int16 pair sums of vpmaddubsw, summed by vpmaddwd with `ones` (16-bit 1s). */
 #define BD_I8_DOT4_AVX2(acc, x, w, ones)                                                           \
     _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((x), (w)), (ones)))
+/* c0 and c1 plus BD_I8_DOT4_AVX2 of x0 and x1 with the 4 signed bytes at w broadcast: one weight
+ * step of two accumulators, as the 8-bit micro-kernels take them. */
+#define BD_I8_DOT4_BCAST2_AVX2(c0, c1, x0, x1, w, ones)                                            \
+    do {                                                                                           \
+        int32_t w4_;                                                                               \
+        memcpy(&w4_, (w), 4);                                                                      \
+        const __m256i wv_ = _mm256_set1_epi32(w4_);                                                \
+        (c0) = BD_I8_DOT4_AVX2((c0), (x0), wv_, (ones));                                           \
+        (c1) = BD_I8_DOT4_AVX2((c1), (x1), wv_, (ones));                                           \
+    } while (0)
 
 /* What a micro-kernel does after the k loop, on the m x NR tile it computed. */
 typedef struct bd_ukr_epi {

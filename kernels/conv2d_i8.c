@@ -485,14 +485,7 @@ direct_store_avx512(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, cons
  * vpmaddwd with ones into int32. No pair saturates (bd_i8_pair_saturates); the corrections
  * follow. (8 channels x 8 pixels measured 5-8% slower, 2 x 32 level; a prefetch of the weights
  * or a loop unrolled twice no faster on a Zen 3 core.) */
-#define SPLIT_ROW(r)                                                                               \
-    {                                                                                              \
-        int32_t w4;                                                                                \
-        memcpy(&w4, ws + 4 * r, 4);                                                                \
-        const __m256i wv = _mm256_set1_epi32(w4);                                                  \
-        c##r##0 = BD_I8_DOT4_AVX2(c##r##0, x0, wv, ones);                                          \
-        c##r##1 = BD_I8_DOT4_AVX2(c##r##1, x1, wv, ones);                                          \
-    }
+#define SPLIT_ROW(r) BD_I8_DOT4_BCAST2_AVX2(c##r##0, c##r##1, x0, x1, ws + 4 * r, ones);
 #define SPLIT_STORE(r)                                                                             \
     _mm256_storeu_si256((__m256i *)(a + r * DIRECT_PANEL), c##r##0);                               \
     _mm256_storeu_si256((__m256i *)(a + r * DIRECT_PANEL + 8), c##r##1);

@@ -316,29 +316,17 @@ static __attribute__((target("avx2"))) void tile_avx2(const uint8_t *a, int64_t 
 }
 
 /* The split tiles: the split packing on AVX2 (no VNNI), C's transpose in effect. 4 columns x 16
- * rows at a time (8 accumulators, a column's 16 rows in two): per k group, the 16 rows' 4 bytes each (ap, the
- * unsigned operand of vpmaddubsw) times a column's 4 bytes of B broadcast, the int16 pair sums
- * summed into int32 by vpmaddwd with ones; then the columns' corrections, and the 4 x 16 sums
+ * rows at a time (8 accumulators, a column's 16 rows in two): per k group, the 16 rows' 4 bytes
+ * each (ap, the unsigned operand of vpmaddubsw) times a column's 4 bytes of B broadcast, the
+ * int16 pair sums summed into int32 by vpmaddwd with ones; then the columns' corrections, and the 4 x 16 sums
  * transposed in registers into out[16][4], less za * colsum. Twice the vpmaddwd tile's
  * multiply-adds a cycle (both take two a cycle on a Zen 3 core, 32 against 16 products). */
-#define SPLIT_COL(j)                                                                               \
-    {                                                                                              \
-        int32_t w4;                                                                                \
-        memcpy(&w4, b + 4 * j, 4);                                                                 \
-        const __m256i wv = _mm256_set1_epi32(w4);                                                  \
-        c##j##0 = BD_I8_DOT4_AVX2(c##j##0, a0, wv, ones);                                          \
-        c##j##1 = BD_I8_DOT4_AVX2(c##j##1, a1, wv, ones);                                          \
-    }
+#define SPLIT_COL(j) BD_I8_DOT4_BCAST2_AVX2(c##j##0, c##j##1, a0, a1, b + 4 * j, ones);
 #define SPLIT_FIX(j)                                                                               \
     for (int32_t e = start[j]; e < start[j + 1]; e++) {                                            \
-        int32_t w4;                                                                                \
-        memcpy(&w4, fix[e].w, 4);                                                                  \
-        const __m256i wv = _mm256_set1_epi32(w4);                                                  \
         const uint8_t *aq = ap + fix[e].q * 4 * I8_SPLIT_MR;                                       \
-        const __m256i a0 = _mm256_load_si256((const __m256i *)aq);                                 \
-        const __m256i a1 = _mm256_load_si256((const __m256i *)(aq + 32));                          \
-        c##j##0 = BD_I8_DOT4_AVX2(c##j##0, a0, wv, ones);                                          \
-        c##j##1 = BD_I8_DOT4_AVX2(c##j##1, a1, wv, ones);                                          \
+        BD_I8_DOT4_BCAST2_AVX2(c##j##0, c##j##1, _mm256_load_si256((const __m256i *)aq),           \
+                               _mm256_load_si256((const __m256i *)(aq + 32)), fix[e].w, ones);    \
     }
 
 static __attribute__((target("avx2"))) void
