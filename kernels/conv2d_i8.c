@@ -941,16 +941,16 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, int
     void (*store)(const int32_t *, int64_t, int64_t, int64_t, const direct_run *, int,
                   const direct_out *) = direct_store_portable;
 #if BD_KERNELS_X86
-    if (direct_vnni()) {
-        if (!split) sums = direct_sums_vnni;
-        store = direct_store_avx512;
-    } else if (bd_kernels_get_isa() >= BD_KERNELS_ISA_AVX2) {
-        if (split) {
-            sums = direct_sums_avx2;
-            fix = direct_fix_avx2;
-        }
-        store = direct_store_avx2;
+    /* the split packing on its AVX2 kernels, which any AVX2 CPU runs */
+    bool split_avx2 = split && bd_kernels_get_isa() >= BD_KERNELS_ISA_AVX2;
+    if (split_avx2) {
+        sums = direct_sums_avx2;
+        fix = direct_fix_avx2;
+    } else if (!split && direct_vnni()) {
+        sums = direct_sums_vnni;
     }
+    if (direct_vnni()) store = direct_store_avx512;
+    else if (bd_kernels_get_isa() >= BD_KERNELS_ISA_AVX2) store = direct_store_avx2;
 #endif
     for (int64_t g = 0, st = 0; g < d.G; g++)
         for (int64_t kh = 0; kh < s->KH; kh++)
@@ -965,7 +965,7 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, int
         lanes_tile(s, &d, blocks_w, planes, off, acc, acc + 8 * DIRECT_PANEL, o, oc0, oc1, oh0, rows);
         return;
     }
-    if (split && sums == direct_sums_avx2 && lanes_faster_avx2(s, &d, rows, oc0, oc1)) {
+    if (split_avx2 && lanes_faster_avx2(s, &d, rows, oc0, oc1)) {
         lanes_tile_avx2(s, &d, blocks_w, fix_start, fixes, planes, off, acc, acc + 8 * DIRECT_PANEL,
                         o, oc0, oc1, oh0, rows);
         return;

@@ -207,16 +207,23 @@ size_t bd_i8_gemm_scratch_bytes(int64_t K) {
     return (size_t)(I8_SPLIT_MR * round_up(K < 0 ? 0 : K, 4) + 64);
 }
 
-/* Rows [i0, i0 + mr) of A into ap[k group][row][4 bytes], as uint8; zeros elsewhere. */
+/* Rows [i0, i0 + mr) of A into ap[k group][tile_rows rows][4 bytes] (8 rows for the tiles, 16
+ * for the split tiles), as uint8 (int8 v + 128); zeros elsewhere. */
 static void pack_a_rows(const void *A, int64_t lda, int a_signed, int64_t i0, int mr, int64_t K,
-                        int64_t k4, uint8_t *ap) {
-    memset(ap, 0, (size_t)(I8_MR * k4));
+                        int64_t k4, int tile_rows, uint8_t *ap) {
+    memset(ap, 0, (size_t)(tile_rows * k4));
     const uint8_t *a = A;
-    uint8_t flip = a_signed ? 0x80 : 0; /* int8 v + 128 as uint8 */
+    uint32_t flip = a_signed ? 0x80808080u : 0;
     for (int r = 0; r < mr; r++) {
         const uint8_t *row = a + (i0 + r) * lda;
-        for (int64_t k = 0; k < K; k++)
-            ap[(k / 4) * (4 * I8_MR) + r * 4 + k % 4] = row[k] ^ flip;
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            uint32_t v;
+            memcpy(&v, row + k, 4);
+            v ^= flip;
+            memcpy(ap + k * tile_rows + r * 4, &v, 4);
+        }
+        for (; k < K; k++) ap[k / 4 * 4 * tile_rows + r * 4 + k % 4] = row[k] ^ (uint8_t)flip;
     }
 }
 
@@ -256,25 +263,6 @@ static void fix_portable(const uint8_t *a, int64_t rs, int64_t qs, int mr, int j
                             ar[3] * fix[e].w[3];
                 C[r * ldc + j] = (int32_t)((uint32_t)C[r * ldc + j] + (uint32_t)v);
             }
-}
-
-/* Rows [i0, i0 + mr) of A into ap[k group][16 rows][4 bytes], as uint8; zeros elsewhere. */
-static void pack_a_split(const void *A, int64_t lda, int a_signed, int64_t i0, int mr, int64_t K,
-                         int64_t k4, uint8_t *ap) {
-    memset(ap, 0, (size_t)(I8_SPLIT_MR * k4));
-    const uint8_t *a = A;
-    uint32_t flip = a_signed ? 0x80808080u : 0;
-    for (int r = 0; r < mr; r++) {
-        const uint8_t *row = a + (i0 + r) * lda;
-        int64_t k = 0;
-        for (; k + 4 <= K; k += 4) {
-            uint32_t v;
-            memcpy(&v, row + k, 4);
-            v ^= flip;
-            memcpy(ap + k * I8_SPLIT_MR + r * 4, &v, 4);
-        }
-        for (; k < K; k++) ap[k / 4 * 4 * I8_SPLIT_MR + r * 4 + k % 4] = row[k] ^ (uint8_t)flip;
-    }
 }
 
 #if BD_KERNELS_X86
@@ -560,7 +548,7 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
         for (int64_t b0 = p_first; b0 < n1; b0 += block)
             for (int64_t i0 = 0; i0 < M; i0 += I8_SPLIT_MR) {
                 int mr = (int)(M - i0 < I8_SPLIT_MR ? M - i0 : I8_SPLIT_MR);
-                pack_a_split(A, lda, a_signed, i0, mr, K, k4, ap);
+                pack_a_rows(A, lda, a_signed, i0, mr, K, k4, I8_SPLIT_MR, ap);
                 block_split_avx2(ap, panels, k4, colsum, fix, start, za, b0, b0 + block, n0, n1, mr,
                                  C + i0 * ldc, ldc);
             }
@@ -585,7 +573,7 @@ void bd_i8_gemm_packed_b(int64_t M, int64_t n0, int64_t n1, int64_t K, const voi
              * is flipped there) a zero-padded copy */
             bool direct = mr == I8_MR && K % 4 == 0 && !a_signed;
             const uint8_t *a = direct ? (const uint8_t *)A + i0 * lda : ap;
-            if (!direct) pack_a_rows(A, lda, a_signed, i0, mr, K, k4, ap);
+            if (!direct) pack_a_rows(A, lda, a_signed, i0, mr, K, k4, I8_MR, ap);
             for (int64_t p0 = b0; p0 < b1; p0 += I8_NR) {
                 int j0 = (int)(n0 > p0 ? n0 - p0 : 0), j1 = (int)(n1 - p0 < I8_NR ? n1 - p0 : I8_NR);
                 tile(a, direct ? lda : 4, direct ? 4 : 4 * I8_MR, panels + p0 * k4, k4 / 4, mr, j0,
