@@ -60,19 +60,25 @@ static const char *active_blocks(bd_emitter *e, const bd_nest *n) {
                        (long long)n->tile[0], (long long)(n->n_blocks / n->grid[0]));
 }
 
-static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool sliced, bd_status *s,
-                                bd_diag *d) {
+static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool sliced,
+                                bd_kernel_text *kt, bd_status *s, bd_diag *d) {
     const bd_node *node = bd_emit_node(e, n);
+    kt->start = e->pr.text.len;
+    kt->nest = i;
     bd_emit_comment(e, "", node ? bd_emit_str(e, "nest %zu: %s node %s", i, node->op_type, node->name)
                                 : bd_emit_str(e, "nest %zu", i));
+    kt->open = e->pr.text.len;
     bd_emit_open(e, "BD_KERNEL(%zu)", i);
+    kt->body = e->pr.text.len;
     bd_emit(e, "bd_state *S = ctx;");
     bd_emit(e, "unsigned char *scratch = S->scratch + (size_t)thread * S->scratch_stride;");
     bd_emit(e, "(void)S; (void)scratch; (void)block;");
     if (sliced) bd_emit(e, "if (block >= %s) return; /* past the batch of this run */", active_blocks(e, n));
     bd_emit_block_decode(e, n);
     if (!*s) *s = body_fns[n->body](e, n, BD_EMIT_BLOCK, d);
+    kt->body_end = e->pr.text.len;
     bd_emit_close(e, NULL);
+    kt->end = e->pr.text.len;
 }
 
 
@@ -278,15 +284,17 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     bd_vec_free(&touch);
 }
 
-/* Text put into the printed file at byte `at` of it, once it is complete. */
+/* Text put into the printed file at byte `at` of it, once it is complete, in place of the
+ * `skip` bytes from there. */
 typedef struct bd_insertion {
-    size_t at;
+    size_t at, skip;
     const char *text;
 } bd_insertion;
 
-static void insert_at(bd_vec *ins, size_t at, const char *text) {
+static void insert_at(bd_vec *ins, size_t at, size_t skip, const char *text) {
     bd_insertion *x = bd_vec_push(ins);
     x->at = at;
+    x->skip = skip;
     x->text = text;
 }
 
@@ -296,16 +304,29 @@ static void insert_at(bd_vec *ins, size_t at, const char *text) {
  * the rest. The parts split the block functions' text in BD_PARTS equal shares, in nest order,
  * whatever the number of compiles, so the file is the same on every machine. Across parts the
  * functions need external names: prefixed with the weights' symbol (unique per --lib) and
- * hidden. */
+ * hidden. A body shared by several block functions (share.c) is kept out of the compiler's
+ * interprocedural passes (BD_OPAQUE), as if compiled apart: never inlined into its callers, since
+ * the point of sharing it is to compile it once, and never specialised or judged from them (gcc
+ * 12 at -O1 and above deleted the calls of one such body, a GridSample's, from both block
+ * functions calling it; the body itself compiled right). */
 static void emit_parts_prelude(bd_emitter *e, const bd_emit_opts *opts) {
+    bd_emit(e, "#if defined(__GNUC__) && !defined(__clang__)");
+    bd_emit(e, "#define BD_OPAQUE __attribute__((noinline, noipa))");
+    bd_emit(e, "#else");
+    bd_emit(e, "#define BD_OPAQUE __attribute__((noinline))");
+    bd_emit(e, "#endif");
     bd_emit(e, "#ifdef BD_PART_LO /* compiled in parts */");
     bd_emit(e, "#define BD_HERE(part) ((part) >= BD_PART_LO && (part) < BD_PART_HI)");
     bd_emit(e, "#define BD_K(i) %s_k##i", opts->weights_symbol);
     bd_emit(e, "#define BD_KERNEL(i) __attribute__((visibility(\"hidden\"))) void BD_K(i)(void *ctx, int64_t block, int thread)");
+    bd_emit(e, "#define BD_B(i) %s_b##i", opts->weights_symbol);
+    bd_emit(e, "#define BD_BODY(i) __attribute__((visibility(\"hidden\"))) BD_OPAQUE void BD_B(i)(void *ctx, int64_t block, int thread, const int64_t *O)");
     bd_emit(e, "#else");
     bd_emit(e, "#define BD_HERE(part) 1");
     bd_emit(e, "#define BD_K(i) k##i");
     bd_emit(e, "#define BD_KERNEL(i) static void BD_K(i)(void *ctx, int64_t block, int thread)");
+    bd_emit(e, "#define BD_B(i) b##i");
+    bd_emit(e, "#define BD_BODY(i) static BD_OPAQUE void BD_B(i)(void *ctx, int64_t block, int thread, const int64_t *O)");
     bd_emit(e, "#endif");
     bd_emit_blank(e);
 }
@@ -368,16 +389,13 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
 
     emit_parts_prelude(&e, opts);
     /* Nests over an empty domain have nothing to run and get no code. */
-    size_t *kspan = malloc((2 * p->nests.len + 1) * sizeof *kspan), nk = 0; /* [start, end) */
-    size_t *knest = malloc((p->nests.len + 1) * sizeof *knest);
-    BD_ASSERT(kspan && knest);
+    bd_kernel_text *kt = malloc((p->nests.len + 1) * sizeof *kt);
+    size_t nk = 0;
+    BD_ASSERT(kt);
     for (size_t i = 0; i < p->nests.len && !s; i++) {
         if (BD_VEC_AT(&p->nests, bd_nest, i).n_blocks == 0) continue;
-        knest[nk] = i;
-        kspan[2 * nk] = e.pr.text.len;
         emit_block_function(&e, i, &BD_VEC_AT(&p->nests, bd_nest, i),
-                            opts->batch_sliced && opts->batch_sliced[i], &s, d);
-        kspan[2 * nk++ + 1] = e.pr.text.len;
+                            opts->batch_sliced && opts->batch_sliced[i], &kt[nk++], &s, d);
         bd_emit_blank(&e);
     }
     size_t tail_at = e.pr.text.len;
@@ -488,29 +506,47 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         bd_emit(&e, "int main(int argc, char **argv) { return bdrt_main(argc, argv, &bd_model); }");
     }
 
-    /* Now that the slot count is known, define it ahead of the state struct; guard each block
-     * function with its part, and the rest with part 0 (emit_parts_prelude). */
+    /* Now that the slot count is known, define it ahead of the state struct; print once the
+     * bodies several block functions share (share.c); guard each block function with its part,
+     * and the rest with part 0 (emit_parts_prelude). */
     bd_vec ins = BD_VEC(bd_insertion);
-    insert_at(&ins, state_at, bd_emit_str(&e, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1));
+    insert_at(&ins, state_at, 0, bd_emit_str(&e, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1));
+    const char **replace = malloc((nk + 1) * sizeof *replace), **declare = malloc((nk + 1) * sizeof *declare);
+    BD_ASSERT(replace && declare);
+    *(char *)bd_vec_push(&e.pr.text) = 0; /* read as a string, then dropped */
+    bd_share_bodies(&e, e.pr.text.data, kt, s ? 0 : nk, replace, declare);
+    e.pr.text.len--;
     size_t kbytes = 0, done = 0;
-    for (size_t k = 0; k < nk; k++) kbytes += kspan[2 * k + 1] - kspan[2 * k];
-    for (size_t k = 0; k < nk; k++) {
+    for (size_t k = 0; k < nk && !s; k++) kbytes += replace[k] ? strlen(replace[k]) : kt[k].end - kt[k].start;
+    for (size_t k = 0; k < nk && !s; k++) {
         int part = (int)(done * BD_PARTS / (kbytes ? kbytes : 1));
-        done += kspan[2 * k + 1] - kspan[2 * k];
-        insert_at(&ins, kspan[2 * k], bd_emit_str(&e, "#if BD_HERE(%d)\n", part));
-        insert_at(&ins, kspan[2 * k + 1], bd_emit_str(&e, "#else\nBD_KERNEL(%zu);\n#endif\n", knest[k]));
+        done += replace[k] ? strlen(replace[k]) : kt[k].end - kt[k].start;
+        insert_at(&ins, kt[k].start, 0, bd_emit_str(&e, "#if BD_HERE(%d)\n", part));
+        if (replace[k]) insert_at(&ins, kt[k].start, kt[k].end - kt[k].start, replace[k]);
+        insert_at(&ins, kt[k].end, 0, bd_emit_str(&e, "#else\nBD_KERNEL(%zu);\n%s#endif\n", kt[k].nest,
+                                                 declare[k] ? declare[k] : ""));
     }
-    insert_at(&ins, tail_at, "#if BD_HERE(0)\n");
-    insert_at(&ins, e.pr.text.len, "#endif\n");
-    free(kspan);
-    free(knest);
+    insert_at(&ins, tail_at, 0, "#if BD_HERE(0)\n");
+    insert_at(&ins, e.pr.text.len, 0, "#endif\n");
+    free(kt);
+    free(replace);
+    free(declare);
     bd_vec final = BD_VEC(char);
     size_t next = 0;
-    for (size_t i = 0; i <= e.pr.text.len; i++) {
-        for (; next < ins.len && BD_VEC_AT(&ins, bd_insertion, next).at == i; next++)
-            for (const char *c = BD_VEC_AT(&ins, bd_insertion, next).text; *c; c++)
+    for (size_t i = 0; i <= e.pr.text.len;) {
+        size_t skip = 0;
+        for (; next < ins.len && BD_VEC_AT(&ins, bd_insertion, next).at == i; next++) {
+            const bd_insertion *x = &BD_VEC_AT(&ins, bd_insertion, next);
+            for (const char *c = x->text; *c; c++)
                 *(char *)bd_vec_push(&final) = *c;
+            if (x->skip > skip) skip = x->skip;
+        }
+        if (skip) {
+            i += skip;
+            continue;
+        }
         if (i < e.pr.text.len) *(char *)bd_vec_push(&final) = BD_VEC_AT(&e.pr.text, char, i);
+        i++;
     }
     bd_vec_free(&ins);
     *(char *)bd_vec_push(&final) = 0;

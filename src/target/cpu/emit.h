@@ -2,8 +2,9 @@
  * (emit_*.c) use.
  *
  * The generated file holds one block function per nest, `static void kN(void *ctx, int64_t block,
- * int thread)`, and create/run/destroy functions; run() hands each step's blocks to the runtime's
- * thread pool in the schedule's order. Inside a block function a body emitter can use:
+ * int thread)` (nests whose bodies print alike but for their offsets share one, share.c), and
+ * create/run/destroy functions; run() hands each step's blocks to the runtime's thread pool in the
+ * schedule's order. Inside a block function a body emitter can use:
  *   S        bd_state *: S->arena (intermediates), S->in[k]/S->out[k] (graph I/O),
  *            S->packed[slot] (data prepared at create time, e.g. packed weights)
  *   lo, hi   int64_t[n_iter]: the block's index range along every iteration dim (hi exclusive)
@@ -67,6 +68,19 @@ void bd_emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n);
 void bd_emit_block_decode(bd_emitter *e, const bd_nest *n);
 /* Row-major element strides of a value (strides[rank-1] == 1). */
 #define bd_value_strides(v, strides) bd_dims_strides((v)->rank, (v)->dims, strides)
+
+/* A printed block function in the file's text: its comment from `start`, the BD_KERNEL(nest) line
+ * at `open`, its body [body, body_end), and `end` past its closing brace. */
+typedef struct bd_kernel_text {
+    size_t start, open, body, body_end, end;
+    size_t nest;
+} bd_kernel_text;
+/* share.c: block functions whose bodies print alike but for their offsets, one body for them
+ * all. For kernel i of the n: replace[i], the text for [start, end) (NULL: as printed), and
+ * declare[i], what a compile of the file in parts without kernel i's part declares besides its
+ * block function (NULL: nothing). Strings in the emitter's scratch. */
+void bd_share_bodies(bd_emitter *e, const char *text, const bd_kernel_text *k, size_t n,
+                     const char **replace, const char **declare);
 
 bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memory_plan *mem,
                     const bd_emit_opts *opts, bd_c_program *out, bd_diag *d);
