@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "target/cpu/emit.h"
+#include "target/share.h"
 
 static const bd_emit_body_fn body_fns[BD_BODY_COUNT] = {
 #define X(k, params) bd_emit_body_##k,
@@ -58,6 +59,49 @@ void bd_emit_block_decode(bd_emitter *e, const bd_nest *n) { bd_print_block_deco
 static const char *active_blocks(bd_emitter *e, const bd_nest *n) {
     return bd_emit_str(e, "((S->batch + %lld) / %lld * %lld)", (long long)n->tile[0] - 1,
                        (long long)n->tile[0], (long long)(n->n_blocks / n->grid[0]));
+}
+
+/* A printed block function in the file's text: its comment from `start`, the BD_KERNEL(nest) line
+ * at `open`, its body [body, body_end), and `end` past its closing brace. */
+typedef struct bd_kernel_text {
+    size_t start, open, body, body_end, end;
+    size_t nest;
+} bd_kernel_text;
+
+/* The numbers of a block function's body that say where its values live (target/share.h). */
+static const char *const offset_sites[] = {"bd_weights + ", "S->arena + ", "S->packed[", "S->in[",
+                                           "S->out["};
+
+/* Block functions whose bodies print alike once those numbers are set aside (BERT-base: 163
+ * block functions, 16 distinct) share one body, BD_BODY(the first nest's index), which each of
+ * them calls with its own table O. For kernel i: replace[i], the text for its [start, end)
+ * (NULL: as printed), and declare[i], what a compile of the file in parts without kernel i's part
+ * declares besides its block function (NULL: nothing). */
+static void share_bodies(bd_emitter *e, const bd_kernel_text *k, size_t n, const char **replace,
+                         const char **declare) {
+    const char *text = e->pr.text.data;
+    size_t *span = malloc((2 * n + 1) * sizeof *span);
+    BD_ASSERT(span);
+    for (size_t i = 0; i < n; i++) span[2 * i] = k[i].body, span[2 * i + 1] = k[i].body_end;
+    bd_share *sh = bd_share_find(text, span, n, offset_sites, BD_COUNT(offset_sites), "O[%d]");
+    for (size_t i = 0; i < n; i++) {
+        replace[i] = declare[i] = NULL;
+        const int g = sh[i].group;
+        if (sh[g].members < 2) continue;
+        const size_t first = k[g].nest;
+        const char *def = "";
+        if (g == (int)i) {
+            def = bd_emit_str(e, "/* the block function of nest %zu and %d more nests like it, their offsets in O */\n"
+                                 "BD_BODY(%zu) {\n%s}\n", first, sh[g].members - 1, first, sh[i].text);
+            declare[i] = bd_emit_str(e, "BD_BODY(%zu);\n", first);
+        }
+        replace[i] = bd_emit_str(e, "%s%.*sBD_KERNEL(%zu) {\n    static const int64_t O[] = {%s};\n"
+                                    "    BD_B(%zu)(ctx, block, thread, O);\n}\n",
+                                 def, (int)(k[i].open - k[i].start), text + k[i].start, k[i].nest,
+                                 sh[i].n_numbers ? sh[i].numbers : "0", first);
+    }
+    bd_share_free(sh, n);
+    free(span);
 }
 
 static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool sliced,
@@ -304,7 +348,7 @@ static void insert_at(bd_vec *ins, size_t at, size_t skip, const char *text) {
  * the rest. The parts split the block functions' text in BD_PARTS equal shares, in nest order,
  * whatever the number of compiles, so the file is the same on every machine. Across parts the
  * functions need external names: prefixed with the weights' symbol (unique per --lib) and
- * hidden. A body shared by several block functions (share.c) is kept out of the compiler's
+ * hidden. A body shared by several block functions (share_bodies) is kept out of the compiler's
  * interprocedural passes (BD_OPAQUE), as if compiled apart: never inlined into its callers, since
  * the point of sharing it is to compile it once, and never specialised or judged from them (gcc
  * 12 at -O1 and above deleted the calls of one such body, a GridSample's, from both block
@@ -507,14 +551,14 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
     }
 
     /* Now that the slot count is known, define it ahead of the state struct; print once the
-     * bodies several block functions share (share.c); guard each block function with its part,
+     * bodies several block functions share (share_bodies); guard each block function with its part,
      * and the rest with part 0 (emit_parts_prelude). */
     bd_vec ins = BD_VEC(bd_insertion);
     insert_at(&ins, state_at, 0, bd_emit_str(&e, "#define BD_PACKED_SLOTS %d\n", e.n_slots ? e.n_slots : 1));
     const char **replace = malloc((nk + 1) * sizeof *replace), **declare = malloc((nk + 1) * sizeof *declare);
     BD_ASSERT(replace && declare);
     *(char *)bd_vec_push(&e.pr.text) = 0; /* read as a string, then dropped */
-    bd_share_bodies(&e, e.pr.text.data, kt, s ? 0 : nk, replace, declare);
+    share_bodies(&e, kt, s ? 0 : nk, replace, declare);
     e.pr.text.len--;
     size_t kbytes = 0, done = 0;
     for (size_t k = 0; k < nk && !s; k++) kbytes += replace[k] ? strlen(replace[k]) : kt[k].end - kt[k].start;

@@ -2,7 +2,7 @@
  * (emit_*.c) use.
  *
  * The generated file holds one block function per nest, `static void kN(void *ctx, int64_t block,
- * int thread)` (nests whose bodies print alike but for their offsets share one, share.c), and
+ * int thread)` (nests whose bodies print alike but for their offsets share one, target/share.h), and
  * create/run/destroy functions; run() hands each step's blocks to the runtime's thread pool in the
  * schedule's order. Inside a block function a body emitter can use:
  *   S        bd_state *: S->arena (intermediates), S->in[k]/S->out[k] (graph I/O),
@@ -68,19 +68,6 @@ void bd_emit_softmax_row(bd_emitter *e, int dt, bool log, int64_t n);
 void bd_emit_block_decode(bd_emitter *e, const bd_nest *n);
 /* Row-major element strides of a value (strides[rank-1] == 1). */
 #define bd_value_strides(v, strides) bd_dims_strides((v)->rank, (v)->dims, strides)
-
-/* A printed block function in the file's text: its comment from `start`, the BD_KERNEL(nest) line
- * at `open`, its body [body, body_end), and `end` past its closing brace. */
-typedef struct bd_kernel_text {
-    size_t start, open, body, body_end, end;
-    size_t nest;
-} bd_kernel_text;
-/* share.c: block functions whose bodies print alike but for their offsets, one body for them
- * all. For kernel i of the n: replace[i], the text for [start, end) (NULL: as printed), and
- * declare[i], what a compile of the file in parts without kernel i's part declares besides its
- * block function (NULL: nothing). Strings in the emitter's scratch. */
-void bd_share_bodies(bd_emitter *e, const char *text, const bd_kernel_text *k, size_t n,
-                     const char **replace, const char **declare);
 
 bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memory_plan *mem,
                     const bd_emit_opts *opts, bd_c_program *out, bd_diag *d);

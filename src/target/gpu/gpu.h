@@ -35,6 +35,9 @@ typedef struct bd_gpu_dialect {
     const char *host_header;       /* the runtime header implementing bdrt_gpu.h */
     bool cplusplus;                /* the file is compiled as C++ (nvcc, hipcc) */
     const char *link_note;         /* --lib: what a program links besides the archive */
+    bool keeps_calls;              /* BD_NOINLINE keeps a call (nvcc; hipcc 5.2 for gfx90a and
+                                      PoCL inline every function into the kernel), so repeated
+                                      layers can share one device body */
 } bd_gpu_dialect;
 
 extern const bd_gpu_dialect bd_gpu_cuda, bd_gpu_hip, bd_gpu_opencl;

@@ -121,7 +121,8 @@ static const char *const opencl_prelude[] = {
 const bd_gpu_dialect bd_gpu_cuda = {
     .name = "cuda", .prelude = cuda_prelude, .fn = "static __device__ inline __attribute__((unused))", .warp = 32,
     .threads = 128, .host_header = "bdrt_gpu_cuda.h", .cplusplus = true,
-    .link_note = "the CUDA runtime (-lcudart_static -ldl -lrt, or link with nvcc), -lstdc++ -lpthread -lm"};
+    .link_note = "the CUDA runtime (-lcudart_static -ldl -lrt, or link with nvcc), -lstdc++ -lpthread -lm",
+    .keeps_calls = true};
 const bd_gpu_dialect bd_gpu_hip = {
     .name = "hip", .prelude = hip_prelude, .fn = "static __device__ inline __attribute__((unused))", .warp = 64,
     .threads = 128, .host_header = "bdrt_gpu_cuda.h", .cplusplus = true,
