@@ -72,7 +72,7 @@ bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)
 # BatchNormalization, Mul and Add folded into the Conv before them, both fusion modes.
 bdc_add_test(fold_conv COMMAND ${BDC_PYTHON} tests/test_fold_conv.py)
 bdc_add_test(fold_conv_nofusion COMMAND ${BDC_PYTHON} tests/test_fold_conv.py --fusion none)
-# Repeated layers' block functions printed once (target/cpu/share.c): how many share a body,
+# Repeated layers' block functions printed once (target/share.c): how many share a body,
 # against onnxruntime in two fusion modes, and two --lib copies linked into one program.
 bdc_add_test(shared_bodies COMMAND ${BDC_PYTHON} tests/test_shared_bodies.py LABELS "sanitize")
 # src/'s include arrows run one way, down the pipeline.

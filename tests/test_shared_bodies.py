@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Block functions that print alike compiled once (src/target/cpu/share.c), against onnxruntime.
+"""Block functions that print alike compiled once (src/target/share.c), against onnxruntime.
 
 Usage: test_shared_bodies.py [--bdc PATH] [-v]
   --bdc  the bdc binary (default: $BDC, else <repo>/build/bdc)
@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RTOL, ATOL = 1e-4, 1e-5
 TIMEOUT_S = 120
-# "/* the block function of nest 7 and 3 more nests like it, ..." (share.c)
+# "/* the block function of nest 7 and 3 more nests like it, ..." (target/cpu/emit.c)
 SHARED = re.compile(r"/\* the block function of nest \d+ and (\d+) more nests like it")
 
 

@@ -210,14 +210,16 @@ static bd_status check_batch_range(const bd_compile_opts *o, const bd_target *t,
 }
 
 /* How many compiles build the CPU target's model.c at once, each a range of its BD_PARTS parts
- * (target/cpu/emit.c): one per CPU, at most one per 256 KiB of source (a part re-reads the
- * file's prelude and headers, and below that a single compile is as fast), at most BD_PARTS.
- * DenseNet-121's 1.8 MB file: native build 6.0 s in one compile, 4.4 s in two on 2 cores. */
+ * (target/cpu/emit.c): one per CPU, at most one per 32 KiB of source (a part re-reads the file's
+ * prelude and headers, about 25 KiB, so the bundled sample's file compiles alone), at most
+ * BD_PARTS. On 2 cores, one compile against two: DenseNet-121's 1.8 MB file 6.0 against 4.4 s;
+ * once repeated layers share their bodies, EfficientNet-B0's 197 KB 1.38 against 0.77 s,
+ * BERT-base's 197 KB 0.72 against 0.52 s, ResNet-18's 55 KB 0.44 against 0.28 s. */
 static int build_jobs(const bd_target *t, size_t source_len) {
     if (t->gpu) return 1;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     long jobs = cpus < 1 ? 1 : cpus;
-    long by_size = 1 + (long)(source_len / (256 * 1024));
+    long by_size = 1 + (long)(source_len / (32 * 1024));
     if (jobs > by_size) jobs = by_size;
     return jobs > BD_PARTS ? BD_PARTS : (int)jobs;
 }
