@@ -132,6 +132,22 @@ void *bd_vec_push(bd_vec *v) {
     return slot;
 }
 
+void bd_vec_append(bd_vec *v, const void *items, size_t n) {
+    if (v->len + n > v->cap) {
+        size_t cap = v->cap ? v->cap : 8;
+        while (cap < v->len + n) cap *= 2;
+        void *p = realloc(v->data, cap * v->elem);
+        if (!p) {
+            fprintf(stderr, "bdc: out of memory\n");
+            exit(BD_ERR_IO);
+        }
+        v->data = p;
+        v->cap = cap;
+    }
+    if (n) memcpy((char *)v->data + v->len * v->elem, items, n * v->elem);
+    v->len += n;
+}
+
 void bd_vec_free(bd_vec *v) {
     free(v->data);
     v->data = NULL;

@@ -60,6 +60,8 @@ typedef struct bd_vec {
 } bd_vec;
 #define BD_VEC(type) ((bd_vec){NULL, 0, 0, sizeof(type)})
 void *bd_vec_push(bd_vec *v); /* returns a zeroed slot; aborts on out-of-memory */
+/* Appends n elements copied from items; aborts on out-of-memory. */
+void bd_vec_append(bd_vec *v, const void *items, size_t n);
 void bd_vec_free(bd_vec *v);
 #define BD_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 

@@ -10,10 +10,7 @@
 #include "target/print.h"
 #include "nest/loopnest.h"
 
-static void text_append(bd_printer *p, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        *(char *)bd_vec_push(&p->text) = s[i];
-}
+static void text_append(bd_printer *p, const char *s, size_t n) { bd_vec_append(&p->text, s, n); }
 
 static void print_line(bd_printer *p, const char *fmt, va_list ap, const char *suffix) {
     char stack[512];

@@ -7,11 +7,6 @@
 #include "base/util.h"
 #include "target/share.h"
 
-static void append(bd_vec *v, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        *(char *)bd_vec_push(v) = s[i];
-}
-
 static char *finish(bd_vec *v) {
     *(char *)bd_vec_push(v) = 0;
     return v->data;
@@ -34,19 +29,13 @@ static size_t site_at(const char *text, size_t a, size_t i, size_t b, const char
     return 0;
 }
 
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 14695981039346656037ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-bd_share *bd_share_find(const char *text, const size_t *span, size_t n, const char *const *sites,
+bd_share *bd_share_find(const char *text, const bd_fn_text *fn, size_t n, const char *const *sites,
                         size_t n_sites, const char *ref) {
     bd_share *r = calloc(n + 1, sizeof *r);
     uint64_t *hash = calloc(n + 1, sizeof *hash);
     BD_ASSERT(r && hash);
     for (size_t k = 0; k < n; k++) {
-        const size_t a = span[2 * k], b = span[2 * k + 1];
+        const size_t a = fn[k].body, b = fn[k].body_end;
         bd_vec t = BD_VEC(char), o = BD_VEC(char);
         for (size_t i = a; i < b;) {
             size_t site = site_at(text, a, i, b, sites, n_sites);
@@ -54,19 +43,19 @@ bd_share *bd_share_find(const char *text, const size_t *span, size_t n, const ch
                 *(char *)bd_vec_push(&t) = text[i++];
                 continue;
             }
-            append(&t, text + i, site);
+            bd_vec_append(&t, text + i, site);
             i += site;
             size_t d = i;
             while (d < b && is_digit(text[d])) d++;
             if (r[k].n_numbers) *(char *)bd_vec_push(&o) = ',';
-            append(&o, text + i, d - i);
+            bd_vec_append(&o, text + i, d - i);
             char name[32];
-            append(&t, name, (size_t)snprintf(name, sizeof name, ref, r[k].n_numbers++));
+            bd_vec_append(&t, name, (size_t)snprintf(name, sizeof name, ref, r[k].n_numbers++));
             i = d;
         }
         r[k].text = finish(&t);
         r[k].numbers = finish(&o);
-        hash[k] = fnv1a(r[k].text);
+        hash[k] = bd_hash_str(r[k].text);
         r[k].group = (int)k;
         for (size_t j = 0; j < k; j++)
             if (r[j].group == (int)j && hash[j] == hash[k] && !strcmp(r[j].text, r[k].text)) {

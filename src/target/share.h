@@ -16,6 +16,12 @@
 
 #include <stddef.h>
 
+/* A printed function in a printer's text: its comment from `start`, its opening line at `open`,
+ * its body [body, body_end), `end` past its closing brace; `nest`, the nest it runs. */
+typedef struct bd_fn_text {
+    size_t start, open, body, body_end, end, nest;
+} bd_fn_text;
+
 typedef struct bd_share {
     int group;     /* the index of the first body equal to this one once its numbers are aside */
     int members;   /* on a group's first body: the bodies it stands for (1: none like it) */
@@ -24,10 +30,10 @@ typedef struct bd_share {
     char *numbers; /* "n0,n1,..." ("" when none; heap) */
 } bd_share;
 
-/* Body i is text[span[2 i], span[2 i + 1]); sites, n_sites: the texts (each after a character
+/* Body i is text[fn[i].body, fn[i].body_end); sites, n_sites: the texts (each after a character
  * that cannot end an identifier) whose following decimal number is set aside. Returns n entries
  * (heap; bd_share_free). */
-bd_share *bd_share_find(const char *text, const size_t *span, size_t n, const char *const *sites,
+bd_share *bd_share_find(const char *text, const bd_fn_text *fn, size_t n, const char *const *sites,
                         size_t n_sites, const char *ref);
 void bd_share_free(bd_share *s, size_t n);
 

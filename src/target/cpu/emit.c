@@ -61,13 +61,6 @@ static const char *active_blocks(bd_emitter *e, const bd_nest *n) {
                        (long long)n->tile[0], (long long)(n->n_blocks / n->grid[0]));
 }
 
-/* A printed block function in the file's text: its comment from `start`, the BD_KERNEL(nest) line
- * at `open`, its body [body, body_end), and `end` past its closing brace. */
-typedef struct bd_kernel_text {
-    size_t start, open, body, body_end, end;
-    size_t nest;
-} bd_kernel_text;
-
 /* The numbers of a block function's body that say where its values live (target/share.h). */
 static const char *const offset_sites[] = {"bd_weights + ", "S->arena + ", "S->packed[", "S->in[",
                                            "S->out["};
@@ -77,13 +70,10 @@ static const char *const offset_sites[] = {"bd_weights + ", "S->arena + ", "S->p
  * them calls with its own table O. For kernel i: replace[i], the text for its [start, end)
  * (NULL: as printed), and declare[i], what a compile of the file in parts without kernel i's part
  * declares besides its block function (NULL: nothing). */
-static void share_bodies(bd_emitter *e, const bd_kernel_text *k, size_t n, const char **replace,
+static void share_bodies(bd_emitter *e, const bd_fn_text *k, size_t n, const char **replace,
                          const char **declare) {
     const char *text = e->pr.text.data;
-    size_t *span = malloc((2 * n + 1) * sizeof *span);
-    BD_ASSERT(span);
-    for (size_t i = 0; i < n; i++) span[2 * i] = k[i].body, span[2 * i + 1] = k[i].body_end;
-    bd_share *sh = bd_share_find(text, span, n, offset_sites, BD_COUNT(offset_sites), "O[%d]");
+    bd_share *sh = bd_share_find(text, k, n, offset_sites, BD_COUNT(offset_sites), "O[%d]");
     for (size_t i = 0; i < n; i++) {
         replace[i] = declare[i] = NULL;
         const int g = sh[i].group;
@@ -101,11 +91,10 @@ static void share_bodies(bd_emitter *e, const bd_kernel_text *k, size_t n, const
                                  sh[i].n_numbers ? sh[i].numbers : "0", first);
     }
     bd_share_free(sh, n);
-    free(span);
 }
 
 static void emit_block_function(bd_emitter *e, size_t i, const bd_nest *n, bool sliced,
-                                bd_kernel_text *kt, bd_status *s, bd_diag *d) {
+                                bd_fn_text *kt, bd_status *s, bd_diag *d) {
     const bd_node *node = bd_emit_node(e, n);
     kt->start = e->pr.text.len;
     kt->nest = i;
@@ -433,7 +422,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
 
     emit_parts_prelude(&e, opts);
     /* Nests over an empty domain have nothing to run and get no code. */
-    bd_kernel_text *kt = malloc((p->nests.len + 1) * sizeof *kt);
+    bd_fn_text *kt = malloc((p->nests.len + 1) * sizeof *kt);
     size_t nk = 0;
     BD_ASSERT(kt);
     for (size_t i = 0; i < p->nests.len && !s; i++) {
@@ -581,8 +570,7 @@ bd_status bd_emit_c(const bd_program *p, const bd_schedule *sched, const bd_memo
         size_t skip = 0;
         for (; next < ins.len && BD_VEC_AT(&ins, bd_insertion, next).at == i; next++) {
             const bd_insertion *x = &BD_VEC_AT(&ins, bd_insertion, next);
-            for (const char *c = x->text; *c; c++)
-                *(char *)bd_vec_push(&final) = *c;
+            bd_vec_append(&final, x->text, strlen(x->text));
             if (x->skip > skip) skip = x->skip;
         }
         if (skip) {

@@ -656,12 +656,6 @@ static void emit_host(bd_printer *h, const bd_gpu_dialect *dl, const bd_program 
     bd_print_line(h, "%sconst bdrt_model *%s_descriptor(void) { return &bd_model; }", ex, nm);
 }
 
-/* A nest's device function in the device text: its comment from `start`, its opening line at
- * `open`, its body [body, body_end), and `end` past its closing brace. */
-typedef struct dev_fn {
-    size_t start, open, body, body_end, end, nest;
-} dev_fn;
-
 /* The numbers of a device function's body that say where its values live (target/share.h). */
 static const char *const offset_sites[] = {"arena + ", "weights + ", "io + "};
 
@@ -672,21 +666,16 @@ static const char *const offset_sites[] = {"arena + ", "weights + ", "io + "};
  * 2.6 s). Under --schedule op the functions are inlined into their kernels; hipcc (gfx90a) and
  * PoCL inline every function whatever it says (PoCL 3.1's LLVM 15 also crashed inlining the
  * shared bodies into the persistent kernel): those are left as they are. Rewrites the text. */
-static void share_device_functions(bd_printer *dv, const dev_fn *f, size_t n) {
-    size_t *spans = malloc((2 * n + 1) * sizeof *spans);
-    BD_ASSERT(spans);
-    for (size_t i = 0; i < n; i++) spans[2 * i] = f[i].body, spans[2 * i + 1] = f[i].body_end;
+static void share_device_functions(bd_printer *dv, const bd_fn_text *f, size_t n) {
     *(char *)bd_vec_push(&dv->text) = 0; /* read as a string */
     const char *text = dv->text.data;
-    bd_share *sh = bd_share_find(text, spans, n, offset_sites, BD_COUNT(offset_sites), "O%d");
+    bd_share *sh = bd_share_find(text, f, n, offset_sites, BD_COUNT(offset_sites), "O%d");
     bd_vec out = BD_VEC(char);
     size_t at = 0;
-#define PUT(str, len)                                                                              \
-    for (size_t c_ = 0; c_ < (size_t)(len); c_++) *(char *)bd_vec_push(&out) = (str)[c_];
     for (size_t i = 0; i < n; i++) {
         const int g = sh[i].group;
         if (sh[g].members < 2) continue;
-        PUT(text + at, f[i].start - at);
+        bd_vec_append(&out, text + at, f[i].start - at);
         const size_t first = f[g].nest;
         const char *params = "", *args = "";
         for (int j = 0; j < sh[i].n_numbers; j++) params = bd_print_str(dv, "%s, int64_t O%d", params, j);
@@ -697,19 +686,17 @@ static void share_device_functions(bd_printer *dv, const dev_fn *f, size_t n) {
             const char *def = bd_print_str(dv, "/* the device function of nest %zu and %d more nests like it, their offsets "
                                                "in O0, O1, ... */\nBD_DEV BD_NOINLINE void bs%zu%s%s) {\n%s}\n",
                                            first, sh[g].members - 1, first, sig, params, sh[i].text);
-            PUT(def, strlen(def));
+            bd_vec_append(&out, def, strlen(def));
         }
-        PUT(text + f[i].start, f[i].open - f[i].start); /* the nest's comment */
+        bd_vec_append(&out, text + f[i].start, f[i].open - f[i].start); /* the nest's comment */
         const char *call = bd_print_str(dv, "BD_DEV void b%zu%s) {\n    bs%zu(arena, weights, io, block, smem%s);\n}\n",
                                         f[i].nest, sig, first, args);
-        PUT(call, strlen(call));
+        bd_vec_append(&out, call, strlen(call));
         at = f[i].end;
     }
     dv->text.len--;
-    PUT(text + at, dv->text.len - at);
-#undef PUT
+    bd_vec_append(&out, text + at, dv->text.len - at);
     bd_share_free(sh, n);
-    free(spans);
     bd_vec_free(&dv->text);
     dv->text = out;
 }
@@ -758,14 +745,14 @@ bd_status bd_emit_gpu(const bd_program *p, const bd_schedule *s, const bd_memory
     /* --precision tf32: float rounded to nearest even at 10 mantissa bits (infinities and NaN kept) */
     bd_print_line(dv, "%s float bd_tf32(float x) { const uint32_t u = bd_f2u(x); return (u & 0x7f800000u) == 0x7f800000u ? x : "
                       "bd_u2f((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u); }", dl->fn);
-    dev_fn *fns = malloc((p->nests.len + 1) * sizeof *fns);
+    bd_fn_text *fns = malloc((p->nests.len + 1) * sizeof *fns);
     size_t n_fns = 0;
     BD_ASSERT(fns);
     for (size_t i = 0; i < p->nests.len && !st; i++) {
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, i);
         if (!n->n_blocks) continue;
         const bd_node *node = n->node >= 0 ? bd_graph_node(g, n->node) : NULL;
-        dev_fn *f = &fns[n_fns++];
+        bd_fn_text *f = &fns[n_fns++];
         f->start = dv->text.len;
         f->nest = i;
         bd_print_comment(dv, "", node ? bd_print_str(dv, "nest %zu: %s node %s", i, node->op_type, node->name)
