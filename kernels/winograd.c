@@ -15,8 +15,8 @@
  * patch of a tile, so tiles of few patches are bound by streaming them (the compiler's tiler
  * weighs that).
  *
- * The transforms work on LANES patches at once (arrays of LANES floats the compiler turns into
- * vector instructions of the instruction set each copy is compiled for). Patch p of a tile is
+ * The transforms work on LANES patches at once (vectors of LANES floats the compiler turns into
+ * the instructions of the instruction set each copy is compiled for). Patch p of a tile is
  * patch row p / tw, patch column p % tw; the products compute P rounded up to LANES columns, and
  * the spare ones are never stored.
  */
@@ -106,45 +106,52 @@ void bd_wino_pack(const bd_conv2d_shape *s, const float *w, float *dst, int mr) 
 
 /* ---- input and output transforms, LANES patches at a time -------------------------------- */
 
-typedef float lanes[LANES];
+/* LANES floats as one vector value (a GCC/clang vector type), which the compiler splits into
+ * the instruction set's registers. As arrays of floats copied by memcpy, gcc moved them in
+ * 16-byte pieces and read them back 32 bytes at a time on AVX2, each read stalled on stores it
+ * could not forward from (a memcpy of the vector type was split the same way). */
+typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
+
+/* The same at any float's alignment, for whole loads and stores; by pointer, as a vector
+ * argument or result in a copy compiled without AVX-512 would change the ABI. */
+typedef float lanes_at __attribute__((vector_size(LANES * sizeof(float)), aligned(4), may_alias));
+
+static inline __attribute__((always_inline)) void load_lanes(lanes *v, const float *p) {
+    *v = *(const lanes_at *)p;
+}
+static inline __attribute__((always_inline)) void store_lanes(float *p, const lanes *v) {
+    *(lanes_at *)p = *v;
+}
 
 /* B^T d (one column of a patch): F(2x2,3x3) and F(4x4,3x3). */
-static inline __attribute__((always_inline)) void bt2(lanes *t, lanes *d) {
-    for (int l = 0; l < LANES; l++) {
-        t[0][l] = d[0][l] - d[2][l];
-        t[1][l] = d[1][l] + d[2][l];
-        t[2][l] = d[2][l] - d[1][l];
-        t[3][l] = d[1][l] - d[3][l];
-    }
+static inline __attribute__((always_inline)) void bt2(lanes *t, const lanes *d) {
+    t[0] = d[0] - d[2];
+    t[1] = d[1] + d[2];
+    t[2] = d[2] - d[1];
+    t[3] = d[1] - d[3];
 }
-static inline __attribute__((always_inline)) void bt4(lanes *t, lanes *d) {
-    for (int l = 0; l < LANES; l++) {
-        float s12 = d[1][l] + d[2][l], d12 = d[1][l] - d[2][l];
-        float d42 = d[4][l] - d[2][l], d31 = d[3][l] - d[1][l];
-        t[0][l] = 4.0f * d[0][l] - 5.0f * d[2][l] + d[4][l];
-        t[1][l] = d[3][l] + d[4][l] - 4.0f * s12;
-        t[2][l] = d[4][l] - d[3][l] + 4.0f * d12;
-        t[3][l] = d42 + 2.0f * d31;
-        t[4][l] = d42 - 2.0f * d31;
-        t[5][l] = 4.0f * d[1][l] - 5.0f * d[3][l] + d[5][l];
-    }
+static inline __attribute__((always_inline)) void bt4(lanes *t, const lanes *d) {
+    lanes s12 = d[1] + d[2], d12 = d[1] - d[2];
+    lanes d42 = d[4] - d[2], d31 = d[3] - d[1];
+    t[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+    t[1] = d[3] + d[4] - 4.0f * s12;
+    t[2] = d[4] - d[3] + 4.0f * d12;
+    t[3] = d42 + 2.0f * d31;
+    t[4] = d42 - 2.0f * d31;
+    t[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
 }
 /* A^T m (one column of a transformed product). */
-static inline __attribute__((always_inline)) void at2(lanes *y, lanes *m) {
-    for (int l = 0; l < LANES; l++) {
-        y[0][l] = m[0][l] + m[1][l] + m[2][l];
-        y[1][l] = m[1][l] - m[2][l] - m[3][l];
-    }
+static inline __attribute__((always_inline)) void at2(lanes *y, const lanes *m) {
+    y[0] = m[0] + m[1] + m[2];
+    y[1] = m[1] - m[2] - m[3];
 }
-static inline __attribute__((always_inline)) void at4(lanes *y, lanes *m) {
-    for (int l = 0; l < LANES; l++) {
-        float s12 = m[1][l] + m[2][l], d12 = m[1][l] - m[2][l];
-        float s34 = m[3][l] + m[4][l], d34 = m[3][l] - m[4][l];
-        y[0][l] = m[0][l] + s12 + s34;
-        y[1][l] = d12 + 2.0f * d34;
-        y[2][l] = s12 + 4.0f * s34;
-        y[3][l] = d12 + 8.0f * d34 + m[5][l];
-    }
+static inline __attribute__((always_inline)) void at4(lanes *y, const lanes *m) {
+    lanes s12 = m[1] + m[2], d12 = m[1] - m[2];
+    lanes s34 = m[3] + m[4], d34 = m[3] - m[4];
+    y[0] = m[0] + s12 + s34;
+    y[1] = d12 + 2.0f * d34;
+    y[2] = s12 + 4.0f * s34;
+    y[3] = d12 + 8.0f * d34 + m[5];
 }
 
 /* The input transform of one channel, B^T d B for every patch, in three vector passes with no
@@ -175,6 +182,44 @@ static void deinterleave_portable(const float *row, int m, int64_t wq, float *ds
 }
 
 #if BD_KERNELS_X86
+/* Two (four) vectors of the row give 8 elements of each phase: shuffles within the 128-bit
+ * halves, then one cross-half permute. gcc's vectorization of the portable loop blended and
+ * permuted each element set apart. */
+static __attribute__((target("avx2"))) void deinterleave_avx2(const float *row, int m, int64_t wq,
+                                                              float *dst) {
+    if (m == 2) {
+        for (int64_t u = 0; u < wq; u += 8) {
+            __m256 a = _mm256_loadu_ps(row + 2 * u), b = _mm256_loadu_ps(row + 2 * u + 8);
+            /* [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6] */
+            __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+            __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+            _mm256_storeu_ps(dst + u, _mm256_castpd_ps(_mm256_permute4x64_pd(
+                                          _mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0))));
+            _mm256_storeu_ps(dst + wq + u, _mm256_castpd_ps(_mm256_permute4x64_pd(
+                                               _mm256_castps_pd(odd), _MM_SHUFFLE(3, 1, 2, 0))));
+        }
+        return;
+    }
+    /* m = 4: the 4 x 4 transpose of each 128-bit half leaves phase q as groups
+     * [0 2 4 6 | 1 3 5 7] of the 8 groups of 4 read */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t u = 0; u < wq; u += 8) {
+        const float *r = row + 4 * u;
+        __m256 r0 = _mm256_loadu_ps(r), r1 = _mm256_loadu_ps(r + 8);
+        __m256 r2 = _mm256_loadu_ps(r + 16), r3 = _mm256_loadu_ps(r + 24);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 p0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+        __m256 p1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+        __m256 p2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+        __m256 p3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+        _mm256_storeu_ps(dst + u, _mm256_permutevar8x32_ps(p0, order));
+        _mm256_storeu_ps(dst + wq + u, _mm256_permutevar8x32_ps(p1, order));
+        _mm256_storeu_ps(dst + 2 * wq + u, _mm256_permutevar8x32_ps(p2, order));
+        _mm256_storeu_ps(dst + 3 * wq + u, _mm256_permutevar8x32_ps(p3, order));
+    }
+}
+
 /* Two or four vectors of the row give 16 elements of each phase by two-source permutes. */
 static __attribute__((target("avx512f"))) void deinterleave_avx512(const float *row, int m,
                                                                     int64_t wq, float *dst) {
@@ -225,20 +270,20 @@ static inline __attribute__((always_inline)) void input_channel(const int a, con
     for (int64_t r = 0; r < w->rows_in; r++)
         for (int64_t u0 = 0; u0 < w->tw; u0 += LANES) {
             for (int j = 0; j < a; j++)
-                memcpy(d[j], w->ph + (r * m + j % m) * w->wq + u0 + j / m, sizeof(lanes));
+                load_lanes(&d[j], w->ph + (r * m + j % m) * w->wq + u0 + j / m);
             if (a == 4)
                 bt2(t, d);
             else
                 bt4(t, d);
             for (int k = 0; k < a; k++)
-                memcpy(w->hr + (r * a + k) * w->twr + u0, t[k], sizeof(lanes));
+                store_lanes(w->hr + (r * a + k) * w->twr + u0, &t[k]);
         }
     for (int64_t ti = 0; ti < w->th; ti++)
         for (int64_t u0 = 0; u0 < w->tw; u0 += LANES) {
             const int64_t p0 = ti * w->tw + u0;
             for (int k = 0; k < a; k++) {
                 for (int i = 0; i < a; i++)
-                    memcpy(d[i], w->hr + ((ti * m + i) * a + k) * w->twr + u0, sizeof(lanes));
+                    load_lanes(&d[i], w->hr + ((ti * m + i) * a + k) * w->twr + u0);
                 if (a == 4)
                     bt2(t, d);
                 else
@@ -246,13 +291,13 @@ static inline __attribute__((always_inline)) void input_channel(const int a, con
                 /* whole lane groups, in increasing p: the lanes past the patch row are
                  * overwritten by the next one, or land past P (in V's slack) */
                 for (int i = 0; i < a; i++)
-                    memcpy(w->v + (i * a + k) * w->xi_stride + p0, t[i], sizeof(lanes));
+                    store_lanes(w->v + (i * a + k) * w->xi_stride + p0, &t[i]);
             }
         }
     if (w->zero_from >= 0) {
-        static const lanes zeros = {0};
+        const lanes zeros = {0};
         for (int xi = 0; xi < a * a; xi++)
-            memcpy(w->v + xi * w->xi_stride + w->zero_from, zeros, sizeof(lanes));
+            store_lanes(w->v + xi * w->xi_stride + w->zero_from, &zeros);
     }
 }
 
@@ -262,17 +307,17 @@ static inline __attribute__((always_inline)) void output_lanes(
     const int m = a - 2;
     lanes mm[6][6], col[6], t[6], r[4][4];
     for (int xi = 0; xi < a * a; xi++)
-        memcpy(mm[xi / a][xi % a], o + xi * xi_stride, sizeof(lanes));
+        load_lanes(&mm[xi / a][xi % a], o + xi * xi_stride);
     lanes u[4][6]; /* A^T M, then (A^T M) A by rows */
     for (int j = 0; j < a; j++) {
         for (int i = 0; i < a; i++)
-            memcpy(col[i], mm[i][j], sizeof(lanes));
+            col[i] = mm[i][j];
         if (a == 4)
             at2(t, col);
         else
             at4(t, col);
         for (int i = 0; i < m; i++)
-            memcpy(u[i][j], t[i], sizeof(lanes));
+            u[i][j] = t[i];
     }
     for (int i = 0; i < m; i++) {
         if (a == 4)
@@ -280,11 +325,10 @@ static inline __attribute__((always_inline)) void output_lanes(
         else
             at4(t, u[i]);
         for (int j = 0; j < m; j++)
-            for (int l = 0; l < LANES; l++)
-                r[i][j][l] = t[j][l] + bias;
+            r[i][j] = t[j] + bias;
     }
     for (int i = 0; i < m; i++) /* r's rows are 4 apart whatever m is */
-        bd_act_apply_row(r[i][0], m * LANES, act, lo, hi);
+        bd_act_apply_row((float *)&r[i][0], m * LANES, act, lo, hi);
     for (int l = 0; l < LANES; l++) {
         float *yl = y + yoff[l];
         if (rows_ok[l] == m && cols_ok[l] == m) { /* a whole tile: m known, unrolled */
@@ -323,7 +367,7 @@ static inline __attribute__((always_inline)) void output_lanes(
 
 WINO_TRANSFORMS(_portable, , deinterleave_portable)
 #if BD_KERNELS_X86
-WINO_TRANSFORMS(_avx2, __attribute__((target("avx2,fma"))), deinterleave_portable)
+WINO_TRANSFORMS(_avx2, __attribute__((target("avx2,fma"))), deinterleave_avx2)
 WINO_TRANSFORMS(_avx512, __attribute__((target("avx512f"))), deinterleave_avx512)
 #endif
 #undef WINO_TRANSFORMS

@@ -381,9 +381,10 @@ bool bd_fma_half_default(const bd_target *t, const char *arch) {
     if (t->gpu || !for_this_machine(arch)) return false;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    /* without AVX-512 the kernels multiply-add on AVX2's 256-bit registers */
+    if (!__builtin_cpu_supports("avx512f")) return __builtin_cpu_supports("avx2");
     unsigned a, b, c, dx;
-    if (!__builtin_cpu_is("amd") || !__builtin_cpu_supports("avx512f") || !__get_cpuid(1, &a, &b, &c, &dx))
-        return false;
+    if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &dx)) return false;
     unsigned family = (a >> 8 & 0xf) + ((a >> 8 & 0xf) == 0xf ? (a >> 20 & 0xff) : 0);
     return family == 0x19; /* Zen 4; Zen 5 (0x1a) has full-width AVX-512 units */
 #else

@@ -143,9 +143,10 @@ typedef struct bd_program {
      * takes no Winograd tiles (the direct products at twice the rate beat them) and sizes that
      * kernel's scratch for its rows in bfloat16 too */
     bool bf16;
-    /* the CPU runs 512-bit multiply-adds at half the rate of its other AVX-512 work (as two
-     * 256-bit halves: AMD Zen 4), so the CPU tiler weighs Winograd's transforms and dispatch at
-     * half their cycles against the products, from 16 channels (tile.c wino_tiling) */
+    /* the CPU's multiply-adds are 256 bits wide, half the rate the tiler's cycles count: AVX2
+     * without AVX-512, or AVX-512 run as two 256-bit halves (AMD Zen 4); so the CPU tiler weighs
+     * Winograd's transforms and dispatch at half their cycles against the products, from 16
+     * channels (tile.c wino_tiling) */
     bool fma_half;
     bd_vec fusion_notes; /* bd_fusion_note, in decision order */
     int *view_of; /* per value: the value whose bytes it is (a zero-copy reshape), -1; NULL: none */

@@ -390,13 +390,15 @@ static int64_t wino_scratch_bound(int64_t m, int64_t C, int64_t M, int64_t rows,
  * channels stay direct: the transforms are then most of the work, and the cost model was fitted
  * only above (DenseNet-121's 128 -> 32 convolutions ran 15% slower by Winograd).
  *
- * Where the CPU runs AVX-512 multiply-adds at half rate (fma_half: Zen 4, whose FMA units are 256
- * bits wide), the products take twice the cycles of the transforms and the dispatch, so those
- * count half (`other`), and convolutions from 16 channels are weighed: on a Zen 4 core
+ * Where the CPU's multiply-adds are 256 bits wide (fma_half: AVX2 without AVX-512, or Zen 4's
+ * AVX-512 in two halves), the products take twice the cycles of the transforms and the dispatch,
+ * so those count half (`other`), and convolutions from 16 channels are weighed: on a Zen 4 core
  * SqueezeNet's 16 -> 64 expand at 55x55 took 0.418 ms by F(4x4,3x3) against 0.577 direct, its
- * 32 -> 128 at 27x27 0.329 against 0.525, in the model. The weights' streaming from memory keeps
- * its weight: halving it too took ResNet-18's 512-channel 7x7 layers to Winograd in one block,
- * and the model to 0.94x of its time at 1 thread but 1.14x at 2. */
+ * 32 -> 128 at 27x27 0.329 against 0.525, in the model; on a Zen 3 core (AVX2) 0.58 against
+ * 0.68 and 0.45 against 0.63, and DenseNet-121's 128 -> 32 at 56x56 1.78 against 2.80. The
+ * weights' streaming from memory keeps its weight: halving it too took ResNet-18's 512-channel
+ * 7x7 layers to Winograd in one block, and the model to 0.94x of its time at 1 thread but 1.14x
+ * at 2. */
 enum { WINO_MIN_CHANNELS = 64, WINO_MIN_CHANNELS_FMA_HALF = 16 };
 static void wino_tiling(const bd_graph *g, bd_nest *nest, int64_t C, double direct, int threads,
                         bool fma_half) {
