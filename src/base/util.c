@@ -116,34 +116,29 @@ void bd_arena_free(bd_arena *a) {
 }
 
 /* ---- vec ---- */
-void *bd_vec_push(bd_vec *v) {
-    if (v->len == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 8;
-        void *p = realloc(v->data, cap * v->elem);
-        if (!p) {
-            fprintf(stderr, "bdc: out of memory\n");
-            exit(BD_ERR_IO);
-        }
-        v->data = p;
-        v->cap = cap;
+/* Room for `need` elements: the capacity doubled (from 8) until it holds them. */
+static void vec_reserve(bd_vec *v, size_t need) {
+    if (need <= v->cap) return;
+    size_t cap = v->cap ? v->cap : 8;
+    while (cap < need) cap *= 2;
+    void *p = realloc(v->data, cap * v->elem);
+    if (!p) {
+        fprintf(stderr, "bdc: out of memory\n");
+        exit(BD_ERR_IO);
     }
+    v->data = p;
+    v->cap = cap;
+}
+
+void *bd_vec_push(bd_vec *v) {
+    vec_reserve(v, v->len + 1);
     void *slot = (char *)v->data + v->len++ * v->elem;
     memset(slot, 0, v->elem);
     return slot;
 }
 
 void bd_vec_append(bd_vec *v, const void *items, size_t n) {
-    if (v->len + n > v->cap) {
-        size_t cap = v->cap ? v->cap : 8;
-        while (cap < v->len + n) cap *= 2;
-        void *p = realloc(v->data, cap * v->elem);
-        if (!p) {
-            fprintf(stderr, "bdc: out of memory\n");
-            exit(BD_ERR_IO);
-        }
-        v->data = p;
-        v->cap = cap;
-    }
+    vec_reserve(v, v->len + n);
     if (n) memcpy((char *)v->data + v->len * v->elem, items, n * v->elem);
     v->len += n;
 }
