@@ -121,6 +121,19 @@ BD_INLINE BD_AVX2 void store_row16(float *cr, __m256 v0, __m256 v1, __m256 bn0, 
     store8(cr + 8, act8(v1, ep->act, lo, hi), part, m1);
 }
 
+/* The epilogue of one whole row of a tile that adds nothing from memory, its activation ACT a
+ * constant: the common case of the GEMM path, stored without the per-row tests of store_row16. */
+BD_INLINE BD_AVX2 void store_row16_plain(float *cr, __m256 v0, __m256 v1, const float *bm,
+                                         const int ACT, __m256 lo, __m256 hi) {
+    if (bm) {
+        const __m256 b = _mm256_broadcast_ss(bm);
+        v0 = _mm256_add_ps(v0, b);
+        v1 = _mm256_add_ps(v1, b);
+    }
+    _mm256_storeu_ps(cr, act8(v0, ACT, lo, hi));
+    _mm256_storeu_ps(cr + 8, act8(v1, ACT, lo, hi));
+}
+
 /* The same for a half tile (8 columns). */
 BD_INLINE BD_AVX2 void store_half(float *cr, __m256 v0, __m256 bn0, const float *bm,
                                   const bd_ukr_epi *ep, __m256 lo, __m256 hi, int part,
@@ -182,6 +195,20 @@ BD_INLINE BD_AVX2 void store_runs16(float *cr, __m256 v0, __m256 v1, const float
             c##r##0 = _mm256_fmadd_ps(ar, b0, c##r##0);                                            \
             if (NV > 1) c##r##1 = _mm256_fmadd_ps(ar, b1, c##r##1);                                \
         }                                                                                          \
+    } while (0)
+#define ACC_STORE_PLAIN(r, ACT)                                                                    \
+    do {                                                                                           \
+        if (R > r)                                                                                 \
+            store_row16_plain(c + r * ldc, c##r##0, c##r##1, bm ? bm + r : NULL, ACT, lo, hi);     \
+    } while (0)
+#define ACC_STORE_ALL_PLAIN(ACT)                                                                   \
+    do {                                                                                           \
+        ACC_STORE_PLAIN(0, ACT);                                                                   \
+        ACC_STORE_PLAIN(1, ACT);                                                                   \
+        ACC_STORE_PLAIN(2, ACT);                                                                   \
+        ACC_STORE_PLAIN(3, ACT);                                                                   \
+        ACC_STORE_PLAIN(4, ACT);                                                                   \
+        ACC_STORE_PLAIN(5, ACT);                                                                   \
     } while (0)
 #define ACC_STORE(r)                                                                               \
     do {                                                                                           \
@@ -253,6 +280,22 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, const int D, int64_t 
     }
     /* columns that exist: ep->cols of the 8 * NV computed */
     const int cols = ep->cols < 8 * NV ? ep->cols : 8 * NV, part = cols < 8 * NV;
+    const __m256 lo = _mm256_set1_ps(ep->act_min), hi = _mm256_set1_ps(ep->act_max);
+    const int whole_run = D && out->nseg == 1 && (out->mask[0] & 0xFFFFu) == 0xFFFFu;
+    if ((D ? whole_run : NV == 2 && !part && !ep->bias_n) && !ep->load_c) {
+        /* the activation chosen once per tile, not per row (a pointwise expansion of 16 inputs
+         * spent as long in the generic epilogue as in its 16 steps of k) */
+        const float *bm = ep->bias_m;
+        if (D) c += out->coff[0];
+        switch (ep->act) {
+        case BD_ACT_NONE: ACC_STORE_ALL_PLAIN(BD_ACT_NONE); return;
+        case BD_ACT_RELU: ACC_STORE_ALL_PLAIN(BD_ACT_RELU); return;
+        case BD_ACT_CLIP: ACC_STORE_ALL_PLAIN(BD_ACT_CLIP); return;
+        case BD_ACT_SILU: ACC_STORE_ALL_PLAIN(BD_ACT_SILU); return;
+        case BD_ACT_HARD_SWISH: ACC_STORE_ALL_PLAIN(BD_ACT_HARD_SWISH); return;
+        default: break;
+        }
+    }
     const __m256i ncols = _mm256_set1_epi32(cols);
     const __m256i m0 = _mm256_cmpgt_epi32(ncols, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256i m1 = _mm256_cmpgt_epi32(ncols, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
@@ -261,7 +304,6 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, const int D, int64_t 
         bn0 = load8(ep->bias_n, part, m0);
         if (NV > 1) bn1 = load8(ep->bias_n + 8, part, m1);
     }
-    const __m256 lo = _mm256_set1_ps(ep->act_min), hi = _mm256_set1_ps(ep->act_max);
     ACC_STORE(0);
     ACC_STORE(1);
     ACC_STORE(2);
@@ -272,6 +314,8 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, const int D, int64_t 
 #undef ACC_ZERO
 #undef ACC_FMA
 #undef ACC_STORE
+#undef ACC_STORE_PLAIN
+#undef ACC_STORE_ALL_PLAIN
 
 static BD_AVX2 void bd_f32_gemm_avx2_6x16(int64_t kc, const float *a, const float *b, float *c,
                                           int64_t ldc, int m, const bd_ukr_epi *ep) {
@@ -345,6 +389,32 @@ BD_INLINE BD_AVX2 void conv8_row(const int CG_, const int KH_, const int KW_, co
     const int64_t cs = KH_ > 0 ? 8 : s->dil_w * 8, ps = KH_ > 0 ? SW_ * 8 : s->stride_w * 8;
     const int64_t hs = s->dil_h * rs, Cg = CG_;
     const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
+    if (CG_ == 0 && KH_ == 3 && KW_ == 3) {
+        /* the 9 weights in registers, loaded once per row: in the loop below gcc reloads them
+         * for every 4 pixels, as the stores to orow might change them */
+        __m256 wv[9];
+        for (int t = 0; t < 9; t++)
+            wv[t] = _mm256_load_ps(w8 + t * 8);
+        for (int64_t ow = 0; ow < OW; ow += 4) {
+            const float *q0 = p + ow * ps;
+            __m256 s0 = bias, s1 = bias, s2 = bias, s3 = bias;
+            for (int kh = 0; kh < 3; kh++)
+                for (int kw = 0; kw < 3; kw++) {
+                    const float *q = q0 + kh * hs + kw * cs;
+                    const __m256 wt = wv[kh * 3 + kw];
+                    s0 = _mm256_fmadd_ps(wt, _mm256_load_ps(q), s0);
+                    s1 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + ps), s1);
+                    s2 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 2 * ps), s2);
+                    s3 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 3 * ps), s3);
+                }
+            _mm256_store_ps(orow + ow * 8, s0);
+            _mm256_store_ps(orow + ow * 8 + 8, s1);
+            _mm256_store_ps(orow + ow * 8 + 16, s2);
+            _mm256_store_ps(orow + ow * 8 + 24, s3);
+        }
+        act_row8(orow, OW, j->act, lo, hi);
+        return;
+    }
     for (int64_t ow = 0; ow < OW; ow += 4) {
         const float *q0 = p + ow * ps;
         __m256 s0 = bias, s1 = bias, s2 = bias, s3 = bias;
