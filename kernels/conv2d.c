@@ -126,7 +126,10 @@ static int64_t transposed_ld(int64_t ncols) {
  * the 16 lanes outweighs the few FMAs before it: 3->16 and 3->32 3x3 1.5-1.7x faster as GEMMs,
  * SqueezeNet's 3->64 3x3/2 1.3x, 3->48 3x3/2 1.25x; MobileNetV2's 3->32 3x3/2 measured level
  * alone and 1.15x slower in the model, so it stays; 3-channel 7x7 stems (147 products) run
- * 1.15x faster direct. */
+ * 1.15x faster direct. On AVX2 too pointwise convolutions of more than 196 pixels stay off the
+ * 8-lane kernel, since the 6x16 tile stores without per-row dispatch (a Zen 3 core: RegNetY's
+ * 32 -> 48 at 112x112 0.578 -> 0.512 ms, 104 -> 208 and 104 -> 104 at 28x28 1.09-1.11x,
+ * ResNet-50's 512 -> 128 at 28x28 1.05x; at 14x14, 384 -> 64 was 7% slower as a GEMM). */
 static int conv8d_shape(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
     const int64_t Cg = s->C / s->group, Mg = s->M / s->group;
     const int few_products = kd->conv8d_lanes == 16 && s->KH * s->KW > 1 &&
@@ -142,7 +145,7 @@ static int conv8d_shape(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
            !is_group8(kd, s) && !few_products &&
            !(is_pointwise(s) && !wide_few_pixels &&
              (Mg > 2 * Cg || (kd->conv8d_lanes == 16 && (s->OH * s->OW > 196 || Mg > 512)) ||
-              (kd->conv8d_lanes == 8 && s->OH * s->OW > 196 && pointwise_in_place_ok(kd, s))));
+              (kd->conv8d_lanes == 8 && s->OH * s->OW > 196)));
 }
 
 /* The transposed pointwise product (transposed_shape) where the kernel copies transposed and
