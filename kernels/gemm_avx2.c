@@ -375,6 +375,34 @@ BD_INLINE BD_AVX2 void act_row8(float *o, int64_t n, int act, __m256 lo, __m256 
 #undef BD_ACT_LOOP
 }
 
+/* conv8_row of a 3x3 depthwise convolution: the 9 weights in registers, loaded once per row (in
+ * conv8_row's loop gcc reloads them for every 4 pixels, as the stores to orow might change them),
+ * and the activation ACT applied before the sums are stored. */
+BD_INLINE BD_AVX2 void dw3_row(const int ACT, const float *p, int64_t ps, int64_t cs, int64_t hs,
+                               int64_t OW, const float *w8, __m256 bias, __m256 lo, __m256 hi,
+                               float *orow) {
+    __m256 wv[9];
+    for (int t = 0; t < 9; t++)
+        wv[t] = _mm256_load_ps(w8 + t * 8);
+    for (int64_t ow = 0; ow < OW; ow += 4) {
+        const float *q0 = p + ow * ps;
+        __m256 s0 = bias, s1 = bias, s2 = bias, s3 = bias;
+        for (int kh = 0; kh < 3; kh++)
+            for (int kw = 0; kw < 3; kw++) {
+                const float *q = q0 + kh * hs + kw * cs;
+                const __m256 wt = wv[kh * 3 + kw];
+                s0 = _mm256_fmadd_ps(wt, _mm256_load_ps(q), s0);
+                s1 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + ps), s1);
+                s2 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 2 * ps), s2);
+                s3 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 3 * ps), s3);
+            }
+        _mm256_store_ps(orow + ow * 8, act8(s0, ACT, lo, hi));
+        _mm256_store_ps(orow + ow * 8 + 8, act8(s1, ACT, lo, hi));
+        _mm256_store_ps(orow + ow * 8 + 16, act8(s2, ACT, lo, hi));
+        _mm256_store_ps(orow + ow * 8 + 24, act8(s3, ACT, lo, hi));
+    }
+}
+
 /* One output row from the interleaved rows at p (row stride rs floats), pixels four at a time
  * (four FMA chains). CG_ == 0: depthwise (lane times lane); CG_ > 0: the group's CG_ input
  * values broadcast. KH_ > 0: taps KH_ x KW_ and column stride SW_ with column dilation 1, known
@@ -390,30 +418,18 @@ BD_INLINE BD_AVX2 void conv8_row(const int CG_, const int KH_, const int KW_, co
     const int64_t hs = s->dil_h * rs, Cg = CG_;
     const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
     if (CG_ == 0 && KH_ == 3 && KW_ == 3) {
-        /* the 9 weights in registers, loaded once per row: in the loop below gcc reloads them
-         * for every 4 pixels, as the stores to orow might change them */
-        __m256 wv[9];
-        for (int t = 0; t < 9; t++)
-            wv[t] = _mm256_load_ps(w8 + t * 8);
-        for (int64_t ow = 0; ow < OW; ow += 4) {
-            const float *q0 = p + ow * ps;
-            __m256 s0 = bias, s1 = bias, s2 = bias, s3 = bias;
-            for (int kh = 0; kh < 3; kh++)
-                for (int kw = 0; kw < 3; kw++) {
-                    const float *q = q0 + kh * hs + kw * cs;
-                    const __m256 wt = wv[kh * 3 + kw];
-                    s0 = _mm256_fmadd_ps(wt, _mm256_load_ps(q), s0);
-                    s1 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + ps), s1);
-                    s2 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 2 * ps), s2);
-                    s3 = _mm256_fmadd_ps(wt, _mm256_load_ps(q + 3 * ps), s3);
-                }
-            _mm256_store_ps(orow + ow * 8, s0);
-            _mm256_store_ps(orow + ow * 8 + 8, s1);
-            _mm256_store_ps(orow + ow * 8 + 16, s2);
-            _mm256_store_ps(orow + ow * 8 + 24, s3);
+        switch (j->act) { /* the activation on the sums, chosen once per row */
+        case BD_ACT_NONE: dw3_row(BD_ACT_NONE, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
+        case BD_ACT_RELU: dw3_row(BD_ACT_RELU, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
+        case BD_ACT_CLIP: dw3_row(BD_ACT_CLIP, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
+        case BD_ACT_HARD_SWISH:
+            dw3_row(BD_ACT_HARD_SWISH, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
+            return;
+        default:
+            dw3_row(BD_ACT_NONE, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
+            act_row8(orow, OW, j->act, lo, hi);
+            return;
         }
-        act_row8(orow, OW, j->act, lo, hi);
-        return;
     }
     for (int64_t ow = 0; ow < OW; ow += 4) {
         const float *q0 = p + ow * ps;
