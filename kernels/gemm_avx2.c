@@ -425,6 +425,7 @@ BD_INLINE BD_AVX2 void conv8_row(const int CG_, const int KH_, const int KW_, co
         case BD_ACT_HARD_SWISH:
             dw3_row(BD_ACT_HARD_SWISH, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
             return;
+        case BD_ACT_SILU: dw3_row(BD_ACT_SILU, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
         default:
             dw3_row(BD_ACT_NONE, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
             act_row8(orow, OW, j->act, lo, hi);
