@@ -152,11 +152,18 @@ static int conv8d_shape(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
  * the GEMM would take the shape, or of one pixel on AVX-512; bf16 (the user's opt-in) keeps its
  * own paths. On AVX2 a one-pixel reduction stays on the 8-lane direct kernel: MobileNetV3's
  * 960 -> 240 and 672 -> 168 took 0.073 and 0.075 ms transposed against 0.061 and 0.066 direct
- * (a Zen 3 core, in the model), while its expansions, GEMMs before, ran 0.104 -> 0.070 ms. */
+ * (a Zen 3 core, in the model), while its expansions, GEMMs before, ran 0.104 -> 0.070 ms. Deep
+ * reductions to 256 or more outputs are faster transposed there too (ResNet-50's 2048 -> 512 at
+ * 7x7 1.52 -> 1.18 ms; with fewer inputs the gain alone was 1.02-1.05x, and RegNetY's 440 -> 440
+ * layers measured slower in the model; 960 -> 160 0.98x, 1024 -> 128 0.95x alone). */
 static int is_pointwise_transposed(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
+    const int64_t P = s->OH * s->OW;
     return kd->transpose && transposed_shape(s) &&
            !(s->bf16 && bd_kernels_cpu_has_bf16()) &&
-           ((s->OH * s->OW == 1 && kd->conv8d_lanes == 16) || !conv8d_shape(kd, s));
+           ((P == 1 && kd->conv8d_lanes == 16) ||
+            (P > 1 && kd->conv8d_lanes == 8 && s->M / s->group >= 256 &&
+             s->C / s->group >= 1024) ||
+            !conv8d_shape(kd, s));
 }
 
 static int is_conv8d(const bd_gemm_kernel *kd, const bd_conv2d_shape *s) {
