@@ -936,17 +936,26 @@ BD_INLINE BD_AVX2 void conv_planes_block8(const int NV, const bd_conv_planes_job
     const int last = (int)(n - 8 * (NV - 1)), part = last < 8;
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(last),
                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-#define BD_OUT(i, A, B, C)                                                                         \
+#define BD_OUT(i, A, B, C, ACT)                                                                    \
     if (m0 + i >= j->m_lo && m0 + i < j->m_hi) {                                                   \
         float *o = yr + i * OHW;                                                                   \
-        store8(o, act8(A, j->act, lo, hi), NV == 1 && part, m);                                    \
-        if (NV > 1) store8(o + 8, act8(B, j->act, lo, hi), NV == 2 && part, m);                    \
-        if (NV > 2) store8(o + 16, act8(C, j->act, lo, hi), part, m);                              \
+        store8(o, act8(A, ACT, lo, hi), NV == 1 && part, m);                                       \
+        if (NV > 1) store8(o + 8, act8(B, ACT, lo, hi), NV == 2 && part, m);                       \
+        if (NV > 2) store8(o + 16, act8(C, ACT, lo, hi), part, m);                                 \
     }
-    BD_OUT(0, a0, b0, c0)
-    BD_OUT(1, a1, b1, c1)
-    BD_OUT(2, a2, b2, c2)
-    BD_OUT(3, a3, b3, c3)
+#define BD_OUT_ALL(ACT)                                                                            \
+    BD_OUT(0, a0, b0, c0, ACT)                                                                     \
+    BD_OUT(1, a1, b1, c1, ACT)                                                                     \
+    BD_OUT(2, a2, b2, c2, ACT)                                                                     \
+    BD_OUT(3, a3, b3, c3, ACT)
+    switch (j->act) { /* chosen once per block, not per vector, as ukr_6x16's epilogue */
+    case BD_ACT_NONE: BD_OUT_ALL(BD_ACT_NONE) break;
+    case BD_ACT_RELU: BD_OUT_ALL(BD_ACT_RELU) break;
+    case BD_ACT_CLIP: BD_OUT_ALL(BD_ACT_CLIP) break;
+    case BD_ACT_HARD_SWISH: BD_OUT_ALL(BD_ACT_HARD_SWISH) break;
+    default: BD_OUT_ALL(j->act) break;
+    }
+#undef BD_OUT_ALL
 #undef BD_OUT
 }
 

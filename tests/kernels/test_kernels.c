@@ -796,6 +796,9 @@ static void test_conv_all(void) {
          BD_ACT_NONE},
         {"stem planes 2->16 3x3 150 columns", 1, 2, 5, 150, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1,
          BD_ACT_RELU},
+        /* MobileNetV3's stem: HardSwish, whose epilogue the AVX2 kernel chooses per block */
+        {"stem planes 3->16 3x3 stride2 hardswish", 1, 3, 11, 61, 16, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1,
+         1, BD_ACT_HARD_SWISH},
     };
     int before = g_failed, count = 0;
     g_rel_err_max = 0;
