@@ -91,6 +91,22 @@ BD_INLINE BD_AVX2 __m256 act8(__m256 v, int act, __m256 lo, __m256 hi) {
     return v;
 }
 
+/* The statements after OTHER with ACT the activation `act`, a constant (the statements compiled
+ * once per case, act8's tests folded away), for the activations the kernels meet after most
+ * convolutions; OTHER for the rest. The kernels choose once per tile or row, not per vector: per
+ * row in the 6x16 tile's epilogue, a pointwise expansion of 16 inputs had spent as long storing
+ * as in its 16 steps of k. BD_WITH_ACT: the rest run the same statements, ACT the value itself. */
+#define BD_WITH_ACT_OR(act, OTHER, ...)                                                            \
+    switch (act) {                                                                                 \
+    case BD_ACT_NONE: { const int ACT = BD_ACT_NONE; __VA_ARGS__; } break;                       \
+    case BD_ACT_RELU: { const int ACT = BD_ACT_RELU; __VA_ARGS__; } break;                       \
+    case BD_ACT_CLIP: { const int ACT = BD_ACT_CLIP; __VA_ARGS__; } break;                       \
+    case BD_ACT_SILU: { const int ACT = BD_ACT_SILU; __VA_ARGS__; } break;                       \
+    case BD_ACT_HARD_SWISH: { const int ACT = BD_ACT_HARD_SWISH; __VA_ARGS__; } break;           \
+    default: OTHER; break;                                                                         \
+    }
+#define BD_WITH_ACT(act, ...) BD_WITH_ACT_OR(act, { const int ACT = (act); __VA_ARGS__; }, __VA_ARGS__)
+
 /* Loads and stores of 8 columns, masked (m: lanes whose sign bit is set) for a partial tile;
  * full tiles keep plain ones, which are faster than the masked forms on AMD cores. */
 BD_INLINE BD_AVX2 __m256 load8(const float *p, int part, __m256i m) {
@@ -283,18 +299,10 @@ BD_INLINE BD_AVX2 void ukr_6x16(const int R, const int NV, const int D, int64_t 
     const __m256 lo = _mm256_set1_ps(ep->act_min), hi = _mm256_set1_ps(ep->act_max);
     const int whole_run = D && out->nseg == 1 && (out->mask[0] & 0xFFFFu) == 0xFFFFu;
     if ((D ? whole_run : NV == 2 && !part && !ep->bias_n) && !ep->load_c) {
-        /* the activation chosen once per tile, not per row (a pointwise expansion of 16 inputs
-         * spent as long in the generic epilogue as in its 16 steps of k) */
         const float *bm = ep->bias_m;
         if (D) c += out->coff[0];
-        switch (ep->act) {
-        case BD_ACT_NONE: ACC_STORE_ALL_PLAIN(BD_ACT_NONE); return;
-        case BD_ACT_RELU: ACC_STORE_ALL_PLAIN(BD_ACT_RELU); return;
-        case BD_ACT_CLIP: ACC_STORE_ALL_PLAIN(BD_ACT_CLIP); return;
-        case BD_ACT_SILU: ACC_STORE_ALL_PLAIN(BD_ACT_SILU); return;
-        case BD_ACT_HARD_SWISH: ACC_STORE_ALL_PLAIN(BD_ACT_HARD_SWISH); return;
-        default: break;
-        }
+        /* the other activations (GELU) take the generic epilogue below */
+        BD_WITH_ACT_OR(ep->act, (void)0, ACC_STORE_ALL_PLAIN(ACT); return);
     }
     const __m256i ncols = _mm256_set1_epi32(cols);
     const __m256i m0 = _mm256_cmpgt_epi32(ncols, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -363,16 +371,8 @@ static BD_AVX2 void bd_f32_gemm_avx2_6x8(int64_t kc, const float *a, const float
  * dispatch with every activation's code inlined four times slowed the depthwise layers. */
 BD_INLINE BD_AVX2 void act_row8(float *o, int64_t n, int act, __m256 lo, __m256 hi) {
     if (act == BD_ACT_NONE) return;
-#define BD_ACT_LOOP(ACT)                                                                           \
-    for (int64_t i = 0; i < n; i++)                                                                \
-        _mm256_store_ps(o + i * 8, act8(_mm256_load_ps(o + i * 8), ACT, lo, hi));
-    switch (act) {
-    case BD_ACT_RELU: BD_ACT_LOOP(BD_ACT_RELU) break;
-    case BD_ACT_CLIP: BD_ACT_LOOP(BD_ACT_CLIP) break;
-    case BD_ACT_HARD_SWISH: BD_ACT_LOOP(BD_ACT_HARD_SWISH) break;
-    default: BD_ACT_LOOP(act) break;
-    }
-#undef BD_ACT_LOOP
+    BD_WITH_ACT(act, for (int64_t i = 0; i < n; i++)
+                         _mm256_store_ps(o + i * 8, act8(_mm256_load_ps(o + i * 8), ACT, lo, hi)));
 }
 
 /* conv8_row of a 3x3 depthwise convolution: the 9 weights in registers, loaded once per row (in
@@ -418,19 +418,13 @@ BD_INLINE BD_AVX2 void conv8_row(const int CG_, const int KH_, const int KW_, co
     const int64_t hs = s->dil_h * rs, Cg = CG_;
     const __m256 lo = _mm256_set1_ps(j->act_min), hi = _mm256_set1_ps(j->act_max);
     if (CG_ == 0 && KH_ == 3 && KW_ == 3) {
-        switch (j->act) { /* the activation on the sums, chosen once per row */
-        case BD_ACT_NONE: dw3_row(BD_ACT_NONE, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
-        case BD_ACT_RELU: dw3_row(BD_ACT_RELU, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
-        case BD_ACT_CLIP: dw3_row(BD_ACT_CLIP, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
-        case BD_ACT_HARD_SWISH:
-            dw3_row(BD_ACT_HARD_SWISH, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
-            return;
-        case BD_ACT_SILU: dw3_row(BD_ACT_SILU, p, ps, cs, hs, OW, w8, bias, lo, hi, orow); return;
-        default:
-            dw3_row(BD_ACT_NONE, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
-            act_row8(orow, OW, j->act, lo, hi);
-            return;
-        }
+        BD_WITH_ACT_OR(j->act,
+                       { /* the rest applied after the row is stored */
+                           dw3_row(BD_ACT_NONE, p, ps, cs, hs, OW, w8, bias, lo, hi, orow);
+                           act_row8(orow, OW, j->act, lo, hi);
+                       },
+                       dw3_row(ACT, p, ps, cs, hs, OW, w8, bias, lo, hi, orow));
+        return;
     }
     for (int64_t ow = 0; ow < OW; ow += 4) {
         const float *q0 = p + ow * ps;
@@ -948,13 +942,7 @@ BD_INLINE BD_AVX2 void conv_planes_block8(const int NV, const bd_conv_planes_job
     BD_OUT(1, a1, b1, c1, ACT)                                                                     \
     BD_OUT(2, a2, b2, c2, ACT)                                                                     \
     BD_OUT(3, a3, b3, c3, ACT)
-    switch (j->act) { /* chosen once per block, not per vector, as ukr_6x16's epilogue */
-    case BD_ACT_NONE: BD_OUT_ALL(BD_ACT_NONE) break;
-    case BD_ACT_RELU: BD_OUT_ALL(BD_ACT_RELU) break;
-    case BD_ACT_CLIP: BD_OUT_ALL(BD_ACT_CLIP) break;
-    case BD_ACT_HARD_SWISH: BD_OUT_ALL(BD_ACT_HARD_SWISH) break;
-    default: BD_OUT_ALL(j->act) break;
-    }
+    BD_WITH_ACT(j->act, BD_OUT_ALL(ACT));
 #undef BD_OUT_ALL
 #undef BD_OUT
 }
