@@ -87,16 +87,18 @@ static int64_t k_of(const bd_conv2d_shape *s) {
  * float FMA's 16 per cycle and port, doubled). A weight pair (w0, w1) of a channel and step can
  * saturate it only when its positive or negative parts add up past 128 (255 * 129 > 32767);
  * the split packing (DIRECT_SPLIT) keeps w0 and moves w1 to a list of corrections per block of
- * 8 channels, added to the tile's sums after the micro-kernel (direct_fix_avx2): a correction
- * for 1.4-4.7% of int8 ResNet-18's (channel, step) pairs of its 3x3 layers, 6-12.5% of its 1x1
- * ones. Its 3x3 layers run at 150-165 GOP/s on a Zen 3 core (the float kernel's 85 GFLOP/s).
- * Its channels-in-lanes kernel (lanes_sums_avx2: 16 channels x up to 5 pixels of a row) takes
- * the 7x7 outputs, by a cost model of its own (lanes_faster_avx2).
+ * 8 channels, added to the tile's sums after the micro-kernel (direct_fix_avx2). Which input
+ * channels share a pair is chosen at packing (direct_order): with a channel of large weights
+ * beside one of small ones, a correction for 0.9-3.1% of int8 ResNet-18's (channel, step) pairs
+ * of its 3x3 layers, 3.5-7.4% of its 1x1 ones (1.4-4.7% and 6.3-12.5% in channel order). Its
+ * 3x3 layers run at 150-165 GOP/s on a Zen 3 core (the float kernel's 85 GFLOP/s). Its
+ * channels-in-lanes kernel (lanes_sums_avx2: 16 channels x up to 5 pixels of a row) takes the
+ * 7x7 and 13x13 outputs, by a cost model of its own (lanes_faster_avx2).
  *
  * Packed weights (after the header, rowsum[M] and scale[M]): blocks of 8 output channels, each
- * S = G * KH * KW steps of 8 x 4 bytes (channel r's w - w_zero of channels 4g..4g+3 at tap
- * (kh, kw)), zeros past M and C; for the split packing, then its corrections
- * (direct_weight_bytes). */
+ * S = G * KH * KW steps of 8 x 4 bytes (channel r's w - w_zero of input channels order[4g..4g+3]
+ * at tap (kh, kw)), zeros past M and C; for the split packing, then its corrections; then the
+ * channel order (direct_weight_bytes). */
 enum { DIRECT_MR = 8, DIRECT_PANEL = 32, DIRECT_PREFETCH = 4096 };
 enum { DIRECT_NONE, DIRECT_EXACT, DIRECT_SPLIT };
 
@@ -139,7 +141,8 @@ static int64_t direct_scratch_bytes(const bd_conv2d_shape *s, int64_t rows) {
 /* The weight blocks (M rounded up to 8, S steps, 4 bytes); then, for the split packing, where
  * each block's corrections start in the list (blocks + 1 int32) and room for the list itself: a
  * correction for every (channel, step) at most, of which a model's weights use a few percent
- * (the rest of the room is never written, nor, allocated, resident). */
+ * (the rest of the room is written only by direct_order's scratch, at most C^2 + 32 C KH KW
+ * bytes of it). */
 static int64_t direct_block_bytes(const bd_conv2d_shape *s) {
     return round_up(s->M, DIRECT_MR) * ((s->C + 3) / 4) * s->KH * s->KW * 4;
 }
@@ -148,8 +151,14 @@ static int64_t direct_fixes_at(const bd_conv2d_shape *s) {
     return direct_block_bytes(s) + round_up(((s->M + DIRECT_MR - 1) / DIRECT_MR + 1) * 4, 8);
 }
 
+/* The split packing's channel order: position p (group p / 4, byte p % 4) holds input channel
+ * order[p], int32 for each of the 4 G positions (those past C hold channels of zero weights). */
+static int64_t direct_order_at(const bd_conv2d_shape *s) {
+    return direct_fixes_at(s) + direct_block_bytes(s) / 4 * (int64_t)sizeof(direct_fix);
+}
+
 static size_t direct_weight_bytes(const bd_conv2d_shape *s) {
-    return (size_t)(direct_fixes_at(s) + direct_block_bytes(s) / 4 * (int64_t)sizeof(direct_fix));
+    return (size_t)(direct_order_at(s) + (s->C + 3) / 4 * 4 * (int64_t)sizeof(int32_t));
 }
 
 /* A 1x1 stride-1 convolution's im2col is a plain copy, and its GEMM stores fewer, longer runs:
@@ -167,22 +176,128 @@ static bool direct_weights_fit(int64_t n, const void *w, int w_signed, int32_t w
     return true;
 }
 
-/* Packs the blocks; with split, a pair that could saturate vpmaddubsw keeps its first weight
- * and its second goes to the block's corrections. */
+static int32_t weight_at(const void *w, int w_signed, int32_t w_zero, int64_t i) {
+    return (w_signed ? ((const int8_t *)w)[i] : ((const uint8_t *)w)[i]) - w_zero;
+}
+
+/* The split packing's channel order: channels paired so that few pairs saturate. Which two
+ * channels share a vpmaddubsw pair is free (the planes interleave any 4 channel rows), and
+ * pairing a channel of large weights with one of small ones leaves fewer corrections: 0.63x as
+ * many on int8 ResNet-18's layers, the model 0.97x the time on a Zen 3 core. cost[a][b] counts
+ * the (output channel, tap) at which a and b saturate together; then, most costly channel first,
+ * each takes the free partner of least cost. A pair saturates only when one weight passes 64 (an
+ * anchor), so each (m, tap) row of weights is scanned for anchors and, per anchor, for the
+ * partners past 128 less it, 32 bytes a compare (a pair of two anchors counts twice; the counts
+ * saturate at 255, which chose the same order on that model): 25 ms at start-up for int8
+ * ResNet-18. Only the split packing, which runs on AVX2, takes it: elsewhere, or where its
+ * scratch does not fit the corrections' room (which the corrections overwrite afterwards), the
+ * order stays the identity. The scratch: cost (P x P32 bytes), output channel m's weights as a
+ * row of P32 bytes per tap, tot and taken per channel. */
+#if BD_KERNELS_X86
+static __attribute__((target("avx2"))) void
+direct_order_avx2(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
+                  uint8_t *room, int32_t *order) {
+    int64_t P = (s->C + 3) / 4 * 4, taps = s->KH * s->KW, K = s->C * taps, P32 = round_up(P, 32);
+    uint8_t *cost = room; /* rows of P32 (the columns past P never read) */
+    int8_t *rows = (int8_t *)(cost + P * P32);
+    int64_t *tot = (int64_t *)(rows + round_up(taps * P32, 64));
+    uint8_t *taken = (uint8_t *)(tot + P);
+    memset(cost, 0, (size_t)(P * P32));
+    const __m256i big = _mm256_set1_epi8(64), nbig = _mm256_set1_epi8(-64);
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int64_t m = 0; m < s->M; m++) {
+        /* output channel m's weights as one row of P32 bytes per tap */
+        memset(rows, 0, (size_t)(taps * P32));
+        for (int64_t c = 0; c < s->C; c++)
+            for (int64_t t = 0; t < taps; t++)
+                rows[t * P32 + c] = (int8_t)weight_at(w, w_signed, w_zero, m * K + c * taps + t);
+        for (int64_t t = 0; t < taps; t++) {
+            const int8_t *row = rows + t * P32;
+            for (int64_t c0 = 0; c0 < P32; c0 += 32) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(row + c0));
+                uint32_t anchors = (uint32_t)_mm256_movemask_epi8(
+                    _mm256_or_si256(_mm256_cmpgt_epi8(v, big), _mm256_cmpgt_epi8(nbig, v)));
+                for (; anchors; anchors &= anchors - 1) {
+                    int64_t a = c0 + __builtin_ctz(anchors);
+                    int va = row[a];
+                    /* the partners: the same sign, past 128 - |va| in magnitude (a itself
+                     * too, on the diagonal, never read) */
+                    __m256i thr = _mm256_set1_epi8((char)(va > 0 ? 128 - va : -128 - va));
+                    uint8_t *ca = cost + a * P32;
+                    for (int64_t b0 = 0; b0 < P32; b0 += 32) {
+                        __m256i u = _mm256_loadu_si256((const __m256i *)(row + b0));
+                        __m256i hit =
+                            va > 0 ? _mm256_cmpgt_epi8(u, thr) : _mm256_cmpgt_epi8(thr, u);
+                        __m256i *p = (__m256i *)(ca + b0);
+                        _mm256_storeu_si256(
+                            p, _mm256_adds_epu8(_mm256_loadu_si256(p), _mm256_and_si256(hit, one)));
+                    }
+                }
+            }
+        }
+    }
+    /* symmetric: a pair of two anchors counted from both */
+    for (int64_t a = 0; a < P; a++)
+        for (int64_t b = a + 1; b < P; b++) {
+            uint32_t v = (uint32_t)cost[a * P32 + b] + cost[b * P32 + a];
+            cost[a * P32 + b] = cost[b * P32 + a] = (uint8_t)(v < UINT8_MAX ? v : UINT8_MAX);
+        }
+    for (int64_t a = 0; a < P; a++) {
+        int64_t sum = 0;
+        for (int64_t b = 0; b < P; b++)
+            sum += b == a ? 0 : cost[a * P32 + b];
+        tot[a] = sum;
+        taken[a] = 0;
+    }
+    for (int64_t k = 0; k < P; k += 2) {
+        int64_t a = -1, b = -1; /* the free channel of most cost (the first such), its partner */
+        for (int64_t c = 0; c < P; c++)
+            if (!taken[c] && (a < 0 || tot[c] > tot[a])) a = c;
+        taken[a] = 1;
+        for (int64_t c = 0; c < P; c++)
+            if (!taken[c] && (b < 0 || cost[a * P32 + c] < cost[a * P32 + b])) b = c;
+        taken[b] = 1;
+        order[k] = (int32_t)a;
+        order[k + 1] = (int32_t)b;
+    }
+}
+#endif
+
+static void direct_order(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
+                         bool split, void *room, int64_t room_bytes, int32_t *order) {
+    int64_t P = (s->C + 3) / 4 * 4, P32 = round_up(P, 32), taps = s->KH * s->KW;
+    for (int64_t p = 0; p < P; p++)
+        order[p] = (int32_t)p;
+    int64_t need = P * P32 + round_up(taps * P32, 64) + P * 9;
+    if (!split || need > room_bytes) return;
+#if BD_KERNELS_X86
+    direct_order_avx2(s, w, w_signed, w_zero, room, order);
+#else
+    (void)w, (void)w_signed, (void)w_zero, (void)room;
+#endif
+}
+
+/* Packs the blocks, input channel order[p] at position p; with split, a pair that could
+ * saturate vpmaddubsw keeps its first weight and its second goes to the block's corrections. */
 static void direct_pack(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
                         bool split, int32_t *rowsum, int8_t *blocks) {
     int64_t G = (s->C + 3) / 4, taps = s->KH * s->KW, S = G * taps, K = s->C * taps;
+    int32_t *order = (int32_t *)(blocks + direct_order_at(s));
+    direct_order(s, w, w_signed, w_zero, split, blocks + direct_fixes_at(s),
+                 direct_order_at(s) - direct_fixes_at(s), order);
     memset(blocks, 0, (size_t)direct_block_bytes(s));
     for (int64_t m = 0; m < s->M; m++) {
         int32_t sum = 0;
         int8_t *b = blocks + (m / DIRECT_MR) * S * DIRECT_MR * 4 + (m % DIRECT_MR) * 4;
-        for (int64_t c = 0; c < s->C; c++)
+        for (int64_t p = 0; p < G * 4; p++) {
+            int64_t c = order[p];
+            if (c >= s->C) continue; /* a zero channel */
             for (int64_t t = 0; t < taps; t++) {
-                int64_t i = m * K + c * taps + t;
-                int32_t v = (w_signed ? ((const int8_t *)w)[i] : ((const uint8_t *)w)[i]) - w_zero;
+                int32_t v = weight_at(w, w_signed, w_zero, m * K + c * taps + t);
                 sum += v;
-                b[((c / 4) * taps + t) * DIRECT_MR * 4 + c % 4] = (int8_t)v;
+                b[((p / 4) * taps + t) * DIRECT_MR * 4 + p % 4] = (int8_t)v;
             }
+        }
         rowsum[m] = sum;
     }
     if (!split) return;
@@ -245,8 +360,9 @@ static void interleave_row(uint8_t *dst, const uint8_t *const r[4], int64_t lo, 
 }
 
 /* The planes of the tile's output rows [oh0, oh0 + rows), for every group and used phase. */
-static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const uint8_t *xn,
-                        int64_t oh0, uint8_t flip, uint8_t pad, uint8_t *planes) {
+static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const int32_t *order,
+                        const uint8_t *xn, int64_t oh0, uint8_t flip, uint8_t pad,
+                        uint8_t *planes) {
     int64_t sh = s->stride_h, sw = s->stride_w;
     uint32_t padv = pad * 0x01010101u;
     for (int64_t ph = 0; ph < sh; ph++)
@@ -274,7 +390,7 @@ static void direct_fill(const bd_conv2d_shape *s, const direct_geom *d, const ui
                     const uint8_t *src[4];
                     int64_t room = INT64_MAX;     /* bytes of the image readable from every src */
                     for (int j = 0; j < 4; j++) { /* channels past C: any byte (zero weights) */
-                        int64_t c = 4 * g + j < s->C ? 4 * g + j : s->C - 1;
+                        int64_t c = order[4 * g + j] < s->C ? order[4 * g + j] : s->C - 1;
                         int64_t at = (c * s->H + ih) * s->W + off, left = s->C * s->H * s->W - at;
                         src[j] = xn + at;
                         room = left < room ? left : room;
@@ -577,52 +693,63 @@ static inline void store_bytes(void *dst, uint64_t b, int n) {
 }
 
 /* direct_store_avx512 8 lanes at a time (the float steps the same, without FMA contraction: the
- * target has none). A partial 8 reads lanes past the run, in acc's room, and stores none. */
+ * target has none). A partial 8 reads lanes past the run, in acc's room, and stores none. The
+ * constants are read into locals first: the byte stores may alias anything, and gcc reloaded
+ * them from *o and *o->rq after each one. */
 static __attribute__((target("avx2"))) void
 direct_store_avx2(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, const direct_run *runs,
                   int n_runs, const direct_out *o) {
     const bd_i8_requant *rq = o->rq;
-    const float qlo = rq && rq->out_signed ? -128.0f : 0.0f;
-    for (int64_t m = m0; m < m1; m++) {
-        const int32_t *a = acc + (m - mb) * DIRECT_PANEL;
-        const __m256i corr =
-            _mm256_set1_epi32((int32_t)((uint32_t)o->xzu * (uint32_t)o->rowsum[m]));
-        if (!o->scale) {
-            const __m256i b = _mm256_sub_epi32(
-                _mm256_set1_epi32(o->bias ? ((const int32_t *)o->bias)[m] : 0), corr);
-            int32_t *ym = (int32_t *)o->y + m * o->plane_out;
+    const int32_t *rowsum = o->rowsum;
+    const uint32_t xzu = (uint32_t)o->xzu;
+    const float *scale = o->scale;
+    const void *bias = o->bias;
+    const int64_t plane_out = o->plane_out;
+    if (!scale) {
+        for (int64_t m = m0; m < m1; m++) {
+            const int32_t *a = acc + (m - mb) * DIRECT_PANEL;
+            uint32_t bm = bias ? (uint32_t)((const int32_t *)bias)[m] : 0u;
+            const __m256i b = _mm256_set1_epi32((int32_t)(bm - xzu * (uint32_t)rowsum[m]));
+            int32_t *ym = (int32_t *)o->y + m * plane_out;
             for (int i = 0; i < n_runs; i++)
                 for (int l = 0; l < runs[i].count; l += 8) {
                     __m256i v = _mm256_loadu_si256((const __m256i *)(a + runs[i].lane + l));
                     int n = runs[i].count - l < 8 ? runs[i].count - l : 8;
                     store_lanes(ym + runs[i].dst + l, _mm256_add_epi32(v, b), n);
                 }
-            continue;
         }
-        const __m256 sc = _mm256_set1_ps(o->scale[m]);
-        const __m256 b = _mm256_set1_ps(o->bias ? ((const float *)o->bias)[m] : 0.0f);
+        return;
+    }
+    const int requant = rq != NULL, out_signed = rq && rq->out_signed;
+    const float qlo = out_signed ? -128.0f : 0.0f;
+    const __m256 lo = _mm256_set1_ps(rq ? rq->lo : 0.0f), hi = _mm256_set1_ps(rq ? rq->hi : 0.0f);
+    const __m256 qscale = _mm256_set1_ps(rq ? rq->scale : 1.0f);
+    const __m256 qzero = _mm256_set1_ps(rq ? rq->zero : 0.0f);
+    const __m256 qmin = _mm256_set1_ps(qlo), qmax = _mm256_set1_ps(qlo + 255.0f);
+    for (int64_t m = m0; m < m1; m++) {
+        const int32_t *a = acc + (m - mb) * DIRECT_PANEL;
+        const __m256i corr = _mm256_set1_epi32((int32_t)(xzu * (uint32_t)rowsum[m]));
+        const __m256 sc = _mm256_set1_ps(scale[m]);
+        const __m256 b = _mm256_set1_ps(bias ? ((const float *)bias)[m] : 0.0f);
         for (int i = 0; i < n_runs; i++)
             for (int l = 0; l < runs[i].count; l += 8) {
                 __m256i v = _mm256_sub_epi32(
                     _mm256_loadu_si256((const __m256i *)(a + runs[i].lane + l)), corr);
                 __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), sc), b);
-                int64_t at = m * o->plane_out + runs[i].dst + l;
+                int64_t at = m * plane_out + runs[i].dst + l;
                 int n = runs[i].count - l < 8 ? runs[i].count - l : 8;
-                if (!rq) {
+                if (!requant) {
                     store_lanes((float *)o->y + at, _mm256_castps_si256(f), n);
                     continue;
                 }
-                f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(rq->lo)), _mm256_set1_ps(rq->hi));
-                f = _mm256_round_ps(_mm256_div_ps(f, _mm256_set1_ps(rq->scale)),
+                f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+                f = _mm256_round_ps(_mm256_div_ps(f, qscale),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                f = _mm256_add_ps(f, _mm256_set1_ps(rq->zero));
-                f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(qlo)),
-                                  _mm256_set1_ps(qlo + 255.0f));
+                f = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(f, qzero), qmin), qmax);
                 __m256i q = _mm256_cvtps_epi32(f); /* to bytes, in range: the packs keep them */
                 __m128i w16 =
                     _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-                __m128i b8 =
-                    rq->out_signed ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
+                __m128i b8 = out_signed ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
                 store_bytes((uint8_t *)o->y + at, (uint64_t)_mm_cvtsi128_si64(b8), n);
             }
     }
@@ -813,13 +940,17 @@ static bool lanes_faster(const bd_conv2d_shape *s, const direct_geom *d, int64_t
  * vector: per step 2 loads, np broadcasts, 2 np vpmaddubsw and vpmaddwd. out[np][16]. */
 static inline __attribute__((target("avx2"), always_inline)) void
 lanes_sums_avx2(const int8_t *w0, const int8_t *w1, const uint8_t *x, const int64_t *off, int64_t S,
-                const int np, int32_t *out) {
+                const int np, int pf, int32_t *out) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[5][2];
     for (int i = 0; i < np; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
     for (int64_t st = 0; st < S; st++) {
         const __m256i b0 = _mm256_loadu_si256((const __m256i *)(w0 + st * DIRECT_MR * 4));
         const __m256i b1 = _mm256_loadu_si256((const __m256i *)(w1 + st * DIRECT_MR * 4));
+        if (pf) {
+            _mm_prefetch((const char *)(w0 + st * DIRECT_MR * 4) + 2048, _MM_HINT_T0);
+            _mm_prefetch((const char *)(w1 + st * DIRECT_MR * 4) + 2048, _MM_HINT_T0);
+        }
         const uint8_t *xs = x + off[st];
         for (int i = 0; i < np; i++) {
             int32_t px;
@@ -836,46 +967,58 @@ lanes_sums_avx2(const int8_t *w0, const int8_t *w1, const uint8_t *x, const int6
 }
 
 typedef void lanes_avx2_fn(const int8_t *w0, const int8_t *w1, const uint8_t *x, const int64_t *off,
-                           int64_t S, int32_t *out);
+                           int64_t S, int pf, int32_t *out);
 #define LANES_AVX2_FN(np)                                                                          \
     static __attribute__((target("avx2"))) void lanes_avx2_##np(                                 \
         const int8_t *w0, const int8_t *w1, const uint8_t *x, const int64_t *off, int64_t S,       \
-        int32_t *out) {                                                                            \
-        lanes_sums_avx2(w0, w1, x, off, S, np, out);                                               \
+        int pf, int32_t *out) {                                                                    \
+        if (pf) lanes_sums_avx2(w0, w1, x, off, S, np, 1, out);                                    \
+        else lanes_sums_avx2(w0, w1, x, off, S, np, 0, out);                                       \
     }
 LANES_AVX2_FN(1) LANES_AVX2_FN(2) LANES_AVX2_FN(3) LANES_AVX2_FN(4) LANES_AVX2_FN(5)
 static lanes_avx2_fn *const lanes_avx2_fns[6] = {NULL,           lanes_avx2_1, lanes_avx2_2,
                                                   lanes_avx2_3, lanes_avx2_4, lanes_avx2_5};
 
-/* The tile by lanes_sums_avx2: per 16 output channels, each output row chunk by chunk, each
- * 8-channel block's sums transposed into t (channel rows, as the pixel-in-lanes kernel leaves
- * them), corrected and stored as one run. */
+/* The tile by lanes_sums_avx2: per 16 output channels, each output row in spans of up to 32
+ * pixels, each span chunk by chunk; the chunks' sums transposed into t (an 8 x 32 block per 8
+ * channels: channel rows, as the pixel-in-lanes kernel leaves them), then each block corrected
+ * and stored as one run per span (a 7-pixel row's corrections once, not once per chunk: on
+ * int8 ResNet-18's 7x7 layers they had cost a sixth of the time). The first pass over a block
+ * of weights prefetches them (they stream from memory). */
 static void lanes_tile_avx2(const bd_conv2d_shape *s, const direct_geom *d, const int8_t *blocks_w,
                             const int32_t *fix_start, const direct_fix *fixes,
                             const uint8_t *planes, const int64_t *off, int32_t *out, int32_t *t,
                             const direct_out *o, int64_t oc0, int64_t oc1, int64_t oh0,
                             int64_t rows) {
-    int64_t mend = round_up(s->M, DIRECT_MR), chunks = row_chunks(s->OW, 5);
+    int64_t mend = round_up(s->M, DIRECT_MR);
     for (int64_t mb = oc0 / DIRECT_MR * DIRECT_MR; mb < oc1; mb += 2 * DIRECT_MR) {
         const int8_t *w0 = blocks_w + mb * d->S * 4;
         const int8_t *w1 = mb + DIRECT_MR < mend ? w0 + DIRECT_MR * d->S * 4 : w0;
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0, ow = 0; c < chunks; c++) {
-                int np = chunk_pixels(s->OW, chunks, c);
-                const uint8_t *x = planes + (r * d->Wq + ow) * 4;
-                lanes_avx2_fns[np](w0, w1, x, off, d->S, out);
-                direct_run run = {0, np, (oh0 + r) * s->OW + ow};
+            for (int64_t ow0 = 0; ow0 < s->OW; ow0 += DIRECT_PANEL) {
+                int64_t span = s->OW - ow0 < DIRECT_PANEL ? s->OW - ow0 : DIRECT_PANEL;
+                int64_t chunks = row_chunks(span, 5);
+                const uint8_t *x = planes + (r * d->Wq + ow0) * 4;
+                for (int64_t c = 0, i0 = 0; c < chunks; c++) {
+                    int np = chunk_pixels(span, chunks, c);
+                    lanes_avx2_fns[np](w0, w1, x + i0 * 4, off, d->S, r == 0 && ow0 == 0 && c == 0,
+                                       out);
+                    for (int h = 0; h < 2; h++)
+                        for (int m = 0; m < DIRECT_MR; m++)
+                            for (int i = 0; i < np; i++)
+                                t[(h * DIRECT_MR + m) * DIRECT_PANEL + i0 + i] =
+                                    out[16 * i + DIRECT_MR * h + m];
+                    i0 += np;
+                }
+                direct_run run = {0, (int)span, (oh0 + r) * s->OW + ow0};
                 for (int64_t h = 0, b = mb; h < 2 && b < oc1; h++, b += DIRECT_MR) {
-                    for (int m = 0; m < DIRECT_MR; m++)
-                        for (int i = 0; i < np; i++)
-                            t[m * DIRECT_PANEL + i] = out[16 * i + DIRECT_MR * h + m];
+                    int32_t *th = t + h * DIRECT_MR * DIRECT_PANEL;
                     int64_t blk = b / DIRECT_MR;
                     direct_fix_avx2(fixes + fix_start[blk], fix_start[blk + 1] - fix_start[blk], x,
-                                    off, false, t);
+                                    off, span > 16, th);
                     int64_t m0 = b > oc0 ? b : oc0, m1 = b + DIRECT_MR < oc1 ? b + DIRECT_MR : oc1;
-                    direct_store_avx2(t, b, m0, m1, &run, 1, o);
+                    direct_store_avx2(th, b, m0, m1, &run, 1, o);
                 }
-                ow += np;
             }
     }
 }
@@ -883,11 +1026,12 @@ static void lanes_tile_avx2(const bd_conv2d_shape *s, const direct_geom *d, cons
 /* Whether lanes_tile_avx2 is expected to take less time than the pixel-in-lanes loop, in cycles
  * of two multiplies a cycle. That loop computes the grid's panels (32 S a panel and block, 16 S
  * a last half panel) and stores each panel's runs; lanes_tile_avx2 computes 2 np S per chunk and
- * 16 channels, at 1.1 times that, and transposes, corrects and stores each chunk (650). The
+ * 16 channels, at 1.1 times that, and transposes, corrects and stores (250 a chunk). The
  * factors were fitted on a Zen 3 core to the 7x7, 14x14 and 28x28 layers of the list in
- * tests/kernels/bench_kernels.c; the model then picks the faster kernel on the others measured
- * there: lanes for 7x7 outputs (512 channels 141 -> 166 GOP/s), the pixel loop from 13x13 up
- * (lanes measured 0.93x at 14x14, 0.94x at SqueezeNet's 13x13, 0.70x at 27x27). */
+ * tests/kernels/bench_kernels.c (250 a chunk since a row's corrections and store are once per
+ * span); the model then picks the faster kernel on the others measured there: lanes for 7x7
+ * outputs (512 channels 141 -> 178 GOP/s, ResNet-50's 1x1/2 1024 -> 2048 1.11x) and SqueezeNet's
+ * 13x13 (1.07x), the pixel loop from 14x14 up (lanes level at 14x14, 0.83x at 27x27). */
 static bool lanes_faster_avx2(const bd_conv2d_shape *s, const direct_geom *d, int64_t rows,
                               int64_t oc0, int64_t oc1) {
     int64_t mb0 = oc0 / DIRECT_MR * DIRECT_MR, chunks = row_chunks(s->OW, 5);
@@ -897,7 +1041,7 @@ static bool lanes_faster_avx2(const bd_conv2d_shape *s, const direct_geom *d, in
     double runs = (double)(pixels + DIRECT_PANEL - 1) / DIRECT_PANEL * (DIRECT_PANEL / s->OW + 2);
     double pixel = (double)blocks8 * (halves * 16.0 * (double)d->S + runs * 100.0);
     double lanes = (double)blocks16 * (double)rows *
-                   ((double)s->OW * 2.0 * 1.1 * (double)d->S + (double)chunks * 650.0);
+                   ((double)s->OW * 2.0 * 1.1 * (double)d->S + (double)chunks * 250.0);
     return lanes < pixel;
 }
 #endif
@@ -959,7 +1103,7 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, int
                 int64_t plane = g * d.phases + (th % s->stride_h) * s->stride_w + tw % s->stride_w;
                 off[st] = (plane * d.plane + th / s->stride_h * d.Wq + tw / s->stride_w) * 4;
             }
-    direct_fill(s, &d, xn, oh0, flip, xzu, planes);
+    direct_fill(s, &d, (const int32_t *)(blocks_w + direct_order_at(s)), xn, oh0, flip, xzu, planes);
 #if BD_KERNELS_X86
     if (!split && direct_vnni() && lanes_faster(s, &d, rows, oc0, oc1, o->rq != NULL)) {
         lanes_tile(s, &d, blocks_w, planes, off, acc, acc + 8 * DIRECT_PANEL, o, oc0, oc1, oh0, rows);
