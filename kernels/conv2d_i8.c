@@ -167,8 +167,10 @@ static bool direct_shape(const bd_conv2d_shape *s) {
     return s->KH * s->KW > 1 || s->stride_h > 1 || s->stride_w > 1;
 }
 
-/* Whether every w - w_zero fits int8 (the signed operand). */
+/* Whether every w - w_zero fits int8 (the signed operand): any does for int8 w less 0 and
+ * uint8 w less 128 (a model's usual zero points: no scan of its weights at start-up). */
 static bool direct_weights_fit(int64_t n, const void *w, int w_signed, int32_t w_zero) {
+    if (w_zero == (w_signed ? 0 : 128)) return true;
     for (int64_t i = 0; i < n; i++) {
         int32_t v = (w_signed ? ((const int8_t *)w)[i] : ((const uint8_t *)w)[i]) - w_zero;
         if (v < -128 || v > 127) return false;
