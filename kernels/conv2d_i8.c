@@ -190,8 +190,8 @@ static int32_t weight_at(const void *w, int w_signed, int32_t w_zero, int64_t i)
  * each takes the free partner of least cost. A pair saturates only when one weight passes 64 (an
  * anchor), so each (m, tap) row of weights is scanned for anchors and, per anchor, for the
  * partners past 128 less it, 32 bytes a compare (a pair of two anchors counts twice; the counts
- * saturate at 255, which chose the same order on that model): 25 ms at start-up for int8
- * ResNet-18. Only the split packing, which runs on AVX2, takes it: elsewhere, or where its
+ * saturate at 255, which chose the same order on that model): about 30 ms at start-up for
+ * int8 ResNet-18. Only the split packing, which runs on AVX2, takes it: elsewhere, or where its
  * scratch does not fit the corrections' room (which the corrections overwrite afterwards), the
  * order stays the identity. The scratch: cost (P x P32 bytes), output channel m's weights as a
  * row of P32 bytes per tap, tot and taken per channel. */
