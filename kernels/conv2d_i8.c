@@ -191,10 +191,10 @@ static int32_t weight_at(const void *w, int w_signed, int32_t w_zero, int64_t i)
  * anchor), so each (m, tap) row of weights is scanned for anchors and, per anchor, for the
  * partners past 128 less it, 32 bytes a compare (a pair of two anchors counts twice; the counts
  * saturate at 255, which chose the same order on that model): about 30 ms at start-up for
- * int8 ResNet-18. Only the split packing, which runs on AVX2, takes it: elsewhere, or where its
- * scratch does not fit the corrections' room (which the corrections overwrite afterwards), the
- * order stays the identity. The scratch: cost (P x P32 bytes), output channel m's weights as a
- * row of P32 bytes per tap, tot and taken per channel. */
+ * int8 ResNet-18. Only the split packing, which runs on AVX2, takes it: elsewhere, where its
+ * scratch does not fit the corrections' room (which the corrections overwrite afterwards), or
+ * where the counting would take long, the order stays the identity. The scratch: cost (P x P32
+ * bytes), output channel m's weights as a row of P32 bytes per tap, tot and taken per channel. */
 #if BD_KERNELS_X86
 static __attribute__((target("avx2"))) void
 direct_order_avx2(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
@@ -271,7 +271,10 @@ static void direct_order(const bd_conv2d_shape *s, const void *w, int w_signed, 
     for (int64_t p = 0; p < P; p++)
         order[p] = (int32_t)p;
     int64_t need = P * P32 + round_up(taps * P32, 64) + P * 9;
-    if (!split || need > room_bytes) return;
+    /* its time goes as M taps P^2 / 32 partner compares a few percent of the weights make (the
+     * anchors): up to 2^30 (512 -> 512 3x3: 2^25, about 10 ms) */
+    double work = (double)s->M * (double)taps * (double)P * (double)(P32 / 32);
+    if (!split || need > room_bytes || work > 0x1p30) return;
 #if BD_KERNELS_X86
     direct_order_avx2(s, w, w_signed, w_zero, room, order);
 #else
