@@ -141,7 +141,7 @@ static int64_t direct_scratch_bytes(const bd_conv2d_shape *s, int64_t rows) {
 /* The weight blocks (M rounded up to 8, S steps, 4 bytes); then, for the split packing, where
  * each block's corrections start in the list (blocks + 1 int32) and room for the list itself: a
  * correction for every (channel, step) at most, of which a model's weights use a few percent
- * (the rest of the room is written only by direct_order's scratch, at most C^2 + 32 C KH KW
+ * (the rest of the room is written only by direct_order's scratch, about C^2 + C KH KW
  * bytes of it). */
 static int64_t direct_block_bytes(const bd_conv2d_shape *s) {
     return round_up(s->M, DIRECT_MR) * ((s->C + 3) / 4) * s->KH * s->KW * 4;
