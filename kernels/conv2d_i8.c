@@ -167,19 +167,19 @@ static bool direct_shape(const bd_conv2d_shape *s) {
     return s->KH * s->KW > 1 || s->stride_h > 1 || s->stride_w > 1;
 }
 
+static int32_t weight_at(const void *w, int w_signed, int32_t w_zero, int64_t i) {
+    return (w_signed ? ((const int8_t *)w)[i] : ((const uint8_t *)w)[i]) - w_zero;
+}
+
 /* Whether every w - w_zero fits int8 (the signed operand): any does for int8 w less 0 and
  * uint8 w less 128 (a model's usual zero points: no scan of its weights at start-up). */
 static bool direct_weights_fit(int64_t n, const void *w, int w_signed, int32_t w_zero) {
     if (w_zero == (w_signed ? 0 : 128)) return true;
     for (int64_t i = 0; i < n; i++) {
-        int32_t v = (w_signed ? ((const int8_t *)w)[i] : ((const uint8_t *)w)[i]) - w_zero;
+        int32_t v = weight_at(w, w_signed, w_zero, i);
         if (v < -128 || v > 127) return false;
     }
     return true;
-}
-
-static int32_t weight_at(const void *w, int w_signed, int32_t w_zero, int64_t i) {
-    return (w_signed ? ((const int8_t *)w)[i] : ((const uint8_t *)w)[i]) - w_zero;
 }
 
 /* The split packing's channel order: channels paired so that few pairs saturate. Which two
@@ -198,12 +198,15 @@ static int32_t weight_at(const void *w, int w_signed, int32_t w_zero, int64_t i)
 #if BD_KERNELS_X86
 static __attribute__((target("avx2"))) void
 direct_order_avx2(const bd_conv2d_shape *s, const void *w, int w_signed, int32_t w_zero,
-                  uint8_t *room, int32_t *order) {
+                  uint8_t *room, int64_t room_bytes, int32_t *order) {
     int64_t P = (s->C + 3) / 4 * 4, taps = s->KH * s->KW, K = s->C * taps, P32 = round_up(P, 32);
+    int64_t rows_at = P * P32, tot_at = rows_at + round_up(taps * P32, 64);
+    int64_t taken_at = tot_at + P * (int64_t)sizeof(int64_t);
+    if (taken_at + P > room_bytes) return; /* the identity order stays */
     uint8_t *cost = room; /* rows of P32 (the columns past P never read) */
-    int8_t *rows = (int8_t *)(cost + P * P32);
-    int64_t *tot = (int64_t *)(rows + round_up(taps * P32, 64));
-    uint8_t *taken = (uint8_t *)(tot + P);
+    int8_t *rows = (int8_t *)(room + rows_at);
+    int64_t *tot = (int64_t *)(room + tot_at);
+    uint8_t *taken = room + taken_at;
     memset(cost, 0, (size_t)(P * P32));
     const __m256i big = _mm256_set1_epi8(64), nbig = _mm256_set1_epi8(-64);
     const __m256i one = _mm256_set1_epi8(1);
@@ -270,15 +273,14 @@ static void direct_order(const bd_conv2d_shape *s, const void *w, int w_signed, 
     int64_t P = (s->C + 3) / 4 * 4, P32 = round_up(P, 32), taps = s->KH * s->KW;
     for (int64_t p = 0; p < P; p++)
         order[p] = (int32_t)p;
-    int64_t need = P * P32 + round_up(taps * P32, 64) + P * 9;
     /* its time goes as M taps P^2 / 32 partner compares a few percent of the weights make (the
      * anchors): up to 2^30 (512 -> 512 3x3: 2^25, about 10 ms) */
     double work = (double)s->M * (double)taps * (double)P * (double)(P32 / 32);
-    if (!split || need > room_bytes || work > 0x1p30) return;
+    if (!split || work > 0x1p30) return;
 #if BD_KERNELS_X86
-    direct_order_avx2(s, w, w_signed, w_zero, room, order);
+    direct_order_avx2(s, w, w_signed, w_zero, room, room_bytes, order);
 #else
-    (void)w, (void)w_signed, (void)w_zero, (void)room;
+    (void)w, (void)w_signed, (void)w_zero, (void)room, (void)room_bytes;
 #endif
 }
 
@@ -725,7 +727,7 @@ direct_store_avx2(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, const 
         }
         return;
     }
-    const int requant = rq != NULL, out_signed = rq && rq->out_signed;
+    const int out_signed = rq && rq->out_signed;
     const float qlo = out_signed ? -128.0f : 0.0f;
     const __m256 lo = _mm256_set1_ps(rq ? rq->lo : 0.0f), hi = _mm256_set1_ps(rq ? rq->hi : 0.0f);
     const __m256 qscale = _mm256_set1_ps(rq ? rq->scale : 1.0f);
@@ -743,7 +745,7 @@ direct_store_avx2(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, const 
                 __m256 f = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), sc), b);
                 int64_t at = m * plane_out + runs[i].dst + l;
                 int n = runs[i].count - l < 8 ? runs[i].count - l : 8;
-                if (!requant) {
+                if (!rq) {
                     store_lanes((float *)o->y + at, _mm256_castps_si256(f), n);
                     continue;
                 }
