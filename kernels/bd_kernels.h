@@ -258,6 +258,24 @@ void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_si
                                int32_t x_zero, const void *wpacked, const float *bias,
                                const bd_i8_requant *rq, void *y, int64_t n, int64_t oc0,
                                int64_t oc1, int64_t oh0, int64_t oh1, void *scratch);
+/* A quantized residual Add after the requantization (a QDQ ResNet's DequantizeLinear of the
+ * tile's 8-bit result y1 and of an 8-bit residual r, their Add, a clamp, QuantizeLinear):
+ * y = requantized by `out` ((y1 - y_zero) * y_scale + (r - r_zero) * r_scale), each step rounded
+ * in float as the unfused ops compute it (no fused multiply-add). */
+typedef struct bd_i8_residual {
+    float y_scale, y_zero; /* y1's DequantizeLinear (y1 is int8 when rq->out_signed) */
+    float r_scale, r_zero; /* r's */
+    int r_signed;          /* r is int8, else uint8 */
+    bd_i8_requant out;     /* the clamp and QuantizeLinear of the sum; out.out_signed: y's type */
+} bd_i8_residual;
+/* bd_i8_conv2d_tile_requant, then each element of the tile's part of y replaced by the residual
+ * sum with r's element at the same place (r has y's shape, [N, M, OH, OW], and does not overlap
+ * it). */
+void bd_i8_conv2d_tile_requant_add(const bd_conv2d_shape *s, const void *x, int x_signed,
+                                   int32_t x_zero, const void *wpacked, const float *bias,
+                                   const bd_i8_requant *rq, const bd_i8_residual *ra,
+                                   const void *r, void *y, int64_t n, int64_t oc0, int64_t oc1,
+                                   int64_t oh0, int64_t oh1, void *scratch);
 
 /* ---- 2-D max pooling (NCHW) -------------------------------------------------------------- */
 

@@ -26,6 +26,10 @@ Two more shapes of a quantized network follow the same pattern:
   (x_dq gone) and, on the CPU, runs the int8 kernel; within rtol 1e-4, atol 1e-5 as above. In
   matmul_u8_requant a QuantizeLinear and DequantizeLinear follow instead of the bias: under int8
   the QuantizeLinear is absorbed (requantized right after the product), within one step.
+- qres_*: a QDQ ResNet block's end, two convolutions of x quantized and dequantized, their Add,
+  a Relu, Clip or nothing, QuantizeLinear, then a MaxPool of the bytes. On the CPU with --qdq
+  int8 one convolution must absorb the Add (`--dump=fuse`: the quantized residual Add into the
+  8-bit kernel's epilogue) and the result match within one step as the requant_* cases do.
 - pool: DequantizeLinear, MaxPool, QuantizeLinear of one scale and zero point, then
   DequantizeLinear. With --qdq int8 the MaxPool must run on the 8-bit values (front/qdq_pool.c:
   the QuantizeLinear after it is gone), and match exactly.
@@ -139,6 +143,67 @@ def make_requant(path, case, rng):
     nodes += [helper.make_node("QuantizeLinear", [last, "ys", "yz"], ["yq"], name="y_q"),
               helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="y_dq")]
     out = [1, M] + [(d + 2 * (k // 2) - k) // s + 1 for d, s in zip((H, W), strides)]
+    g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return {"x": (rng.standard_normal([1, C, H, W]) * 2).astype(np.float32)}
+
+
+# name: (the two convolutions' output types, the block output's type and zero point, after the
+# Add: "relu", "clip" or None, strides, the Add's operands swapped)
+QRESIDUAL = {
+    "qres_u8_relu": (np.uint8, np.uint8, np.uint8, 9, "relu", (1, 1), False),
+    "qres_s8_u8_strided": (np.int8, np.uint8, np.int8, -5, None, (2, 2), True),
+    "qres_u8_clip": (np.uint8, np.int8, np.uint8, 0, "clip", (1, 1), False),
+}
+
+
+def make_qresidual(path, case, rng):
+    """A QDQ ResNet block's end: two convolutions of x (the block's last and its shortcut's), each
+    quantized and dequantized, their Add, an optional Relu or Clip, QuantizeLinear; then a MaxPool
+    of the 8-bit result (which reads the bytes, so the block's output is stored as they are)."""
+    ydt, rdt, odt, ozero, after, strides, swap = QRESIDUAL[case]
+    C, M, H, W = 5, 19, 12, 37
+    out = [1, M] + [(d + 2 - 3) // s + 1 for d, s in zip((H, W), strides)]
+    def q_pair(dt, name, scale, zero):
+        return [numpy_helper.from_array(np.array(scale, np.float32), name + "s"),
+                numpy_helper.from_array(np.array(zero, dt), name + "z")]
+    inits = q_pair(np.uint8, "x", 0.02, 131)
+    inits += q_pair(ydt, "y", 0.05, 3 if ydt == np.uint8 else 10)
+    inits += q_pair(rdt, "r", 0.04, 120 if rdt == np.uint8 else -3)
+    inits += q_pair(odt, "o", 0.05, ozero)
+    for w in ("w", "v"):
+        inits += [numpy_helper.from_array(rng.integers(-128, 128, size=[M, C, 3, 3]).astype(np.int8), w + "q"),
+                  numpy_helper.from_array((rng.random(M) * 0.01 + 0.001).astype(np.float32), w + "s"),
+                  numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), w + "b")]
+    inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+              numpy_helper.from_array(np.array(3.0, np.float32), "hi")]
+    conv = dict(kernel_shape=[3, 3], strides=list(strides), pads=[1] * 4)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"], name="x_dq"),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["wf"], name="w_dq", axis=0),
+        helper.make_node("DequantizeLinear", ["vq", "vs"], ["vf"], name="v_dq", axis=0),
+        helper.make_node("Conv", ["xf", "wf", "wb"], ["c"], name="conv", **conv),
+        helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["cq"], name="c_q"),
+        helper.make_node("DequantizeLinear", ["cq", "ys", "yz"], ["cf"], name="c_dq"),
+        helper.make_node("Conv", ["xf", "vf", "vb"], ["d"], name="shortcut", **conv),
+        helper.make_node("QuantizeLinear", ["d", "rs", "rz"], ["dq"], name="d_q"),
+        helper.make_node("DequantizeLinear", ["dq", "rs", "rz"], ["df"], name="d_dq"),
+        helper.make_node("Add", ["df", "cf"] if swap else ["cf", "df"], ["s"], name="add"),
+    ]
+    last = "s"
+    if after == "relu":
+        nodes.append(helper.make_node("Relu", ["s"], ["a"], name="relu"))
+        last = "a"
+    elif after == "clip":
+        nodes.append(helper.make_node("Clip", ["s", "lo", "hi"], ["a"], name="clip"))
+        last = "a"
+    nodes += [helper.make_node("QuantizeLinear", [last, "os", "oz"], ["oq"], name="o_q"),
+              helper.make_node("DequantizeLinear", ["oq", "os", "oz"], ["of"], name="o_dq"),
+              helper.make_node("MaxPool", ["of"], ["p"], name="pool", kernel_shape=[3, 3], pads=[1] * 4),
+              helper.make_node("QuantizeLinear", ["p", "os", "oz"], ["pq"], name="p_q"),
+              helper.make_node("DequantizeLinear", ["pq", "os", "oz"], ["y"], name="p_dq")]
     g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, W])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
@@ -296,6 +361,8 @@ def main():
                     passed += 1
         more = [(c, make_requant, "fuse", "QuantizeLinear into the 8-bit kernel's epilogue", within_one_step)
                 for c in REQUANT]
+        more += [(c, make_qresidual, "fuse", "quantized residual Add", within_one_step)
+                 for c in QRESIDUAL]
         # (fuse too: --fusion block may inline the QuantizeLinear's nest into its reader's)
         more += [(c, make_pool, "tiles,fuse", "'pool_q'", exact) for c in POOL]
         more += [(c, make_matmul, "tiles", "'x_dq'", within_one_step if MATMUL[c][3] else close)
@@ -311,7 +378,7 @@ def main():
                 # matmul and gemm: the mark (x_dq's DequantizeLinear) only under float, and the
                 # int8 kernel on the CPU under int8
                 expect = (mode == "int8" and args.target == "cpu" and I8_DIRECT) \
-                    if case.startswith("requant") else mode == "float"
+                    if case.startswith(("requant", "qres")) else mode == "float"
                 if case.startswith("requant") and not REQUANT[case][4]:
                     expect = False  # 1x1, unit strides: the GEMM path, which does not requantize
                 kernel = case in MATMUL and mode == "int8" and args.target == "cpu"

@@ -600,6 +600,133 @@ static void fuse_chains(bd_program *p, bool *dead) {
     bd_fuse_index_free(&ix);
 }
 
+/* ---------------------------------------------------------------- a quantized residual Add */
+
+/* Node i of c's expression as a constant scalar: a CONST, or a LOAD (cast to float32 or not) of
+ * a one-element constant. */
+static bool scalar_at(const bd_program *p, const bd_nest *c, int i, double *k) {
+    const bd_expr *x = &c->params.expr;
+    const bd_expr_node *e = &x->node[i];
+    if (e->op == BD_EXPR_CAST && e->dtype == BD_DT_FLOAT) e = &x->node[e->arg[0]];
+    if (e->op == BD_EXPR_CONST) {
+        *k = e->k[0];
+        return true;
+    }
+    const bd_value *v =
+        e->op == BD_EXPR_LOAD ? bd_graph_value(p->graph, c->operands[e->operand].value) : NULL;
+    if (!v || !v->constant || v->constant->numel != 1) return false;
+    *k = bd_tensor_get_f64(v->constant, 0);
+    return true;
+}
+
+static bool is_8bit(int dt) { return dt == BD_DT_UINT8 || dt == BD_DT_INT8; }
+
+/* A float32 node of c's expression: node i with op `op`. */
+static const bd_expr_node *float_node(const bd_nest *c, int i, bd_expr_op op) {
+    const bd_expr_node *e = &c->params.expr.node[i];
+    return e->op == op && e->dtype == BD_DT_FLOAT ? e : NULL;
+}
+
+/* Node i as DequantizeLinear's (x - zero) * scale (bd_lower_quantize) of an 8-bit operand read
+ * where c writes; that operand's index into *operand. */
+static bool dequantize_at(const bd_program *p, const bd_nest *c, int i, int *operand, double *scale,
+                          double *zero) {
+    const bd_expr_node *mul = float_node(c, i, BD_EXPR_MUL);
+    const bd_expr_node *sub = mul ? float_node(c, mul->arg[0], BD_EXPR_SUB) : NULL;
+    const bd_expr_node *cast = sub ? float_node(c, sub->arg[0], BD_EXPR_CAST) : NULL;
+    const bd_expr_node *load = cast ? &c->params.expr.node[cast->arg[0]] : NULL;
+    if (!load || load->op != BD_EXPR_LOAD || !is_8bit(load->dtype) ||
+        !bd_access_is_identity(&c->operands[load->operand], c->n_iter) ||
+        !scalar_at(p, c, mul->arg[1], scale) || !scalar_at(p, c, sub->arg[1], zero))
+        return false;
+    *operand = load->operand;
+    return true;
+}
+
+/* An elementwise nest computing QuantizeLinear(clamp(DequantizeLinear(a) + DequantizeLinear(b)))
+ * in float32, every scale and zero point a constant scalar, the clamp a Relu, Clip's bounds or
+ * none; a, b 8-bit operands read where it writes (operand[0], operand[1]). Into epi: the sum's
+ * clamp and QuantizeLinear (qr_lo .. qr_zero), and the dequantizations as a's (qr_y_*) and b's
+ * (qr_r_*). */
+static bool quantized_add_of(const bd_program *p, const bd_nest *c, int operand[2],
+                             bd_epilogue *epi) {
+    const bd_expr_node *root = bd_expr_root(&c->params.expr);
+    if (c->body != BD_BODY_ELEMENTWISE || !root || root->op != BD_EXPR_CAST ||
+        !is_8bit(root->dtype) || !bd_access_is_identity(&c->operands[c->n_operands - 1], c->n_iter))
+        return false;
+    const bd_expr_node *add = float_node(c, root->arg[0], BD_EXPR_ADD);
+    const bd_expr_node *round = add ? float_node(c, add->arg[0], BD_EXPR_ROUND) : NULL;
+    const bd_expr_node *div = round ? float_node(c, round->arg[0], BD_EXPR_DIV) : NULL;
+    if (!div || !scalar_at(p, c, add->arg[1], &epi->qr_zero) ||
+        !scalar_at(p, c, div->arg[1], &epi->qr_scale) || !(epi->qr_scale > 0) ||
+        !isfinite(epi->qr_scale))
+        return false;
+    int i = div->arg[0];
+    const bd_expr_node *e;
+    epi->qr_lo = -INFINITY, epi->qr_hi = INFINITY;
+    if ((e = float_node(c, i, BD_EXPR_RELU))) {
+        epi->qr_lo = 0, i = e->arg[0];
+    } else {
+        if ((e = float_node(c, i, BD_EXPR_CLAMP_MAX))) {
+            if (!scalar_at(p, c, e->arg[1], &epi->qr_hi)) return false;
+            i = e->arg[0];
+        }
+        if ((e = float_node(c, i, BD_EXPR_CLAMP_MIN))) {
+            if (!scalar_at(p, c, e->arg[1], &epi->qr_lo)) return false;
+            i = e->arg[0];
+        }
+    }
+    const bd_expr_node *sum = float_node(c, i, BD_EXPR_ADD);
+    return sum && epi->qr_lo == epi->qr_lo && epi->qr_hi == epi->qr_hi &&
+           dequantize_at(p, c, sum->arg[0], &operand[0], &epi->qr_y_scale, &epi->qr_y_zero) &&
+           dequantize_at(p, c, sum->arg[1], &operand[1], &epi->qr_r_scale, &epi->qr_r_zero);
+}
+
+/* With fusion block, a QDQ ResNet block's end, QuantizeLinear(DequantizeLinear(y1) +
+ * DequantizeLinear(r)) (with a Relu when its zero point keeps one), is one elementwise nest after
+ * fuse_chains. Where y1 is the output of an 8-bit convolution that requantizes (absorb_chain) and
+ * that nest its only reader, the convolution takes the nest in as a pass over each tile's bytes
+ * just stored (bd_i8_conv2d_tile_requant_add); the tile's bytes are still in cache and the sum is
+ * rounded as the nest rounds it (float steps, no fused multiply-add). r must be computed before
+ * the convolution; the convolution is not elementwise, so the plan never puts its output over r. */
+static void absorb_quantized_residuals(bd_program *p, bool *dead) {
+    bd_fuse_index ix = {0};
+    bd_fuse_index_build(p, &ix);
+    for (size_t i = 0; i < p->nests.len; i++) {
+        bd_nest *n = nest_at(p, (int)i);
+        if (dead[i] || n->body != BD_BODY_CONV || !n->epi.requant || n->epi.residual >= 0) continue;
+        int *y = &n->params.conv.y, cur = n->operands[*y].value, c = bd_fuse_sole_reader(&ix, cur);
+        bd_epilogue epi = n->epi;
+        int operand[2];
+        if (c < 0 || !bd_access_is_identity(&n->operands[*y], n->n_iter) ||
+            !quantized_add_of(p, nest_at(p, c), operand, &epi))
+            continue;
+        bd_nest *cn = nest_at(p, c);
+        int a = cn->operands[operand[0]].value, b = cn->operands[operand[1]].value;
+        if ((a == cur) == (b == cur)) continue;
+        if (b == cur) { /* y1 as the second term: the sum is the same either way round */
+            double k[2] = {epi.qr_y_scale, epi.qr_y_zero};
+            epi.qr_y_scale = epi.qr_r_scale, epi.qr_y_zero = epi.qr_r_zero;
+            epi.qr_r_scale = k[0], epi.qr_r_zero = k[1];
+            b = a;
+        }
+        if (!ready_before(&ix, b, (int)i)) {
+            note(p, cn, n, false, "quantized residual Add: the residual is computed after the "
+                                  "convolution");
+            continue;
+        }
+        epi.qresidual = true;
+        epi.q_dtype = bd_graph_value(p->graph, cur)->dtype;
+        n->epi = epi;
+        n->epi.residual = insert_before_output(n, y, cn, b);
+        n->operands[*y].value = written_value(cn);
+        note(p, cn, n, true, "quantized residual Add (DequantizeLinear, Add, QuantizeLinear) into "
+                             "the 8-bit kernel's epilogue");
+        dead[c] = true;
+    }
+    bd_fuse_index_free(&ix);
+}
+
 static void drop_dead(bd_program *p, const bool *dead) {
     size_t kept = 0;
     for (size_t i = 0; i < p->nests.len; i++)
@@ -627,6 +754,9 @@ bd_status bd_fuse(bd_program *p, bd_diag *d) {
     if (p->fusion == BD_FUSION_BLOCK) {
         memset(dead, 0, p->nests.len * sizeof *dead);
         fuse_chains(p, dead);
+        drop_dead(p, dead);
+        memset(dead, 0, p->nests.len * sizeof *dead);
+        absorb_quantized_residuals(p, dead);
         drop_dead(p, dead);
     }
     free(dead);

@@ -11,6 +11,9 @@
  *     with constant bounds), or SiLU written as Mul(x, Sigmoid(x)) (both nests absorbed; x read
  *     by exactly those two, the expression op SILU): the epilogue's expression, composed from
  *     the absorbed nest's.
+ * An 8-bit convolution on the CPU kernel's direct path then takes the QuantizeLinear after it
+ * (requant), and with fusion block, after the elementwise chains merge, the nest computing a QDQ
+ * residual Add of its bytes, requantized (qresidual).
  * A BatchNormalization nest (NORM) that no Conv took in (DenseNet's, on a Concat) absorbs only
  * the activation, which its printers apply before the store.
  * A tensor added must be computed before the absorbing nest. The nest then writes the last

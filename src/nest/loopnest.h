@@ -93,6 +93,13 @@ typedef struct bd_epilogue {
      * act then only clamps (bd_expr_clamp_bounds); set for the 8-bit convolution kernel only */
     bool requant;
     double q_scale, q_zero;
+    /* then, with requant, an absorbed quantized residual Add (fuse.c): residual is an 8-bit
+     * operand, and the requantized result y1 (of dtype q_dtype) becomes
+     * saturate(round(clamp((y1 - qr_y_zero) * qr_y_scale + (r - qr_r_zero) * qr_r_scale,
+     * qr_lo, qr_hi) / qr_scale) + qr_zero), the output operand's dtype */
+    bool qresidual;
+    int q_dtype;
+    double qr_y_scale, qr_y_zero, qr_r_scale, qr_r_zero, qr_lo, qr_hi, qr_scale, qr_zero;
 } bd_epilogue;
 
 typedef struct bd_nest {

@@ -341,11 +341,21 @@ void bd_program_dump(const bd_program *p, FILE *f) {
             fprintf(f, "  prologue: BatchNormalization of the input (operands %d..%d)%s\n",
                     n->params.conv.pre_scale, n->params.conv.pre_var,
                     n->params.conv.pre_relu ? ", then Relu" : "");
-        if (n->epi.residual >= 0) fprintf(f, "  epilogue: add operand %d\n", n->epi.residual);
+        if (n->epi.residual >= 0 && !n->epi.qresidual)
+            fprintf(f, "  epilogue: add operand %d\n", n->epi.residual);
         if (n->epi.act.n) {
             fprintf(f, "  epilogue: activation\n");
             bd_expr_dump(&n->epi.act, f, "    ");
         }
+        if (n->epi.requant)
+            fprintf(f, "  epilogue: QuantizeLinear (scale %g, zero point %g)\n", n->epi.q_scale,
+                    n->epi.q_zero);
+        if (n->epi.qresidual)
+            fprintf(f, "  epilogue: then dequantized (scale %g, zero point %g) and added to "
+                    "operand %d dequantized (scale %g, zero point %g), clamped to [%g, %g], "
+                    "QuantizeLinear (scale %g, zero point %g)\n",
+                    n->epi.qr_y_scale, n->epi.qr_y_zero, n->epi.residual, n->epi.qr_r_scale,
+                    n->epi.qr_r_zero, n->epi.qr_lo, n->epi.qr_hi, n->epi.qr_scale, n->epi.qr_zero);
     }
     for (size_t v = 0; p->view_of && v < g->values.len; v++)
         if (p->view_of[v] >= 0)
@@ -402,6 +412,7 @@ bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
         if (n->body == BD_BODY_ELEMENTWISE)
             BD_ASSERT(n->params.expr.n > 0 && bd_expr_valid(&n->params.expr, n->n_operands));
         BD_ASSERT(n->epi.residual < n->n_operands);
+        BD_ASSERT(!n->epi.qresidual || (n->epi.requant && n->epi.residual >= 0));
         BD_ASSERT(bd_expr_valid(&n->epi.act, 1));
     }
     (void)d;

@@ -1150,10 +1150,12 @@ static void test_i8_gemm_all(void) {
 
 /* Random shapes (strides, dilations, pads, 1x1 to 7x7), signedness, zero points and an optional
  * int32 bias; the output cut into random channel x row tiles; compared exactly with an int64
- * direct convolution whose padding takes x_zero (contributes nothing), guard cells around y. */
+ * direct convolution whose padding takes x_zero (contributes nothing), guard cells around y. A
+ * float result is compared bit for bit with the kernel's float steps, a requantized one (and a
+ * residual added to it, requantized again) with QuantizeLinear's steps in plain C. */
 static void test_i8_conv_all(void) {
     reseed(6);
-    int cases = g_quick ? 10 : 50, bad_cases = 0, requantized = 0;
+    int cases = g_quick ? 10 : 50, bad_cases = 0, requantized = 0, residuals = 0;
     for (int t = 0; t < cases; t++) {
         bd_conv2d_shape s = {0};
         s.N = 1 + irand(2), s.C = 1 + irand(20), s.M = 1 + irand(40);
@@ -1212,8 +1214,27 @@ static void test_i8_conv_all(void) {
         int clamp = (int)irand(3), q_signed = (int)irand(2);
         bd_i8_requant rq = {los[clamp], his[clamp], 0.05f + (float)irand(100) * 0.01f,
                             (float)(q_signed ? (int)irand(256) - 128 : (int)irand(256)), q_signed};
+        if (requant && requantized % 4 == 3) /* a tiny scale: quotients past int32, saturated */
+            rq.scale = 1e-9f;
         uint8_t *yq = xmalloc((size_t)(yn + 2));
         memset(yq, 0xa5, (size_t)(yn + 2));
+        /* two thirds of the requantized cases then add an 8-bit residual (a QuantizeLinear'd
+         * residual Add absorbed after the requantization), requantized again by other constants */
+        int resid = requant && requantized % 3 != 0;
+        int r_signed = (int)irand(2), o_signed = (int)irand(2);
+        int oclamp = (int)irand(3);
+        bd_i8_residual ra = {0.02f + (float)irand(100) * 0.002f, (float)((int)irand(21) - 10),
+                             0.01f + (float)irand(100) * 0.003f,
+                             (float)(r_signed ? (int)irand(256) - 128 : (int)irand(256)), r_signed,
+                             {los[oclamp], his[oclamp], 0.03f + (float)irand(100) * 0.004f,
+                              (float)(o_signed ? (int)irand(256) - 128 : (int)irand(256)),
+                              o_signed}};
+        if (residuals % 3 == 1) /* scales of 2^-k: sums on halves, ties for the rounding */
+            ra.y_scale = 0.5f, ra.r_scale = 0.25f, ra.out.scale = 1.0f;
+        else if (residuals % 3 == 2) /* a tiny scale: quotients past int32, saturated */
+            ra.out.scale = 1e-9f;
+        uint8_t *res = xmalloc((size_t)yn);
+        for (int64_t i = 0; i < yn; i++) res[i] = (uint8_t)rnd();
         int ok = bd_i8_conv2d_shape_ok(&s);
         void *wp = xmalloc(bd_i8_conv2d_packed_w_bytes(&s));
         bd_i8_conv2d_pack_w(&s, w, w_signed, w_zero, scaled ? &x_scale : NULL, w_scale, w_scales,
@@ -1230,6 +1251,13 @@ static void test_i8_conv_all(void) {
         for (int64_t n = 0; n < s.N; n++)
             for (int a = 0; a < nch; a++)
                 for (int r = 0; r < nrow; r++) {
+                    if (resid) {
+                        bd_i8_conv2d_tile_requant_add(&s, x, x_signed, x_zero, wp,
+                                                      with_bias ? fbias : NULL, &rq, &ra, res,
+                                                      yq + 1, n, ch[a], ch[a + 1], rows[r],
+                                                      rows[r + 1], sc.p);
+                        continue;
+                    }
                     if (requant) {
                         bd_i8_conv2d_tile_requant(&s, x, x_signed, x_zero, wp,
                                                   with_bias ? fbias : NULL, &rq, yq + 1, n, ch[a],
@@ -1267,11 +1295,23 @@ static void test_i8_conv_all(void) {
                                 float q = nearbyintf(f / rq.scale) + rq.zero,
                                       qlo = q_signed ? -128.0f : 0.0f;
                                 q = q < qlo ? qlo : q > qlo + 255.0f ? qlo + 255.0f : q;
-                                uint8_t gq = yq[1 + ((n * s.M + m) * s.OH + oh) * s.OW + ow];
+                                int64_t at = ((n * s.M + m) * s.OH + oh) * s.OW + ow;
+                                uint8_t gq = yq[1 + at];
                                 int32_t wantq = (int32_t)q, gotq = q_signed ? (int8_t)gq : gq;
+                                if (resid) { /* both dequantized, added, requantized */
+                                    float ya = ((float)wantq - ra.y_zero) * ra.y_scale;
+                                    float rb = ((float)(r_signed ? (int8_t)res[at] : res[at]) -
+                                                ra.r_zero) * ra.r_scale;
+                                    f = ya + rb;
+                                    f = f < ra.out.lo ? ra.out.lo : f > ra.out.hi ? ra.out.hi : f;
+                                    q = nearbyintf(f / ra.out.scale) + ra.out.zero;
+                                    qlo = o_signed ? -128.0f : 0.0f;
+                                    q = q < qlo ? qlo : q > qlo + 255.0f ? qlo + 255.0f : q;
+                                    wantq = (int32_t)q, gotq = o_signed ? (int8_t)gq : gq;
+                                }
                                 if (gotq == wantq) continue;
-                                printf("FAIL i8 conv (requantized): %d, want %d (%g)\n", gotq,
-                                       wantq, (double)f);
+                                printf("FAIL i8 conv (requantized%s): %d, want %d (%g)\n",
+                                       resid ? ", residual added" : "", gotq, wantq, (double)f);
                                 ok = 0;
                                 continue;
                             }
@@ -1305,10 +1345,13 @@ static void test_i8_conv_all(void) {
         free(w_scale);
         free(y);
         free(yq);
+        free(res);
         requantized += requant;
+        residuals += resid;
     }
-    printf("%s i8 conv (%s): %d cases exact, %d of them requantized\n", bad_cases ? "FAILED" : "ok",
-           bd_kernels_isa_name(bd_kernels_get_isa()), cases - bad_cases, requantized);
+    printf("%s i8 conv (%s): %d cases exact, %d of them requantized, %d of those with a residual\n",
+           bad_cases ? "FAILED" : "ok", bd_kernels_isa_name(bd_kernels_get_isa()),
+           cases - bad_cases, requantized, residuals);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */

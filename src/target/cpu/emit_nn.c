@@ -187,7 +187,9 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
  * constant zero point (and, for a float result, the scales x_scale * w_scale[m]), X's zero point
  * read at run time; the bias (QLinearConv's int32, a QDQ Conv's float) added by the tile, the
  * residual and activation a float result absorbed after it. With a QuantizeLinear absorbed
- * (fuse.c, on the kernel's direct path) the tile clamps by the activation and requantizes. */
+ * (fuse.c, on the kernel's direct path) the tile clamps by the activation and requantizes, and
+ * with a quantized residual Add absorbed after that, adds the residual to the tile's bytes
+ * (bd_i8_conv2d_tile_requant_add). */
 static void emit_conv_i8(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp,
                          bd_emit_phase phase) {
     const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
@@ -213,16 +215,33 @@ static void emit_conv_i8(bd_emitter *e, const bd_nest *n, const bd_conv_params *
         bd_emit_str(e, "&sh, %s, %d, zx, S->packed[%d], %s", operand_ptr(e, n, cp->x),
                     x->dtype == BD_DT_INT8, slot, cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL");
     const char *rows = cp->nsp == 2 ? "lo[2], hi[2]" : "0, 1";
+    const bd_epilogue *ep = &n->epi;
     if (requant) {
         double lo, hi;
-        BD_ASSERT(bd_expr_clamp_bounds(&n->epi.act, &lo, &hi) && n->epi.residual < 0);
+        BD_ASSERT(bd_expr_clamp_bounds(&ep->act, &lo, &hi) && (ep->residual < 0 || ep->qresidual));
         bd_emit(e, "static const bd_i8_requant rq = {%s, %s, %s, %s, %d};",
                 bd_emit_float(e, lo, BD_DT_FLOAT), bd_emit_float(e, hi, BD_DT_FLOAT),
-                bd_emit_float(e, n->epi.q_scale, BD_DT_FLOAT),
-                bd_emit_float(e, n->epi.q_zero, BD_DT_FLOAT), y->dtype == BD_DT_INT8);
+                bd_emit_float(e, ep->q_scale, BD_DT_FLOAT),
+                bd_emit_float(e, ep->q_zero, BD_DT_FLOAT),
+                (ep->qresidual ? ep->q_dtype : y->dtype) == BD_DT_INT8);
     }
+    if (ep->qresidual)
+        bd_emit(e, "static const bd_i8_residual ra = {%s, %s, %s, %s, %d, {%s, %s, %s, %s, %d}};",
+                bd_emit_float(e, ep->qr_y_scale, BD_DT_FLOAT),
+                bd_emit_float(e, ep->qr_y_zero, BD_DT_FLOAT),
+                bd_emit_float(e, ep->qr_r_scale, BD_DT_FLOAT),
+                bd_emit_float(e, ep->qr_r_zero, BD_DT_FLOAT),
+                operand_value(e, n, ep->residual)->dtype == BD_DT_INT8,
+                bd_emit_float(e, ep->qr_lo, BD_DT_FLOAT), bd_emit_float(e, ep->qr_hi, BD_DT_FLOAT),
+                bd_emit_float(e, ep->qr_scale, BD_DT_FLOAT),
+                bd_emit_float(e, ep->qr_zero, BD_DT_FLOAT), y->dtype == BD_DT_INT8);
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
-    if (requant) {
+    if (ep->qresidual) {
+        bd_emit(e,
+                "bd_i8_conv2d_tile_requant_add(%s, &rq, &ra, %s, %s, n, lo[1], hi[1], %s, "
+                "scratch);",
+                args, operand_ptr(e, n, ep->residual), operand_ptr(e, n, cp->y), rows);
+    } else if (requant) {
         bd_emit(e, "bd_i8_conv2d_tile_requant(%s, &rq, %s, n, lo[1], hi[1], %s, scratch);", args,
                 operand_ptr(e, n, cp->y), rows);
     } else {
