@@ -250,8 +250,8 @@ void bd_i8_conv2d_tile(const bd_conv2d_shape *s, const void *x, int x_signed, in
  * saturate(nearbyint(v / scale) + zero), exactly as the unfused ops compute it. */
 typedef struct bd_i8_requant {
     float lo, hi;
-    float scale, zero;
-    int out_signed; /* y is int8, else uint8 */
+    float scale, zero; /* zero: QuantizeLinear's zero point, an integer of y's type */
+    int out_signed;    /* y is int8, else uint8 */
 } bd_i8_requant;
 /* bd_i8_conv2d_tile of weights packed with requant, y (8-bit) requantized by rq. */
 void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_signed,
@@ -263,8 +263,8 @@ void bd_i8_conv2d_tile_requant(const bd_conv2d_shape *s, const void *x, int x_si
  * y = requantized by `out` ((y1 - y_zero) * y_scale + (r - r_zero) * r_scale), each step rounded
  * in float as the unfused ops compute it (no fused multiply-add). */
 typedef struct bd_i8_residual {
-    float y_scale, y_zero; /* y1's DequantizeLinear (y1 is int8 when rq->out_signed) */
-    float r_scale, r_zero; /* r's */
+    float y_scale, y_zero; /* y1's DequantizeLinear (y1 is int8 when rq->out_signed); the zero */
+    float r_scale, r_zero; /* points, y1's and r's, integers of their types */
     int r_signed;          /* r is int8, else uint8 */
     bd_i8_requant out;     /* the clamp and QuantizeLinear of the sum; out.out_signed: y's type */
 } bd_i8_residual;
