@@ -491,7 +491,7 @@ static void walk_to(direct_walk *w, const bd_conv2d_shape *s, const direct_geom 
         bool past = p0 + 8 * k >= w->pixels;
         v->at[k] = past ? 0 : (w->r[k] * d->Wq + w->c[k]) * 4;
         int64_t left = s->OW - w->c[k]; /* pixels to the row's end */
-        v->split[k] = past || w->pitch != s->OW || left >= 8 ? 8 : (int32_t)left;
+        v->split[k] = past || w->pitch == d->Wq || left >= 8 ? 8 : (int32_t)left;
     }
 }
 
@@ -540,6 +540,13 @@ static int32_t requant_portable(float v, const bd_i8_requant *rq) {
     float q = nearbyintf(v / rq->scale) + rq->zero, qlo = rq->out_signed ? -128.0f : 0.0f;
     q = q != q ? 0.0f : q < qlo ? qlo : q > qlo + 255.0f ? qlo + 255.0f : q;
     return (int32_t)q;
+}
+
+/* rq's clamp narrowed to +-REQUANT_MOST scales, for those steps. */
+static inline void requant_bounds(const bd_i8_requant *rq, float *lo, float *hi) {
+    float most = REQUANT_MOST * rq->scale;
+    *lo = rq->lo > -most ? rq->lo : -most;
+    *hi = rq->hi < most ? rq->hi : most;
 }
 
 /* Output channels [m0, m1) of the block at channel mb, from acc, along the runs. */
@@ -828,10 +835,9 @@ direct_store_avx2(const int32_t *acc, int64_t mb, int64_t m0, int64_t m1, const 
         return;
     }
     const int out_signed = rq && rq->out_signed;
-    /* the clamp, and one to +-2^30 scales that keeps the quotient within int32 (REQUANT_MOST) */
-    const float most = rq ? REQUANT_MOST * rq->scale : 0.0f;
-    const __m256 lo = _mm256_set1_ps(rq ? (rq->lo > -most ? rq->lo : -most) : 0.0f);
-    const __m256 hi = _mm256_set1_ps(rq ? (rq->hi < most ? rq->hi : most) : 0.0f);
+    float qlo = 0.0f, qhi = 0.0f;
+    if (rq) requant_bounds(rq, &qlo, &qhi);
+    const __m256 lo = _mm256_set1_ps(qlo), hi = _mm256_set1_ps(qhi);
     const __m256 qscale = _mm256_set1_ps(rq ? rq->scale : 1.0f);
     const __m256i qzero = _mm256_set1_epi32(rq ? (int32_t)rq->zero : 0);
     for (int64_t m = m0; m < m1; m++) {
@@ -1186,8 +1192,6 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, int
     o->xzu = xzu;
     void (*sums)(const int8_t *, const uint8_t *, const int64_t *, int64_t, bool, int32_t *) =
         direct_sums_portable;
-    void (*fix)(const direct_fix *, int64_t, const uint8_t *, const int64_t *, bool, int32_t *) =
-        direct_fix_portable;
     void (*store)(const int32_t *, int64_t, int64_t, int64_t, const direct_run *, int,
                   const direct_out *) = direct_store_portable;
     bool split_avx2 = false;
@@ -1252,7 +1256,9 @@ static void direct_tile(const bd_conv2d_shape *s, const unsigned char *base, int
 #endif
             {
                 sums(blocks_w + mb * d.S * 4, planes + p0 * 4, off, d.S, two, acc);
-                if (split) fix(fixes + fix_start[blk], nfix, planes + p0 * 4, off, two, acc);
+                if (split)
+                    direct_fix_portable(fixes + fix_start[blk], nfix, planes + p0 * 4, off, two,
+                                        acc);
             }
             store(acc, mb, mb > oc0 ? mb : oc0, mb + DIRECT_MR < oc1 ? mb + DIRECT_MR : oc1, runs,
                   n_runs, o);
@@ -1538,9 +1544,9 @@ static __attribute__((target("avx2"))) void residual_run_avx2(uint8_t *y, const 
     const __m256 ys = _mm256_set1_ps(ra->y_scale), rs = _mm256_set1_ps(ra->r_scale);
     const __m256 yz = _mm256_set1_ps(0x1p23f + ra->y_zero + (y_signed ? 128.0f : 0.0f));
     const __m256 rz = _mm256_set1_ps(0x1p23f + ra->r_zero + (r_signed ? 128.0f : 0.0f));
-    const float most = REQUANT_MOST * ra->out.scale;
-    const __m256 lo = _mm256_set1_ps(ra->out.lo > -most ? ra->out.lo : -most);
-    const __m256 hi = _mm256_set1_ps(ra->out.hi < most ? ra->out.hi : most);
+    float qlo, qhi;
+    requant_bounds(&ra->out, &qlo, &qhi);
+    const __m256 lo = _mm256_set1_ps(qlo), hi = _mm256_set1_ps(qhi);
     const __m256 qscale = _mm256_set1_ps(ra->out.scale);
     const __m256i qzero = _mm256_set1_epi32((int32_t)ra->out.zero + (out_signed ? 128 : 0));
     int64_t i = 0;
@@ -1565,9 +1571,9 @@ void bd_i8_conv2d_tile_requant_add(const bd_conv2d_shape *s, const void *x, int 
                                    const bd_i8_requant *rq, const bd_i8_residual *ra,
                                    const void *r, void *y, int64_t n, int64_t oc0, int64_t oc1,
                                    int64_t oh0, int64_t oh1, void *scratch) {
+    BD_KCHECK(ra && r && ra->out.scale > 0);
     bd_i8_conv2d_tile_requant(s, x, x_signed, x_zero, wpacked, bias, rq, y, n, oc0, oc1, oh0, oh1,
                               scratch);
-    BD_KCHECK(ra && r && ra->out.scale > 0);
     void (*run)(uint8_t *, const uint8_t *, int64_t, int, const bd_i8_residual *) =
         residual_run_portable;
 #if BD_KERNELS_X86
