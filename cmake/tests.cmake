@@ -43,6 +43,9 @@ bdc_add_test(real_run_qdq_float COMMAND ${BDC_PYTHON} tests/test_real_run.py --q
 # ways against onnxruntime's unoptimized session, with a fused residual Add and Relu; a
 # requantized output, QDQ MaxPools and QDQ matrix products (MatMul and Gemm).
 bdc_add_test(qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py LABELS "sanitize")
+# QDQ elementwise chains (GELU, Sigmoid and Tanh) as lookup tables under --fusion block, and not
+# under none and op, against onnxruntime's unoptimized session.
+bdc_add_test(qdq_tables COMMAND ${BDC_PYTHON} tests/test_qdq_tables.py LABELS "sanitize")
 bdc_add_test(dynamic_shapes COMMAND ${BDC_PYTHON} tests/test_dynamic_shapes.py LABELS "sanitize")
 bdc_add_test(control_flow COMMAND ${BDC_PYTHON} tests/test_control_flow.py LABELS "sanitize")
 bdc_add_test(control_flow_nofusion COMMAND ${BDC_PYTHON} tests/test_control_flow.py --fusion none)
@@ -87,6 +90,7 @@ bdc_add_test(gpu_opencl_real COMMAND ${BDC_PYTHON} tests/test_real_run.py --targ
 bdc_add_test(gpu_opencl_real_qdq_int8 COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
              --schedule op --qdq int8 resnet18_int8)
 bdc_add_test(gpu_opencl_qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py --target opencl)
+bdc_add_test(gpu_opencl_qdq_tables COMMAND ${BDC_PYTHON} tests/test_qdq_tables.py --target opencl)
 bdc_add_test(gpu_opencl_real_block COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
              --schedule block --check-seeds 2)
 bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl --schedule op

@@ -31,8 +31,11 @@ Two more shapes of a quantized network follow the same pattern:
   int8 one convolution must absorb the Add (`--dump=fuse`: the quantized residual Add into the
   8-bit kernel's epilogue) and the result match within one step as the requant_* cases do.
 - pool: DequantizeLinear, MaxPool, QuantizeLinear of one scale and zero point, then
-  DequantizeLinear. With --qdq int8 the MaxPool must run on the 8-bit values (front/qdq_pool.c:
+  DequantizeLinear. With --qdq int8 the MaxPool must run on the 8-bit values (front/qdq_moves.c:
   the QuantizeLinear after it is gone), and match exactly.
+- moves_*: a transformer's heads split (Reshape), transposed and flattened, each between a
+  DequantizeLinear and a QuantizeLinear of one scale and zero point: with --qdq int8 they must
+  move the 8-bit values (the Transpose's QuantizeLinear gone), and match exactly.
 Exits 1 on any failure.
 """
 import argparse
@@ -236,6 +239,33 @@ def make_pool(path, case, rng):
     return {"x": (rng.standard_normal(shape) * 2).astype(np.float32)}
 
 
+# x's type and zero point: a transformer's heads split and transposed, each op between a
+# DequantizeLinear and a QuantizeLinear of one scale and zero point
+MOVES = {"moves_u8": (np.uint8, 127), "moves_s8": (np.int8, -5)}
+
+
+def make_moves(path, case, rng):
+    xdt, zero = MOVES[case]
+    inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+             numpy_helper.from_array(np.array(zero, xdt), "xz"),
+             numpy_helper.from_array(np.array([1, 16, 4, 8], np.int64), "heads")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="x_q")]
+    last = "xq"
+    for op, inputs, attrs in (("Reshape", ["heads"], {}), ("Transpose", [], {"perm": [0, 2, 1, 3]}),
+                              ("Flatten", [], {"axis": 2})):
+        name = op.lower()
+        nodes += [helper.make_node("DequantizeLinear", [last, "xs", "xz"], [name + "_in"], name=name + "_dq"),
+                  helper.make_node(op, [name + "_in"] + inputs, [name + "_out"], name=name, **attrs),
+                  helper.make_node("QuantizeLinear", [name + "_out", "xs", "xz"], [name + "_q"],
+                                   name=name + "_quantize")]
+        last = name + "_q"
+    nodes.append(helper.make_node("DequantizeLinear", [last, "xs", "xz"], ["y"], name="y_dq"))
+    g = helper.make_graph(nodes, case, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return {"x": (rng.standard_normal([1, 16, 32]) * 2).astype(np.float32)}
+
+
 # x's type, W per output column (else per tensor), x's rank, a QuantizeLinear after, and the op:
 # MatMul (then an Add of the bias unless requantized), or Gemm with C the bias and W stored [N, K]
 # (transB, its scale along axis 0, as exporters write a classifier) or [K, N]
@@ -365,6 +395,7 @@ def main():
                  for c in QRESIDUAL]
         # (fuse too: --fusion block may inline the QuantizeLinear's nest into its reader's)
         more += [(c, make_pool, "tiles,fuse", "'pool_q'", exact) for c in POOL]
+        more += [(c, make_moves, "tiles,fuse", "'transpose_quantize'", exact) for c in MOVES]
         more += [(c, make_matmul, "tiles", "'x_dq'", within_one_step if MATMUL[c][3] else close)
                  for c in MATMUL]
         for case, make, dump, mark, compare in more:

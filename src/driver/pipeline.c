@@ -17,7 +17,7 @@ bd_status bd_front_passes(bd_model *m, bool qdq_int8, bd_diag *d) {
     bd_remove_identities(m->graph);
     if (qdq_int8) {
         bd_dequantize_into_conv(m->graph);
-        bd_quantized_max_pool(m->graph);
+        bd_quantized_moves(m->graph);
     }
     bd_dead_code(m->graph);
     return BD_OK;

@@ -51,15 +51,17 @@ void bd_fold_into_conv(bd_graph *g); /* fold_bn.c: BatchNorm, Mul/Add by per-cha
 void bd_dequantize_into_conv(bd_graph *g); /* qdq_conv.c: Conv (MatMul) of DequantizeLinear'd 8-bit
                                             * X and W as the internal DequantizedConv
                                             * (DequantizedMatMul) */
-void bd_quantized_max_pool(bd_graph *g); /* qdq_pool.c: Q(MaxPool(DQ(x))) of one scale and zero
-                                          * point as MaxPool(x) on the 8-bit values */
+void bd_quantized_moves(bd_graph *g); /* qdq_moves.c: Q(op(DQ(x))) of one scale and zero point,
+                                       * op a MaxPool, Reshape, Transpose, ..., as op(x) on the
+                                       * 8-bit values */
 void bd_dead_code(bd_graph *g);                     /* simplify.c: drop unused and folded nodes */
 
 
 /* Load, bind inputs (binds may be NULL), verify, infer + fold, simplify: everything that
  * precedes lowering. qdq_int8: QDQ convolutions and matrix products become DequantizedConv and
  * DequantizedMatMul nodes computed on 8-bit values (bd_dequantize_into_conv; --qdq), and QDQ
- * MaxPools run on the 8-bit values (bd_quantized_max_pool); else they stay float ops. */
+ * MaxPools, Reshapes, Transposes, ... run on the 8-bit values (bd_quantized_moves); else they
+ * stay float ops. */
 bd_status bd_compile_front(const char *path, const bd_limits *lim, const bd_input_binds *binds,
                            bool qdq_int8, bd_model **out, bd_diag *d);
 /* The same stages after loading, on a model already in memory (pipeline.c; used by the fuzzer). */

@@ -462,9 +462,7 @@ static bool same_domain(const bd_nest *a, const bd_nest *b) {
     return true;
 }
 
-/* Per-element cost of an expression, in rough flops: what a consumer recomputes when it inlines
- * a producer that another consumer also inlines. */
-static int expr_cost(const bd_expr *x) {
+int bd_fuse_expr_cost(const bd_expr *x) {
     int c = 0;
     for (int i = 0; i < x->n; i++) {
         switch (x->node[i].op) {
@@ -528,13 +526,13 @@ static bool inline_producer(bd_nest *c, const bd_nest *pn, int v) {
     int rp = bd_expr_splice(&x, &pn->params.expr, NULL);
     int split = x.n;
     for (int i = 0; i < split; i++)
-        if (x.node[i].op == BD_EXPR_LOAD) x.node[i].operand = map_p[x.node[i].operand];
+        if (bd_expr_reads_operand(&x.node[i])) x.node[i].operand = map_p[x.node[i].operand];
     for (int k = 0; k < c->n_operands; k++)
         leaf_c[k] = c->operands[k].value == v && !c->operands[k].write ? rp : -1;
     int rc = rp < 0 ? -1 : bd_expr_splice(&x, &c->params.expr, leaf_c);
     if (rc < 0 || x.overflow) return false;
     for (int i = split; i < x.n; i++)
-        if (x.node[i].op == BD_EXPR_LOAD) x.node[i].operand = map_c[x.node[i].operand];
+        if (bd_expr_reads_operand(&x.node[i])) x.node[i].operand = map_c[x.node[i].operand];
     bd_expr_compact(&x, rc);
     out.params.expr = x;
     *c = out;
@@ -546,9 +544,47 @@ static bool inline_producer(bd_nest *c, const bd_nest *pn, int v) {
  * per byte of bandwidth on a CPU core (its FMA rate over its cache-to-core bandwidth). */
 enum { FLOPS_PER_BYTE = 2 };
 
+/* Why elementwise nest pn, writing v (not a graph output, read), cannot be inlined into every
+ * reader when it costs `cost` per element; NULL when it can. */
+static const char *chain_refusal(const bd_program *p, const bd_fuse_index *ix, const bd_nest *pn,
+                                 int v, int cost) {
+    int nr = readers(ix, v);
+    for (int r = 0; r < nr; r++) {
+        const bd_nest *c = &BD_VEC_AT(&p->nests, bd_nest, ix->reader[ix->reader_start[v] + r]);
+        for (int k = 0; k < c->n_operands; k++)
+            if (c->operands[k].value == v && c->operands[k].dims[0].kind == BD_ACCESS_OPAQUE &&
+                c->body == BD_BODY_ELEMENTWISE)
+                return "a table (tables.c), which its readers look up";
+        if (c->body != BD_BODY_ELEMENTWISE) return "a consumer is not elementwise";
+        if (!same_domain(pn, c)) return "a consumer iterates another domain (a broadcast)";
+        for (int k = 0; k < c->n_operands; k++)
+            if (!c->operands[k].write && c->operands[k].value == v &&
+                !bd_access_is_identity(&c->operands[k], c->n_iter))
+                return "a consumer reads it through a non-IDENTITY map";
+    }
+    int bits = bd_dtype_bits(bd_graph_value(p->graph, v)->dtype);
+    if (nr > 1 && (nr - 1) * cost > FLOPS_PER_BYTE * 2 * bits / 8)
+        return "recomputing it in each consumer costs more than storing it";
+    return NULL;
+}
+
+static bool has_lookup(const bd_nest *n) {
+    const bd_expr *x = &n->params.expr;
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].op == BD_EXPR_LOOKUP) return true;
+    return false;
+}
+
 /* Each elementwise nest whose output only elementwise nests read, all through IDENTITY maps over
  * its own domain, is inlined into every one of them and disappears; in program order, so a chain
- * collapses into its last nest. */
+ * collapses into its last nest. Two exceptions keep 8-bit values stored:
+ *   - an 8-bit value whose one reader is recomputed in each of its own readers (a
+ *     DequantizeLinear read twice, as GELU's x is): inlined, the whole chain behind it would be
+ *     recomputed, or stored in float; stored, it costs a byte per element and its readers compute
+ *     a function of one 8-bit tensor, which tables.c turns into a lookup;
+ *   - a table lookup (tables.c) is inlined, or takes in its producer, only where the result is
+ *     again a function of one 8-bit tensor, which tables.c tabulates anew: inside other work a
+ *     lookup would keep the loop from vectorizing. */
 static void fuse_chains(bd_program *p, bool *dead) {
     bd_fuse_index ix = {0};
     bd_fuse_index_build(p, &ix);
@@ -564,27 +600,22 @@ static void fuse_chains(bd_program *p, bool *dead) {
             continue;
         }
         if (!bd_access_is_identity(&pn->operands[pn->n_operands - 1], pn->n_iter)) continue;
-        const char *why = NULL;
-        for (int r = 0; r < nr && !why; r++) {
-            const bd_nest *c = nest_at(p, ix.reader[ix.reader_start[v] + r]);
-            if (c->body != BD_BODY_ELEMENTWISE)
-                why = "a consumer is not elementwise";
-            else if (!same_domain(pn, c))
-                why = "a consumer iterates another domain (a broadcast)";
-            for (int k = 0; k < c->n_operands && !why; k++)
-                if (!c->operands[k].write && c->operands[k].value == v &&
-                    !bd_access_is_identity(&c->operands[k], c->n_iter))
-                    why = "a consumer reads it through a non-IDENTITY map";
-        }
-        const bd_value *val = bd_graph_value(g, v);
-        int bits = bd_dtype_bits(val->dtype);
-        if (!why && nr > 1 && (nr - 1) * expr_cost(&pn->params.expr) > FLOPS_PER_BYTE * 2 * bits / 8)
-            why = "recomputing it in each consumer costs more than storing it";
+        const char *why = chain_refusal(p, &ix, pn, v, bd_fuse_expr_cost(&pn->params.expr));
+        int vc = written_value(first);
+        if (!why && nr == 1 && bd_dtype_bits(bd_graph_value(g, v)->dtype) == 8 &&
+            bd_dtype_bits(bd_graph_value(g, vc)->dtype) > 8 && !ix.graph_output[vc] &&
+            readers(&ix, vc) > 1 &&
+            !chain_refusal(p, &ix, first, vc, bd_fuse_expr_cost(&first->params.expr)))
+            why = "an 8-bit value: stored, its reader is recomputed in each of its own readers";
         /* all or nothing: inline into copies, commit only if every consumer takes it */
         bd_nest *copies = why ? NULL : malloc((size_t)nr * sizeof *copies);
         for (int r = 0; r < nr && !why; r++) {
-            copies[r] = *nest_at(p, ix.reader[ix.reader_start[v] + r]);
-            if (!inline_producer(&copies[r], pn, v)) why = "the fused nest would exceed its capacity";
+            const bd_nest *c = nest_at(p, ix.reader[ix.reader_start[v] + r]);
+            copies[r] = *c;
+            if (!inline_producer(&copies[r], pn, v))
+                why = "the fused nest would exceed its capacity";
+            else if ((has_lookup(pn) || has_lookup(c)) && bd_table_index(p, &copies[r]) < 0)
+                why = "a table lookup: the result would not be a function of one 8-bit tensor";
         }
         if (!why) {
             for (int r = 0; r < nr; r++)
@@ -727,6 +758,16 @@ static void absorb_quantized_residuals(bd_program *p, bool *dead) {
     bd_fuse_index_free(&ix);
 }
 
+/* Drops the refusals noted since note `mark`. */
+static void keep_fused_notes(bd_program *p, size_t mark) {
+    size_t kept = mark;
+    for (size_t i = mark; i < p->fusion_notes.len; i++)
+        if (BD_VEC_AT(&p->fusion_notes, bd_fusion_note, i).fused)
+            BD_VEC_AT(&p->fusion_notes, bd_fusion_note, kept++) =
+                BD_VEC_AT(&p->fusion_notes, bd_fusion_note, i);
+    p->fusion_notes.len = kept;
+}
+
 static void drop_dead(bd_program *p, const bool *dead) {
     size_t kept = 0;
     for (size_t i = 0; i < p->nests.len; i++)
@@ -752,10 +793,19 @@ bd_status bd_fuse(bd_program *p, bd_diag *d) {
     bd_fuse_index_free(&ix);
     drop_dead(p, dead);
     if (p->fusion == BD_FUSION_BLOCK) {
-        memset(dead, 0, p->nests.len * sizeof *dead);
-        fuse_chains(p, dead);
-        drop_dead(p, dead);
-        memset(dead, 0, p->nests.len * sizeof *dead);
+        /* chains, then tables, until tabulating opens no more chains; a round that is followed
+         * by another leaves only its fusions among the notes, the last round's refusals stand */
+        for (bool again = true; again;) {
+            size_t mark = p->fusion_notes.len;
+            memset(dead, 0, p->nests.len * sizeof *dead);
+            fuse_chains(p, dead);
+            drop_dead(p, dead);
+            again = bd_fuse_tables(p);
+            if (again) keep_fused_notes(p, mark);
+            free(dead);
+            dead = calloc(p->nests.len + 1, sizeof *dead);
+            BD_ASSERT(dead);
+        }
         absorb_quantized_residuals(p, dead);
         drop_dead(p, dead);
     }

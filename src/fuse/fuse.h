@@ -38,6 +38,16 @@ void bd_fuse_index_build(const bd_program *p, bd_fuse_index *ix);
 void bd_fuse_index_free(bd_fuse_index *ix);
 /* The one nest reading v when v may disappear (a single reader, not a graph output), else -1. */
 int bd_fuse_sole_reader(const bd_fuse_index *ix, int v);
+/* Per-element cost of an expression, in rough flops (fuse.c): what a consumer recomputes when it
+ * inlines a producer that another consumer also inlines. */
+int bd_fuse_expr_cost(const bd_expr *x);
+/* tables.c: with fusion block, each elementwise nest computing an expensive function of one 8-bit
+ * tensor (its other operands one-element values) becomes a lookup in a table of the function's
+ * 256 values, which a new nest just before it computes; true if any did. */
+bool bd_fuse_tables(bd_program *p);
+/* tables.c: the operand of nest n whose bytes n's expression is a function of (every other
+ * operand it loads holds one element, tables aside), or -1. */
+int bd_table_index(const bd_program *p, const bd_nest *n);
 /* --dump=fuse: every fusion decision, taken or not, and why. */
 void bd_fusion_dump(const bd_program *p, FILE *f);
 

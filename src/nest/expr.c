@@ -59,6 +59,15 @@ int bd_expr_cast(bd_expr *x, int dtype, int a) {
     return bd_expr_unary(x, BD_EXPR_CAST, dtype, a);
 }
 
+int bd_expr_lookup(bd_expr *x, int operand, int dtype, int a) {
+    return push(x, (bd_expr_node){.op = BD_EXPR_LOOKUP, .dtype = dtype, .arg = {a, 0, 0},
+                                  .operand = operand});
+}
+
+bool bd_expr_reads_operand(const bd_expr_node *e) {
+    return e->op == BD_EXPR_LOAD || e->op == BD_EXPR_LOOKUP;
+}
+
 const bd_expr_node *bd_expr_root(const bd_expr *x) {
     return x->n ? &x->node[x->n - 1] : NULL;
 }
@@ -129,7 +138,7 @@ void bd_expr_dump(const bd_expr *x, FILE *f, const char *indent) {
     for (int i = 0; i < x->n; i++) {
         const bd_expr_node *e = &x->node[i];
         fprintf(f, "%se%d = %s %s", indent, i, ops[e->op].name, bd_dtype_name(e->dtype));
-        if (e->op == BD_EXPR_LOAD) fprintf(f, " operand %d", e->operand);
+        if (bd_expr_reads_operand(e)) fprintf(f, " operand %d", e->operand);
         for (int a = 0; a < ops[e->op].args; a++)
             fprintf(f, "%s e%d", a ? "," : "", e->arg[a]);
         for (int k = 0; k < ops[e->op].consts; k++)
@@ -143,9 +152,12 @@ bool bd_expr_valid(const bd_expr *x, int n_operands) {
     for (int i = 0; i < x->n; i++) {
         const bd_expr_node *e = &x->node[i];
         if ((unsigned)e->op >= BD_EXPR_OP_COUNT || !bd_dtype_known(e->dtype)) return false;
-        if (e->op == BD_EXPR_LOAD && (e->operand < 0 || e->operand >= n_operands)) return false;
+        if (bd_expr_reads_operand(e) && (e->operand < 0 || e->operand >= n_operands)) return false;
         for (int a = 0; a < ops[e->op].args; a++)
             if (e->arg[a] < 0 || e->arg[a] >= i) return false;
+        if (e->op == BD_EXPR_LOOKUP && x->node[e->arg[0]].dtype != BD_DT_UINT8 &&
+            x->node[e->arg[0]].dtype != BD_DT_INT8)
+            return false;
     }
     return true;
 }

@@ -5,7 +5,8 @@
  * node the result. A leaf loads operand k of the nest at the element the loop is at (through the
  * operand's access map: the printer turns the map into the offset) or is a constant; the other
  * nodes are unary, binary and ternary maps, select, and casts, including the float16/bfloat16
- * conversions. Every node has the ONNX dtype of its value: a load has its operand's dtype
+ * conversions, and a lookup in a table operand (fuse/tables.c: a function of one 8-bit tensor,
+ * computed once per byte value) indexed by an 8-bit node. Every node has the ONNX dtype of its value: a load has its operand's dtype
  * (float16/bfloat16 as bit patterns), a cast converts its argument to its own dtype, and every
  * other node computes in its own dtype. Lowering builds them (lower/elementwise.c), fusion
  * composes them (fuse/fuse.c), and a printer translates each node through its dialect's table
@@ -89,7 +90,8 @@
     X(MAX, 2, 0)                                                                                   \
     X(CLAMP_MIN, 2, 0) /* a < b ? b : a (Clip's lower bound; NaN a stays) */                       \
     X(CLAMP_MAX, 2, 0) /* a > b ? b : a */                                                         \
-    X(SELECT, 3, 0)    /* a ? b : c */
+    X(SELECT, 3, 0)    /* a ? b : c */                                                         \
+    X(LOOKUP, 1, 0)    /* operand `operand`, a table of 256, at 8-bit a (at a + 128 if signed) */
 
 typedef enum bd_expr_op {
 #define X(name, args, consts) BD_EXPR_##name,
@@ -124,6 +126,10 @@ int bd_expr_unary(bd_expr *x, bd_expr_op op, int dtype, int a);
 int bd_expr_binary(bd_expr *x, bd_expr_op op, int dtype, int a, int b);
 int bd_expr_select(bd_expr *x, int dtype, int c, int a, int b);
 int bd_expr_cast(bd_expr *x, int dtype, int a); /* no node when a already has that dtype */
+/* operand's element at the index of 8-bit node a (LOOKUP); the node has the table's dtype. */
+int bd_expr_lookup(bd_expr *x, int operand, int dtype, int a);
+/* Whether the node reads a nest operand (LOAD and LOOKUP name one in `operand`). */
+bool bd_expr_reads_operand(const bd_expr_node *e);
 /* A unary op with its constants (LEAKY_RELU, HARD_SIGMOID). */
 int bd_expr_unary_k(bd_expr *x, bd_expr_op op, int dtype, int a, double k0, double k1);
 

@@ -169,6 +169,9 @@ typedef struct bd_program {
 /* Allocates inside_of, inside_axis and inside_at for every value of the graph, nothing inside
  * anything (the passes that place values inside others call it once every value is made). */
 void bd_program_inside_init(bd_program *p);
+/* After a pass added values to the graph (there were `before`): the per-value arrays already
+ * allocated (view_of, inside_*) cover them, as not views and inside nothing. */
+void bd_program_values_added(bd_program *p, size_t before);
 
 /* The value whose storage v uses: v itself, or the root of the view v is (fuse/views.c). */
 static inline int bd_program_root(const bd_program *p, int v) {

@@ -380,6 +380,22 @@ void bd_program_inside_init(bd_program *p) {
         p->inside_of[v] = -1;
 }
 
+void bd_program_values_added(bd_program *p, size_t before) {
+    size_t nv = p->graph->values.len;
+    if (p->view_of) {
+        p->view_of = realloc(p->view_of, (nv + 1) * sizeof *p->view_of);
+        BD_ASSERT(p->view_of);
+        for (size_t v = before; v < nv; v++) p->view_of[v] = -1;
+    }
+    if (p->inside_of) {
+        p->inside_of = realloc(p->inside_of, (nv + 1) * sizeof *p->inside_of);
+        p->inside_axis = realloc(p->inside_axis, (nv + 1) * sizeof *p->inside_axis);
+        p->inside_at = realloc(p->inside_at, (nv + 1) * sizeof *p->inside_at);
+        BD_ASSERT(p->inside_of && p->inside_axis && p->inside_at);
+        for (size_t v = before; v < nv; v++) p->inside_of[v] = -1;
+    }
+}
+
 bd_status bd_program_verify(const bd_program *p, bd_diag *d) {
     for (size_t v = 0; p->view_of && v < p->graph->values.len; v++)
         BD_ASSERT(p->view_of[v] < 0 || p->view_of[p->view_of[v]] < 0); /* roots are not views */

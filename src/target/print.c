@@ -203,6 +203,10 @@ const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr
         } else if (e->op == BD_EXPR_CONST) {
             val[i] = bd_dtype_is_float(e->dtype) ? bd_print_float(p, e->k[0], e->dtype)
                                                  : int_literal(p, e->k[0]);
+        } else if (e->op == BD_EXPR_LOOKUP) { /* int8 a is at a + 128: the table runs -128..127 */
+            bool is_signed = x->node[e->arg[0]].dtype == BD_DT_INT8;
+            val[i] = bd_print_str(p, is_signed ? "%s[(int)%s + 128]" : "%s[%s]", loads[e->operand],
+                                  args[0]);
         } else if (e->op == BD_EXPR_CAST) {
             val[i] = d->cast(p, args[0], x->node[e->arg[0]].dtype, e->dtype);
         } else {

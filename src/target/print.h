@@ -50,7 +50,8 @@ typedef struct bd_expr_dialect {
 } bd_expr_dialect;
 
 /* The expression's value as one expression in the dialect, fully parenthesised where it nests;
- * LOAD k prints as loads[k] (a name, or any expression). */
+ * LOAD k prints as loads[k] (a name, or any expression), LOOKUP k as loads[k][index]: for a
+ * table operand loads[k] names its pointer. */
 const char *bd_print_expr(bd_printer *p, const bd_expr_dialect *d, const bd_expr *x,
                           const char *const *loads);
 

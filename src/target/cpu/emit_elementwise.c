@@ -21,11 +21,18 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
     const bd_expr *x = BD_NEST_PARAMS(nest, expr);
     const bd_operand *out = &nest->operands[nest->n_operands - 1];
     const bd_value *vout = bd_graph_value(g, out->value);
-    bool loaded[BD_NEST_MAX_OPERANDS] = {false};
+    /* operands loaded at the element, and tables (LOOKUP) read through their pointers */
+    bool loaded[BD_NEST_MAX_OPERANDS] = {false}, table[BD_NEST_MAX_OPERANDS] = {false};
+    const char *names[BD_NEST_MAX_OPERANDS];
     for (int i = 0; i < x->n; i++)
-        if (x->node[i].op == BD_EXPR_LOAD) loaded[x->node[i].operand] = true;
+        if (bd_expr_reads_operand(&x->node[i]))
+            (x->node[i].op == BD_EXPR_LOAD ? loaded : table)[x->node[i].operand] = true;
+    for (int k = 0; k < nest->n_operands; k++) {
+        BD_ASSERT(!(loaded[k] && table[k]));
+        names[k] = table[k] ? bd_emit_str(e, "P%d", k) : operand_names[k];
+    }
     const char *store = bd_emit_str(e, "(%s)(%s)", bd_c_type(vout->dtype),
-                                    bd_print_expr(&e->pr, &bd_c_dialect, x, operand_names));
+                                    bd_print_expr(&e->pr, &bd_c_dialect, x, names));
 
     int r = nest->n_iter;
     /* Pointers, then one loop per dim with running offsets per operand. The output shares memory
@@ -41,7 +48,7 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
                                 sizeof(bd_storage));
     for (int k = 0; k < nest->n_operands; k++) {
         const bd_operand *o = &nest->operands[k];
-        if (!o->write && !loaded[k]) continue; /* an input the expression ignores */
+        if (!o->write && !loaded[k] && !table[k]) continue; /* an input the expression ignores */
         if (!o->write && via_output[k]) continue;
         const char *t = bd_c_type(bd_graph_value(g, o->value)->dtype);
         bd_emit(e, "%s%s *restrict P%d = %s;", o->write ? "" : "const ", t, k,

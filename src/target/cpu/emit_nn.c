@@ -721,7 +721,7 @@ static void emit_maxpool_kernel(bd_emitter *e, const bd_nest *n, const bd_pool_p
 }
 
 /* 2-D max pooling of 8-bit values with column strides above 1 (a QDQ ResNet's stem pool, on the
- * bytes since qdq_pool.c), without Indices or dilation, on rows of at most 4096 windows' columns:
+ * bytes since qdq_moves.c), without Indices or dilation, on rows of at most 4096 windows' columns:
  * per output row the max over its window's input rows first, into a row padded with the lowest
  * value (contiguous: gcc vectorizes it 64 bytes at a time), then over each window's columns in
  * that row. emit_pool_2d's per-pixel taps at stride 2 took 0.104 ms on int8 ResNet-18's

@@ -145,12 +145,18 @@ static const char *const operand_names[] = {"a", "b", "c", "e", "f", "g", "h", "
 static void body_elementwise(bd_gpu_printer *g, const bd_nest *n) {
     const bd_expr *x = &n->params.expr;
     int w = n->n_operands - 1;
-    bool loaded[BD_NEST_MAX_OPERANDS] = {false};
+    /* operands loaded at the element, and tables (LOOKUP) read through their pointers */
+    bool loaded[BD_NEST_MAX_OPERANDS] = {false}, table[BD_NEST_MAX_OPERANDS] = {false};
+    const char *names[BD_NEST_MAX_OPERANDS];
     for (int i = 0; i < x->n; i++)
-        if (x->node[i].op == BD_EXPR_LOAD) loaded[x->node[i].operand] = true;
-    for (int k = 0; k <= w; k++)
-        if (k == w || loaded[k]) declare(g, n, k, S("P%d", k));
-    const char *value = S("(%s)(%s)", type_of(g, n, w), bd_print_expr(&g->pr, &bd_c_dialect, x, operand_names));
+        if (bd_expr_reads_operand(&x->node[i]))
+            (x->node[i].op == BD_EXPR_LOAD ? loaded : table)[x->node[i].operand] = true;
+    for (int k = 0; k <= w; k++) {
+        BD_ASSERT(!(loaded[k] && table[k]));
+        names[k] = table[k] ? S("P%d", k) : operand_names[k];
+        if (k == w || loaded[k] || table[k]) declare(g, n, k, S("P%d", k));
+    }
+    const char *value = S("(%s)(%s)", type_of(g, n, w), bd_print_expr(&g->pr, &bd_c_dialect, x, names));
     open_elements(g, n, NULL);
     for (int k = 0; k <= w; k++) {
         if (k != w && !loaded[k]) continue;
