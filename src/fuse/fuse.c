@@ -808,6 +808,9 @@ bd_status bd_fuse(bd_program *p, bd_diag *d) {
         }
         absorb_quantized_residuals(p, dead);
         drop_dead(p, dead);
+        for (size_t i = 0; i < p->nests.len; i++) /* the chains' quantize-dequantize pairs */
+            if (nest_at(p, (int)i)->body == BD_BODY_ELEMENTWISE)
+                bd_expr_simplify(&nest_at(p, (int)i)->params.expr);
     }
     free(dead);
     return bd_program_verify(p, d);

@@ -134,6 +134,60 @@ void bd_expr_compact(bd_expr *x, int root) {
     x->n = n;
 }
 
+/* Whether node i is an integer (or infinite, or NaN) in its float dtype: rounded, converted from
+ * an integer, an integral constant, or a sum, difference, product or bound of such (a float sum
+ * of two integers is one: exact below 2^24, and every float32 from 2^23 up is an integer). */
+static bool integral(const bd_expr *x, int i) {
+    const bd_expr_node *e = &x->node[i];
+    switch (e->op) {
+    case BD_EXPR_ROUND:
+    case BD_EXPR_FLOOR:
+    case BD_EXPR_CEIL: return true;
+    case BD_EXPR_CAST: {
+        int from = x->node[e->arg[0]].dtype;
+        return bd_dtype_is_int(from) || from == BD_DT_BOOL;
+    }
+    case BD_EXPR_CONST: return e->k[0] == floor(e->k[0]);
+    case BD_EXPR_NEG:
+    case BD_EXPR_ABS:
+    case BD_EXPR_RELU: return integral(x, e->arg[0]);
+    case BD_EXPR_ADD:
+    case BD_EXPR_SUB:
+    case BD_EXPR_MUL:
+    case BD_EXPR_CLAMP_MIN:
+    case BD_EXPR_CLAMP_MAX: return integral(x, e->arg[0]) && integral(x, e->arg[1]);
+    default: return false;
+    }
+}
+
+void bd_expr_simplify(bd_expr *x) {
+    bd_expr out = {0};
+    int map[BD_EXPR_MAX_NODES];
+    bool changed = false;
+    for (int i = 0; i < x->n; i++) {
+        bd_expr_node e = x->node[i];
+        const bd_expr_node *in = e.op == BD_EXPR_CAST ? &x->node[e.arg[0]] : NULL;
+        int bits = in ? bd_dtype_bits(in->dtype) : 0;
+        if (in && in->op == BD_EXPR_CAST && bd_dtype_is_int(in->dtype) && bits <= 16 &&
+            (e.dtype == BD_DT_FLOAT || e.dtype == BD_DT_DOUBLE) &&
+            x->node[in->arg[0]].dtype == e.dtype && integral(x, in->arg[0])) {
+            bool is_signed = bd_dtype_is_signed(in->dtype);
+            double lo = is_signed ? -ldexp(1, bits - 1) : 0;
+            double hi = is_signed ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
+            map[i] = bd_expr_unary_k(&out, BD_EXPR_SATURATE, e.dtype, map[in->arg[0]], lo, hi);
+            changed = true;
+        } else {
+            for (int a = 0; a < ops[e.op].args; a++)
+                e.arg[a] = map[e.arg[a]];
+            map[i] = push(&out, e);
+        }
+        if (map[i] < 0) return; /* full: keep x */
+    }
+    if (!changed) return;
+    bd_expr_compact(&out, map[x->n - 1]);
+    *x = out;
+}
+
 void bd_expr_dump(const bd_expr *x, FILE *f, const char *indent) {
     for (int i = 0; i < x->n; i++) {
         const bd_expr_node *e = &x->node[i];

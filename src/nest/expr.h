@@ -91,6 +91,8 @@
     X(CLAMP_MIN, 2, 0) /* a < b ? b : a (Clip's lower bound; NaN a stays) */                       \
     X(CLAMP_MAX, 2, 0) /* a > b ? b : a */                                                         \
     X(SELECT, 3, 0)    /* a ? b : c */                                                         \
+    X(SATURATE, 1, 2)  /* NaN to 0, clamped to [k0, k1], -0 to +0: a float's conversion to an  \
+                          integer type of that range and back, where the float is an integer */ \
     X(LOOKUP, 1, 0)    /* operand `operand`, a table of 256, at 8-bit a (at a + 128 if signed) */
 
 typedef enum bd_expr_op {
@@ -147,6 +149,13 @@ bool bd_expr_clamp_bounds(const bd_expr *x, double *lo, double *hi);
 /* Makes node `root` the result and drops the nodes it does not use (a load whose value an op
  * ignores, as x^2 ignores its exponent), keeping the order of the rest. */
 void bd_expr_compact(bd_expr *x, int root);
+
+/* Rewrites, in place, what has a cheaper exact form: a float32 or float64 value converted to an
+ * integer type of 8 or 16 bits and back (a QuantizeLinear's result dequantized in a fused chain),
+ * when the value is an integer already (rounded, or sums and products of integers): the
+ * conversion only saturates it, so it becomes SATURATE, which vectorizes without packing and
+ * unpacking the integers. Unchanged when the rewrite would not fit. */
+void bd_expr_simplify(bd_expr *x);
 
 /* One line per node: `e3 = MUL f32 e1, e2`. */
 void bd_expr_dump(const bd_expr *x, FILE *f, const char *indent);

@@ -163,5 +163,6 @@ const bd_expr_dialect bd_c_dialect = {
         [BD_EXPR_CLAMP_MIN] = ALL("($0 < $1 ? $1 : $0)"),
         [BD_EXPR_CLAMP_MAX] = ALL("($0 > $1 ? $1 : $0)"),
         [BD_EXPR_SELECT] = ALL("$0 ? $1 : $2"),
+        [BD_EXPR_SATURATE] = FLOATS("bd_satf($0, $k0, $k1)", "bd_sat($0, $k0, $k1)"),
     },
 };

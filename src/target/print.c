@@ -333,6 +333,11 @@ void bd_print_scalar_helpers(bd_printer *p, const char *fn, bool opencl) {
                           fn, ints[i].type, ints[i].type,
                           *ints[i].lo == '-' ? "x = x != x ? 0.0f : x; " : "", ints[i].lo,
                           ints[i].lo, ints[i].hi, ints[i].hi, ints[i].type, ints[i].via);
+    /* SATURATE: the same clamps, then + 0 (-0 to +0), without the conversion */
+    bd_print_line(p, "%s float bd_satf(float x, float lo, float hi) { x = x != x ? 0.0f : x; "
+                     "x = x > lo ? x : lo; x = x < hi ? x : hi; return x + 0.0f; }", fn);
+    bd_print_line(p, "%s double bd_sat(double x, double lo, double hi) { x = x != x ? 0.0 : x; "
+                     "x = x > lo ? x : lo; x = x < hi ? x : hi; return x + 0.0; }", fn);
     bd_print_line(p, "%s float bd_pickf(float cur, float cand, int take) "
                      "{ return cur != cur ? cur : cand != cand ? cand : take ? cand : cur; }", fn);
     bd_print_line(p, "%s double bd_pick(double cur, double cand, int take) "

@@ -19,6 +19,8 @@
  *     (ALL), and a Reshape that splits a dim (exact) and one that merges dims across a tile
  *     (conservative); on every edge of every case, each consumer block's box is also compared with
  *     a brute-force scan of the producer's grid (equal where the maps are exact, a superset else);
+ *   - bd_expr_simplify on a QuantizeLinear's result dequantized (SATURATE where the value is an
+ *     integer, the conversions kept where it is not);
  *   - bd_emit_block_decode printed into a C program, built with the system C compiler ($CC or cc)
  *     and run for every block, line by line equal to bd_nest_block_range.
  *
@@ -1125,7 +1127,43 @@ done:
     free(nests);
 }
 
+/* bd_expr_simplify: a float32 converted to an 8-bit type and back becomes SATURATE only where
+ * the value is an integer (rounded, or a sum of a rounded value and a converted integer); a
+ * value that is not keeps its conversions, which truncate. */
+static void test_simplify_round_trip(void) {
+    struct {
+        const char *name;
+        int inner;      /* the 8-bit type */
+        bool rounded;   /* ROUND(x / 2) + zero point, else x / 2 */
+        bool saturates; /* what the simplifier must do */
+        double lo, hi;
+    } cases[] = {
+        {"uint8 of a rounded sum", BD_DT_UINT8, true, true, 0, 255},
+        {"int8 of a rounded sum", BD_DT_INT8, true, true, -128, 127},
+        {"int8 of a quotient", BD_DT_INT8, false, false, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        bd_expr x = {0};
+        int v = bd_expr_binary(&x, BD_EXPR_DIV, BD_DT_FLOAT, bd_expr_load(&x, 0, BD_DT_FLOAT),
+                               bd_expr_const(&x, 2, BD_DT_FLOAT));
+        if (cases[c].rounded)
+            v = bd_expr_binary(&x, BD_EXPR_ADD, BD_DT_FLOAT, bd_expr_unary(&x, BD_EXPR_ROUND, BD_DT_FLOAT, v),
+                               bd_expr_cast(&x, BD_DT_FLOAT, bd_expr_load(&x, 1, cases[c].inner)));
+        int q = bd_expr_cast(&x, cases[c].inner, v);
+        bd_expr_cast(&x, BD_DT_FLOAT, q);
+        bd_expr before = x;
+        bd_expr_simplify(&x);
+        const bd_expr_node *r = bd_expr_root(&x);
+        bool ok = cases[c].saturates
+                      ? r->op == BD_EXPR_SATURATE && r->k[0] == cases[c].lo && r->k[1] == cases[c].hi &&
+                            x.node[r->arg[0]].op == BD_EXPR_ADD && bd_expr_valid(&x, 2)
+                      : !memcmp(&x, &before, sizeof x);
+        check(ok, cases[c].name, "root %d, %d nodes", (int)r->op, x.n);
+    }
+}
+
 int main(void) {
+    test_simplify_round_trip();
     test_block_range();
     test_regions();
     test_worked_example();
