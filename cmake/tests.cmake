@@ -90,7 +90,8 @@ bdc_add_test(gpu_opencl_real COMMAND ${BDC_PYTHON} tests/test_real_run.py --targ
 bdc_add_test(gpu_opencl_real_qdq_int8 COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
              --schedule op --qdq int8 resnet18_int8)
 bdc_add_test(gpu_opencl_qdq_conv COMMAND ${BDC_PYTHON} tests/test_qdq_conv.py --target opencl)
-bdc_add_test(gpu_opencl_qdq_tables COMMAND ${BDC_PYTHON} tests/test_qdq_tables.py --target opencl)
+bdc_add_test(gpu_opencl_qdq_tables COMMAND ${BDC_PYTHON} tests/test_qdq_tables.py --target opencl
+             --gpu-builds)
 bdc_add_test(gpu_opencl_real_block COMMAND ${BDC_PYTHON} tests/test_real_run.py --target opencl
              --schedule block --check-seeds 2)
 bdc_add_test(gpu_opencl_node COMMAND ${BDC_PYTHON} tests/test_node_run.py --target opencl --schedule op

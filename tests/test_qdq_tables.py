@@ -5,7 +5,7 @@ onnxruntime's QDQ quantizer writes them, is a function of one 8-bit tensor; with
 bdc computes it at the 256 byte values into a table and looks each element up. Compiled under
 every --fusion mode, against onnxruntime's unoptimized session (the QDQ graph as written).
 
-Usage: test_qdq_tables.py [--bdc PATH] [--target cpu|opencl]
+Usage: test_qdq_tables.py [--bdc PATH] [--target cpu|opencl] [--gpu-builds]
 
 - gelu_u8: a QDQ transformer's GELU, x/sqrt(2), Erf, +1, *x, *0.5, on uint8, with its constants
   dequantized from 8-bit initializers (one-element values the run computes) and x read twice (the
@@ -18,7 +18,9 @@ Under --fusion block the fusion dump must say which nests became lookups (and re
 under none and op no table is made. Each output must be within one quantization step of
 onnxruntime's, and at most 1% of the elements may differ at all: both sides compute the float
 ops in float32, but erf, exp and tanh are different implementations, which moves a value lying
-on a rounding boundary by one step. Exits 1 on any failure.
+on a rounding boundary by one step. With --gpu-builds the tabulated cases are also built, not
+run, for --target cuda and hip in both schedules with --werror (the lookups and SATURATE in the
+CUDA and HIP dialects; PATH gets /usr/local/cuda/bin). Exits 1 on any failure.
 """
 import argparse
 import os
@@ -150,10 +152,23 @@ def run_case(args, tmp, case, fusion):
     return within_one_step(got, want, step)
 
 
+def gpu_build(args, tmp, case, target, schedule):
+    model = os.path.join(tmp, case + ".onnx")
+    make_model(model, case)
+    r = subprocess.run([args.bdc, "compile", model, "-o", os.path.join(tmp, "gpu_exe"), "--werror", "-q",
+                        "--fusion", "block", "--target", target, "--schedule", schedule, "--dump=fuse"],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/cuda/bin"))
+    if r.returncode:
+        return "bdc compile exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])
+    return None if TABLE_NOTE in r.stderr else "the program lacks a lookup table"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bdc", default=os.environ.get("BDC") or os.path.join(REPO, "build", "bdc"))
     ap.add_argument("--target", choices=("cpu", "opencl"), default="cpu")
+    ap.add_argument("--gpu-builds", action="store_true")
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,6 +179,13 @@ def main():
                                                      problem or "matches onnxruntime"))
                 failed += problem is not None
                 passed += problem is None
+            for target in ("cuda", "hip") if args.gpu_builds and CASES[case][1] else ():
+                for schedule in ("op", "block"):
+                    problem = gpu_build(args, tmp, case, target, schedule)
+                    print("%s  %-11s %s/%s build %s" % ("FAIL" if problem else "PASS", case, target,
+                                                        schedule, problem or "with its lookups"))
+                    failed += problem is not None
+                    passed += problem is None
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed or not passed else 0
 

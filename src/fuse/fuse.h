@@ -14,6 +14,9 @@
  * An 8-bit convolution on the CPU kernel's direct path then takes the QuantizeLinear after it
  * (requant), and with fusion block, after the elementwise chains merge, the nest computing a QDQ
  * residual Add of its bytes, requantized (qresidual).
+ * With fusion block the chains and tables.c's lookups alternate until nothing changes (an 8-bit
+ * value whose DequantizeLinear several nests read stays stored for them), and the chains'
+ * QuantizeLinear-DequantizeLinear pairs are simplified (bd_expr_simplify).
  * A BatchNormalization nest (NORM) that no Conv took in (DenseNet's, on a Concat) absorbs only
  * the activation, which its printers apply before the store.
  * A tensor added must be computed before the absorbing nest. The nest then writes the last

@@ -10,7 +10,7 @@
 # models; for tensor, a few valid .npy/.pb files. New inputs go to build-fuzz/corpus-TARGET,
 # crashes to build-fuzz/crashes-TARGET (keep fixed ones in tests/fuzz/regressions, with seeds for
 # passes the other seeds do not reach: qdq-conv-seed.onnx, a QDQ Conv for front/qdq_conv.c;
-# qdq-pool-seed.onnx, a QDQ MaxPool for front/qdq_pool.c; qdq-requant-seed.onnx, a QuantizeLinear
+# qdq-pool-seed.onnx, a QDQ MaxPool for front/qdq_moves.c; qdq-requant-seed.onnx, a QuantizeLinear
 # after a QDQ Conv for the int8 kernel's requantizing epilogue).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
