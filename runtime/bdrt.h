@@ -177,11 +177,13 @@ void bdrt_fp_restore(unsigned saved);
  * thread)) or, with task_fn -1, a completion event that does no work. Task t runs once all
  * n_preds[t] tasks that list it among their successors (succ[succ_start[u] .. succ_start[u+1]))
  * are done. bdrt_dag_run executes the DAG on the pool's threads: a finishing task decrements its
- * successors' counters; of those that become ready, the thread runs the lowest-numbered one
- * next itself (its inputs are still in this core's cache) and puts the others on a shared ready
- * queue that hands out the lowest-numbered task first (the compiler numbers tasks in its run
- * order, a topological order that puts the blocks with the most work behind them first). Returns
- * when every task is done. Task order being a topological order (every edge runs from a lower
+ * successors' counters; each task has a home thread (block b of a nest of B blocks: thread
+ * b * T / B, so that nests split alike keep their data on one core); of the tasks that become
+ * ready, the thread runs its own lowest-numbered one next and puts the others on their home's
+ * ready queue, which hands out the lowest-numbered task first (the compiler numbers tasks in its
+ * run order, a topological order that puts the blocks with the most work behind them first); a
+ * thread whose queue is empty takes a later task from the fullest other queue. Returns when
+ * every task is done. Task order being a topological order (every edge runs from a lower
  * number to a higher one), a one-thread pool, or a DAG marked serial, runs the tasks in it.
  *
  * A test mode checks the DAG instead of running it fast: with BDRT_SCHEDULE_SEED=N in the
@@ -203,6 +205,9 @@ typedef struct bdrt_dag {
     /* 1: the blocks form one chain, so they run in task order on the calling thread (no wake-up,
      * no queue); so does a one-thread pool */
     int32_t serial;
+    /* per task: the number of blocks of its nest (0 for an event), which with task_block gives
+     * each block its home thread; NULL: every task's home is thread 0 */
+    const int32_t *task_blocks;
 } bdrt_dag;
 typedef struct bdrt_dag_exec bdrt_dag_exec;
 /* Per-instance state (the counters and the queue); NULL when out of memory. */

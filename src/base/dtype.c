@@ -54,6 +54,10 @@ bool bd_dtype_is_signed(int dt) {
            dt == BD_DT_INT4 || dt == BD_DT_INT2;
 }
 
+bool bd_dtype_is_byte(int dt) {
+    return dt == BD_DT_INT8 || dt == BD_DT_UINT8;
+}
+
 bool bd_dtype_is_int(int dt) {
     return bd_dtype_is_signed(dt) || dt == BD_DT_UINT8 || dt == BD_DT_UINT16 || dt == BD_DT_UINT32 ||
            dt == BD_DT_UINT64 || dt == BD_DT_UINT4 || dt == BD_DT_UINT2;

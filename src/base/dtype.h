@@ -52,6 +52,7 @@ int bd_dtype_bits(int dt);               /* 0 for string / unknown */
 bool bd_dtype_supported(int dt);
 bool bd_dtype_is_float(int dt);          /* float16/32/64, bfloat16, float8 */
 bool bd_dtype_is_int(int dt);            /* signed or unsigned integers (not bool) */
+bool bd_dtype_is_byte(int dt);           /* int8 or uint8: the quantized types */
 bool bd_dtype_is_signed(int dt);
 
 #endif

@@ -21,8 +21,6 @@
 
 #include "front/passes.h"
 
-static bool is_8bit(int dt) { return dt == BD_DT_INT8 || dt == BD_DT_UINT8; }
-
 /* The live DequantizeLinear node producing value v in float32, or NULL. */
 static bd_node *dequantize_of(bd_graph *g, const bd_value *v) {
     if (!v || v->producer < 0 || v->dtype != BD_DT_FLOAT) return NULL;
@@ -32,7 +30,7 @@ static bd_node *dequantize_of(bd_graph *g, const bd_value *v) {
         return NULL;
     const bd_value *x = bd_node_in(g, q, 0), *scale = bd_node_in(g, q, 1);
     const bd_value *zero = bd_node_in(g, q, 2);
-    if (!x || !is_8bit(x->dtype) || !scale || !scale->constant || scale->dtype != BD_DT_FLOAT ||
+    if (!x || !bd_dtype_is_byte(x->dtype) || !scale || !scale->constant || scale->dtype != BD_DT_FLOAT ||
         (zero && (!zero->constant || zero->dtype != x->dtype || zero->constant->numel != scale->constant->numel)))
         return NULL;
     return q;
@@ -118,7 +116,7 @@ static void absorb_quantize(bd_graph *g, bd_node *n) {
         return;
     const bd_value *s = bd_node_in(g, q, 1), *z = bd_node_in(g, q, 2), *y = bd_node_out(g, q, 0);
     if (!s || !one_element(s) || s->dtype != BD_DT_FLOAT || !z || !one_element(z) ||
-        !is_8bit(z->dtype) || !y || y->dtype != z->dtype)
+        !bd_dtype_is_byte(z->dtype) || !y || y->dtype != z->dtype)
         return;
     int count = n->n_inputs > 8 ? n->n_inputs : 8; /* (a Gemm's bias stays input 8) */
     int *in = bd_arena_alloc(&g->model->arena, (size_t)count * sizeof *in);

@@ -19,10 +19,6 @@
 
 #include "front/passes.h"
 
-static bool is_8bit(int dt) {
-    return dt == BD_DT_INT8 || dt == BD_DT_UINT8;
-}
-
 /* The one constant element of v as a double, or NAN. */
 static double constant_of(const bd_value *v) {
     return v && v->constant && v->constant->numel == 1 ? bd_tensor_get_f64(v->constant, 0) : NAN;
@@ -69,7 +65,7 @@ static void rewrite(bd_graph *g, int at) {
         return;
     const bd_value *xq = bd_node_in(g, dq, 0);
     bd_node *q = sole_reader(g, mover->outputs[0]);
-    if (!xq || !is_8bit(xq->dtype) || !q || q->op != BD_OP_QUANTIZE_LINEAR || q->n_outputs != 1 ||
+    if (!xq || !bd_dtype_is_byte(xq->dtype) || !q || q->op != BD_OP_QUANTIZE_LINEAR || q->n_outputs != 1 ||
         bd_node_out(g, q, 0)->dtype != xq->dtype || !same_quantization(g, dq, q))
         return;
     bd_graph_value(g, mover->outputs[0])->producer = -1; /* the float values, now unused */

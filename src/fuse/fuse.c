@@ -568,13 +568,6 @@ static const char *chain_refusal(const bd_program *p, const bd_fuse_index *ix, c
     return NULL;
 }
 
-static bool has_lookup(const bd_nest *n) {
-    const bd_expr *x = &n->params.expr;
-    for (int i = 0; i < x->n; i++)
-        if (x->node[i].op == BD_EXPR_LOOKUP) return true;
-    return false;
-}
-
 /* Each elementwise nest whose output only elementwise nests read, all through IDENTITY maps over
  * its own domain, is inlined into every one of them and disappears; in program order, so a chain
  * collapses into its last nest. Two exceptions keep 8-bit values stored:
@@ -602,7 +595,7 @@ static void fuse_chains(bd_program *p, bool *dead) {
         if (!bd_access_is_identity(&pn->operands[pn->n_operands - 1], pn->n_iter)) continue;
         const char *why = chain_refusal(p, &ix, pn, v, bd_fuse_expr_cost(&pn->params.expr));
         int vc = written_value(first);
-        if (!why && nr == 1 && bd_dtype_bits(bd_graph_value(g, v)->dtype) == 8 &&
+        if (!why && nr == 1 && bd_dtype_is_byte(bd_graph_value(g, v)->dtype) &&
             bd_dtype_bits(bd_graph_value(g, vc)->dtype) > 8 && !ix.graph_output[vc] &&
             readers(&ix, vc) > 1 &&
             !chain_refusal(p, &ix, first, vc, bd_fuse_expr_cost(&first->params.expr)))
@@ -614,7 +607,9 @@ static void fuse_chains(bd_program *p, bool *dead) {
             copies[r] = *c;
             if (!inline_producer(&copies[r], pn, v))
                 why = "the fused nest would exceed its capacity";
-            else if ((has_lookup(pn) || has_lookup(c)) && bd_table_index(p, &copies[r]) < 0)
+            else if ((bd_expr_has(&pn->params.expr, BD_EXPR_LOOKUP) ||
+                      bd_expr_has(&c->params.expr, BD_EXPR_LOOKUP)) &&
+                     bd_table_index(p, &copies[r]) < 0)
                 why = "a table lookup: the result would not be a function of one 8-bit tensor";
         }
         if (!why) {
@@ -650,8 +645,6 @@ static bool scalar_at(const bd_program *p, const bd_nest *c, int i, double *k) {
     return true;
 }
 
-static bool is_8bit(int dt) { return dt == BD_DT_UINT8 || dt == BD_DT_INT8; }
-
 /* A float32 node of c's expression: node i with op `op`. */
 static const bd_expr_node *float_node(const bd_nest *c, int i, bd_expr_op op) {
     const bd_expr_node *e = &c->params.expr.node[i];
@@ -666,7 +659,7 @@ static bool dequantize_at(const bd_program *p, const bd_nest *c, int i, int *ope
     const bd_expr_node *sub = mul ? float_node(c, mul->arg[0], BD_EXPR_SUB) : NULL;
     const bd_expr_node *cast = sub ? float_node(c, sub->arg[0], BD_EXPR_CAST) : NULL;
     const bd_expr_node *load = cast ? &c->params.expr.node[cast->arg[0]] : NULL;
-    if (!load || load->op != BD_EXPR_LOAD || !is_8bit(load->dtype) ||
+    if (!load || load->op != BD_EXPR_LOAD || !bd_dtype_is_byte(load->dtype) ||
         !bd_access_is_identity(&c->operands[load->operand], c->n_iter) ||
         !scalar_at(p, c, mul->arg[1], scale) || !scalar_at(p, c, sub->arg[1], zero))
         return false;
@@ -683,7 +676,7 @@ static bool quantized_add_of(const bd_program *p, const bd_nest *c, int operand[
                              bd_epilogue *epi) {
     const bd_expr_node *root = bd_expr_root(&c->params.expr);
     if (c->body != BD_BODY_ELEMENTWISE || !root || root->op != BD_EXPR_CAST ||
-        !is_8bit(root->dtype) || !bd_access_is_identity(&c->operands[c->n_operands - 1], c->n_iter))
+        !bd_dtype_is_byte(root->dtype) || !bd_access_is_identity(&c->operands[c->n_operands - 1], c->n_iter))
         return false;
     const bd_expr_node *add = float_node(c, root->arg[0], BD_EXPR_ADD);
     const bd_expr_node *round = add ? float_node(c, add->arg[0], BD_EXPR_ROUND) : NULL;

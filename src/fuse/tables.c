@@ -23,8 +23,6 @@
  * over elements enough for 256 evaluations a run to vanish beside them. */
 enum { TABLE_MIN_COST = 20, TABLE_MIN_ELEMENTS = 8 * 256, TABLE_SIZE = 256 };
 
-static bool is_8bit(int dt) { return dt == BD_DT_UINT8 || dt == BD_DT_INT8; }
-
 static int64_t numel_of(const bd_value *v) {
     int64_t n;
     return bd_value_shape_known(v) && bd_dims_numel(v->rank, v->dims, &n) ? n : -1;
@@ -43,25 +41,19 @@ int bd_table_index(const bd_program *p, const bd_nest *n) {
         if (e->op != BD_EXPR_LOAD || one_element(p, n, e->operand)) continue;
         const bd_value *v = bd_graph_value(p->graph, n->operands[e->operand].value);
         /* (a constant's function is a constant: the table nests' own bytes are one) */
-        if (!is_8bit(v->dtype) || v->constant || (index >= 0 && index != e->operand)) return -1;
+        if (!bd_dtype_is_byte(v->dtype) || v->constant || (index >= 0 && index != e->operand)) return -1;
         index = e->operand;
     }
     return index;
 }
 
-/* Whether the expression is a lookup already (LOAD, LOOKUP and maybe a CAST), or holds one. */
+/* Whether the expression is a lookup already (LOAD, LOOKUP and maybe a CAST). */
 static bool pure_lookup(const bd_expr *x) {
     for (int i = 0; i < x->n; i++)
         if (x->node[i].op != BD_EXPR_LOAD && x->node[i].op != BD_EXPR_LOOKUP &&
             x->node[i].op != BD_EXPR_CAST)
             return false;
     return x->n <= 3;
-}
-
-static bool holds_lookup(const bd_expr *x) {
-    for (int i = 0; i < x->n; i++)
-        if (x->node[i].op == BD_EXPR_LOOKUP) return true;
-    return false;
 }
 
 /* Drops the operands n's expression does not read (the write stays last) and renumbers. */
@@ -109,7 +101,7 @@ static bool reads_tensor(const bd_program *p, const bd_nest *n, int i, int cut, 
 static int byte_cut(const bd_program *p, const bd_nest *n) {
     const bd_expr *x = &n->params.expr;
     for (int i = 0; i < x->n - 1; i++) {
-        if (!is_8bit(x->node[i].dtype) || x->node[i].op == BD_EXPR_LOAD) continue;
+        if (!bd_dtype_is_byte(x->node[i].dtype) || x->node[i].op == BD_EXPR_LOAD) continue;
         bool seen[BD_EXPR_MAX_NODES] = {false}, seen_below[BD_EXPR_MAX_NODES] = {false};
         if (!reads_tensor(p, n, x->n - 1, i, seen) && reads_tensor(p, n, i, -1, seen_below))
             return i;
@@ -222,7 +214,7 @@ bool bd_fuse_tables(bd_program *p) {
             continue;
         }
         int k = bd_table_index(p, &n);
-        if (k < 0 && !holds_lookup(&n.params.expr) && split_at_byte(p, &n, &below)) {
+        if (k < 0 && !bd_expr_has(&n.params.expr, BD_EXPR_LOOKUP) && split_at_byte(p, &n, &below)) {
             *(bd_nest *)bd_vec_push(&out) = below;
             note(p, n.node, "split at an 8-bit value: the bytes stored, the float work after them "
                             "a function of one 8-bit tensor");
@@ -231,7 +223,7 @@ bool bd_fuse_tables(bd_program *p) {
         }
         const bd_expr *x = &n.params.expr;
         const bd_value *y = bd_graph_value(g, n.operands[n.n_operands - 1].value);
-        bool worth = holds_lookup(x) || (bd_fuse_expr_cost(x) >= TABLE_MIN_COST &&
+        bool worth = bd_expr_has(x, BD_EXPR_LOOKUP) || (bd_fuse_expr_cost(x) >= TABLE_MIN_COST &&
                                          numel_of(y) >= TABLE_MIN_ELEMENTS);
         if (k < 0 || pure_lookup(x) || !worth) {
             *(bd_nest *)bd_vec_push(&out) = n;

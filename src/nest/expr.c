@@ -68,6 +68,12 @@ bool bd_expr_reads_operand(const bd_expr_node *e) {
     return e->op == BD_EXPR_LOAD || e->op == BD_EXPR_LOOKUP;
 }
 
+bool bd_expr_has(const bd_expr *x, bd_expr_op op) {
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].op == op) return true;
+    return false;
+}
+
 const bd_expr_node *bd_expr_root(const bd_expr *x) {
     return x->n ? &x->node[x->n - 1] : NULL;
 }
@@ -209,9 +215,7 @@ bool bd_expr_valid(const bd_expr *x, int n_operands) {
         if (bd_expr_reads_operand(e) && (e->operand < 0 || e->operand >= n_operands)) return false;
         for (int a = 0; a < ops[e->op].args; a++)
             if (e->arg[a] < 0 || e->arg[a] >= i) return false;
-        if (e->op == BD_EXPR_LOOKUP && x->node[e->arg[0]].dtype != BD_DT_UINT8 &&
-            x->node[e->arg[0]].dtype != BD_DT_INT8)
-            return false;
+        if (e->op == BD_EXPR_LOOKUP && !bd_dtype_is_byte(x->node[e->arg[0]].dtype)) return false;
     }
     return true;
 }

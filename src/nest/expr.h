@@ -132,6 +132,8 @@ int bd_expr_cast(bd_expr *x, int dtype, int a); /* no node when a already has th
 int bd_expr_lookup(bd_expr *x, int operand, int dtype, int a);
 /* Whether the node reads a nest operand (LOAD and LOOKUP name one in `operand`). */
 bool bd_expr_reads_operand(const bd_expr_node *e);
+/* Whether a node of x has op `op`. */
+bool bd_expr_has(const bd_expr *x, bd_expr_op op);
 /* A unary op with its constants (LEAKY_RELU, HARD_SIGMOID). */
 int bd_expr_unary_k(bd_expr *x, bd_expr_op op, int dtype, int a, double k0, double k1);
 

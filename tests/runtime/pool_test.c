@@ -360,7 +360,7 @@ static void overhead(int threads, int64_t blocks, int calls) {
 enum { DAG_TASKS = 600, DAG_MAX_PREDS = 4 };
 
 typedef struct dag_case {
-    int32_t task_fn[DAG_TASKS], task_block[DAG_TASKS], n_preds[DAG_TASKS];
+    int32_t task_fn[DAG_TASKS], task_block[DAG_TASKS], task_blocks[DAG_TASKS], n_preds[DAG_TASKS];
     int32_t succ_start[DAG_TASKS + 1], succ[DAG_TASKS * DAG_MAX_PREDS], touch_start[DAG_TASKS + 1];
     int32_t preds[DAG_TASKS][DAG_MAX_PREDS];
     int threads;
@@ -397,6 +397,7 @@ static void dag_build(dag_case *c, uint64_t seed) {
         bool event = t > 0 && t % 10 == 0;
         c->task_fn[t] = event ? -1 : 0;
         c->task_block[t] = t;
+        c->task_blocks[t] = event ? 0 : DAG_TASKS; /* homes: contiguous shares of the tasks */
         int want = t == 0  ? 0
                    : event ? 1 + (int)(r % DAG_MAX_PREDS)
                            : (int)(r % (DAG_MAX_PREDS + 1));
@@ -434,8 +435,9 @@ static void test_dag(int runs) {
     for (int variant = 0; variant < 3; variant++) {
         memset(&c, 0, sizeof c);
         dag_build(&c, 7 + (uint64_t)variant);
+        /* variant 2 without homes (every task's home thread 0: the others take them) */
         bdrt_dag dag = {DAG_TASKS, fns, c.task_fn, c.task_block, c.n_preds, c.succ_start, c.succ,
-                        0, NULL, NULL, c.touch_start, c.succ, 0, 0};
+                        0, NULL, NULL, c.touch_start, c.succ, 0, 0, variant == 2 ? NULL : c.task_blocks};
         for (size_t i = 0; i < sizeof tcounts / sizeof tcounts[0]; i++) {
             c.threads = tcounts[i];
             bdrt_pool *p = bdrt_pool_create(tcounts[i]);

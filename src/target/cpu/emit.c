@@ -244,11 +244,12 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     int *at = malloc(((size_t)nt + 1) * sizeof *at),
         *task_fn = malloc(((size_t)nt + 1) * sizeof *task_fn),
         *task_block = malloc(((size_t)nt + 1) * sizeof *task_block),
+        *task_blocks = malloc(((size_t)nt + 1) * sizeof *task_blocks),
         *n_preds = malloc(((size_t)nt + 1) * sizeof *n_preds),
         *succ_start = malloc(((size_t)nt + 2) * sizeof *succ_start),
         *succ = malloc(((size_t)sch->n_edges + 1) * sizeof *succ);
     bd_vec touch_start = BD_VEC(int), touch = BD_VEC(int);
-    BD_ASSERT(at && task_fn && task_block && n_preds && succ_start && succ);
+    BD_ASSERT(at && task_fn && task_block && task_blocks && n_preds && succ_start && succ);
     for (int t = 0; t < nt; t++)
         at[sch->rank ? sch->rank[t] : t] = t;
     int64_t *offsets = malloc((nv + 1) * sizeof *offsets), *bytes = malloc((nv + 1) * sizeof *bytes);
@@ -274,8 +275,10 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
         *(int *)bd_vec_push(&touch_start) = (int)touch.len;
         task_fn[r] = k >= 0 ? fn_of[k] : -1;
         task_block[r] = (int)sch->task_block[t];
+        task_blocks[r] = 0;
         if (k < 0) continue;
         const bd_nest *n = &BD_VEC_AT(&p->nests, bd_nest, k);
+        task_blocks[r] = (int)n->n_blocks;
         for (int j = 0; j < n->n_operands; j++) {
             /* a view or an in-place concat part is its storage root */
             int id = value_id[bd_program_storage_root(p, n->operands[j].value)];
@@ -289,6 +292,7 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     *(int *)bd_vec_push(&touch_start) = (int)touch.len;
     emit_table_i32(e, "bd_dag_task_fn", task_fn, (size_t)nt);
     emit_table_i32(e, "bd_dag_task_block", task_block, (size_t)nt);
+    emit_table_i32(e, "bd_dag_task_blocks", task_blocks, (size_t)nt);
     emit_table_i32(e, "bd_dag_n_preds", n_preds, (size_t)nt);
     emit_table_i32(e, "bd_dag_succ_start", succ_start, (size_t)nt + 1);
     emit_table_i32(e, "bd_dag_succ", succ, (size_t)sch->n_edges);
@@ -299,8 +303,9 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     bd_emit_open(e, "static const bdrt_dag bd_dag =");
     bd_emit(e, "%d, bd_dag_fns, bd_dag_task_fn, bd_dag_task_block, bd_dag_n_preds, bd_dag_succ_start, "
                "bd_dag_succ,", nt);
-    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_use_start, bd_dag_use, %lld, %d",
+    bd_emit(e, "%d, bd_dag_value_offset, bd_dag_value_bytes, bd_dag_use_start, bd_dag_use, %lld, %d,",
             n_values, (long long)mem->arena_bytes, sch->chain ? 1 : 0);
+    bd_emit(e, "bd_dag_task_blocks");
     bd_emit_close(e, ";");
     bd_emit_blank(e);
     free(fn_of);
@@ -308,6 +313,7 @@ static void emit_dag(bd_emitter *e, const bd_schedule *sch, const bd_memory_plan
     free(at);
     free(task_fn);
     free(task_block);
+    free(task_blocks);
     free(n_preds);
     free(succ_start);
     free(succ);

@@ -667,10 +667,6 @@ static size_t i8_scratch_bound(int64_t K) {
     return (size_t)(16 * round_up(imax64(K, 0), 4) + 64);
 }
 
-static bool is_8bit(int dtype) {
-    return dtype == BD_DT_UINT8 || dtype == BD_DT_INT8;
-}
-
 /* A mirror of bd_i8_conv2d_scratch_bytes (kernels/conv2d_i8.c) for tiles of `rows` output
  * rows: the im2col slice (K rounded up to 4, pixels to 32), its packed copy with column sums and
  * header, the GEMM's scratch, alignment. */
@@ -688,7 +684,7 @@ static bool i8_conv_fits(const bd_graph *g, const bd_nest *nest, int64_t K) {
     const bd_value *x = operand_value(g, nest, cp->x), *w = operand_value(g, nest, cp->w);
     const bd_value *y = operand_value(g, nest, cp->y);
     bool scaled = cp->x_scale >= 0;
-    if (!is_8bit(x->dtype) || !is_8bit(w->dtype) || !w->constant || !w->constant->data ||
+    if (!bd_dtype_is_byte(x->dtype) || !bd_dtype_is_byte(w->dtype) || !w->constant || !w->constant->data ||
         y->dtype != (scaled ? BD_DT_FLOAT : BD_DT_INT32) || cp->group != 1 ||
         (cp->nsp != 1 && cp->nsp != 2) || round_up(K, 4) > I8_GEMM_MAX_K)
         return false;
@@ -921,7 +917,7 @@ static bool i8_kernel_fits(const bd_graph *g, const bd_nest *nest, const bd_matm
                            bool b_shared) {
     const bd_value *a = operand_value(g, nest, mp->a), *b = operand_value(g, nest, mp->b);
     const bd_value *y = operand_value(g, nest, mp->y);
-    if (mp->gemm || y->dtype != BD_DT_INT32 || !is_8bit(a->dtype) || !is_8bit(b->dtype) ||
+    if (mp->gemm || y->dtype != BD_DT_INT32 || !bd_dtype_is_byte(a->dtype) || !bd_dtype_is_byte(b->dtype) ||
         !b->constant || !b->constant->data || b->constant->dtype != b->dtype || !b_shared ||
         b->rank < 2 || mp->K > I8_GEMM_MAX_K || mp->c >= 0)
         return false;
