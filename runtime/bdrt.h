@@ -178,7 +178,8 @@ void bdrt_fp_restore(unsigned saved);
  * n_preds[t] tasks that list it among their successors (succ[succ_start[u] .. succ_start[u+1]))
  * are done. bdrt_dag_run executes the DAG on the pool's threads: a finishing task decrements its
  * successors' counters; each task has a home thread (block b of a nest of B blocks: thread
- * b * T / B, so that nests split alike keep their data on one core); of the tasks that become
+ * b * T / B, so that nests split alike keep their data on one core; a nest of one block: the
+ * thread that makes it ready); of the tasks that become
  * ready, the thread runs its own lowest-numbered one next and puts the others on their home's
  * ready queue, which hands out the lowest-numbered task first (the compiler numbers tasks in its
  * run order, a topological order that puts the blocks with the most work behind them first); a

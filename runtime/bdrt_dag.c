@@ -3,7 +3,8 @@
  * The pool runs one job whose "blocks" are the threads: each thread loops taking ready tasks
  * until every task is done. A task's counter starts at its predecessor count; the thread that
  * drops it to zero makes it ready. Each thread has a home: the tasks of block b of a nest of B
- * blocks belong to thread b * T / B (the contiguous shares a static partition gives), so that
+ * blocks belong to thread b * T / B (the contiguous shares a static partition gives; a nest of
+ * one block to the thread that makes it ready), so that
  * consecutive nests split alike leave each block's inputs in the cache of the core that wrote
  * them. Where two cores share no cache, a line written by one core and read by the other moved
  * at 12 GB/s against 70 read where it was written (a 2-vCPU Zen 3 guest); handed to whichever
@@ -37,7 +38,7 @@ struct bdrt_dag_exec {
     int32_t *heap;         /* the test mode's ready set */
     int32_t heap_len;
     ready_heap *ready;     /* per thread, for `threads` threads (made at the first run) */
-    int32_t *home;         /* per task: its thread, for `threads` threads */
+    int32_t *home;         /* per task: its thread (-1: the one that makes it ready) */
     int threads;
     atomic_flag lock;
     _Atomic int32_t queued; /* tasks in the heaps, readable without the lock: idle threads test it
@@ -92,9 +93,10 @@ static int32_t heap_pop(ready_heap *h) {
     return top;
 }
 
-/* Under the lock: task t onto its home's heap. */
-static void push_ready(bdrt_dag_exec *x, int32_t t) {
-    heap_push(&x->ready[x->home[t]], t);
+/* Under the lock: task t, made ready by `thread`, onto its home's heap (one-block nests: that
+ * thread's). */
+static void push_ready(bdrt_dag_exec *x, int32_t t, int thread) {
+    heap_push(&x->ready[x->home[t] >= 0 ? x->home[t] : thread], t);
     atomic_fetch_add_explicit(&x->queued, 1, memory_order_relaxed);
 }
 
@@ -154,7 +156,9 @@ static bool make_homes(bdrt_dag_exec *x, int threads) {
     }
     for (int32_t t = 0; t < g->n_tasks; t++) {
         int64_t blocks = g->task_blocks ? g->task_blocks[t] : 0;
-        x->home[t] = blocks > 0 ? (int32_t)(g->task_block[t] * (int64_t)threads / blocks) : 0;
+        /* a nest of one block has no share to keep: the thread that makes it ready runs it */
+        x->home[t] = blocks > 1 ? (int32_t)(g->task_block[t] * (int64_t)threads / blocks)
+                     : blocks == 1 ? -1 : 0;
     }
     x->threads = threads;
     return true;
@@ -185,11 +189,12 @@ static void complete(bdrt_dag_exec *x, int32_t t, int thread, int32_t *next) {
             complete(x, s, thread, next);
             continue;
         }
-        if (*next < 0 && x->home[s] == thread) {
+        bool mine = x->home[s] < 0 || x->home[s] == thread;
+        if (*next < 0 && mine) {
             *next = s;
             continue;
         }
-        if (x->home[s] == thread && s < *next) { /* keep this thread's lowest */
+        if (mine && s < *next) { /* keep this thread's lowest */
             int32_t u = *next;
             *next = s;
             s = u;
@@ -197,14 +202,14 @@ static void complete(bdrt_dag_exec *x, int32_t t, int thread, int32_t *next) {
         ready[n++] = s;
         if (n == READY_BATCH) {
             lock(x);
-            for (int32_t i = 0; i < n; i++) push_ready(x, ready[i]);
+            for (int32_t i = 0; i < n; i++) push_ready(x, ready[i], thread);
             unlock(x);
             n = 0;
         }
     }
     if (n) {
         lock(x);
-        for (int32_t i = 0; i < n; i++) push_ready(x, ready[i]);
+        for (int32_t i = 0; i < n; i++) push_ready(x, ready[i], thread);
         unlock(x);
     }
     atomic_fetch_add_explicit(&x->done, 1, memory_order_release);
@@ -328,6 +333,6 @@ void bdrt_dag_run(bdrt_dag_exec *x, bdrt_pool *pool, void *ctx, unsigned char *a
     /* Every event waits for its nest's blocks, so the initially ready tasks are all blocks. */
     atomic_store_explicit(&x->queued, 0, memory_order_relaxed);
     for (int i = 0; i < threads; i++) x->ready[i].len = 0;
-    for (int32_t i = 0; i < x->heap_len; i++) push_ready(x, x->heap[i]);
+    for (int32_t i = 0; i < x->heap_len; i++) push_ready(x, x->heap[i], 0);
     bdrt_pool_run_unrecorded(pool, threads, worker, x);
 }

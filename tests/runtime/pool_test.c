@@ -397,7 +397,9 @@ static void dag_build(dag_case *c, uint64_t seed) {
         bool event = t > 0 && t % 10 == 0;
         c->task_fn[t] = event ? -1 : 0;
         c->task_block[t] = t;
-        c->task_blocks[t] = event ? 0 : DAG_TASKS; /* homes: contiguous shares of the tasks */
+        /* homes: contiguous shares of the tasks, every third task a nest of one block (no home:
+         * the thread that makes it ready runs it) */
+        c->task_blocks[t] = event ? 0 : t % 3 ? DAG_TASKS : 1;
         int want = t == 0  ? 0
                    : event ? 1 + (int)(r % DAG_MAX_PREDS)
                            : (int)(r % (DAG_MAX_PREDS + 1));
