@@ -551,9 +551,9 @@ static const char *chain_refusal(const bd_program *p, const bd_fuse_index *ix, c
     int nr = readers(ix, v);
     for (int r = 0; r < nr; r++) {
         const bd_nest *c = &BD_VEC_AT(&p->nests, bd_nest, ix->reader[ix->reader_start[v] + r]);
-        for (int k = 0; k < c->n_operands; k++)
-            if (c->operands[k].value == v && c->operands[k].dims[0].kind == BD_ACCESS_OPAQUE &&
-                c->body == BD_BODY_ELEMENTWISE)
+        for (int i = 0; c->body == BD_BODY_ELEMENTWISE && i < c->params.expr.n; i++)
+            if (c->params.expr.node[i].op == BD_EXPR_LOOKUP &&
+                c->operands[c->params.expr.node[i].operand].value == v)
                 return "a table (tables.c), which its readers look up";
         if (c->body != BD_BODY_ELEMENTWISE) return "a consumer is not elementwise";
         if (!same_domain(pn, c)) return "a consumer iterates another domain (a broadcast)";
