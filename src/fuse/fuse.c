@@ -790,15 +790,15 @@ bd_status bd_fuse(bd_program *p, bd_diag *d) {
          * by another leaves only its fusions among the notes, the last round's refusals stand */
         for (bool again = true; again;) {
             size_t mark = p->fusion_notes.len;
-            memset(dead, 0, p->nests.len * sizeof *dead);
+            free(dead); /* sized anew: tables.c adds nests */
+            dead = calloc(p->nests.len + 1, sizeof *dead);
+            BD_ASSERT(dead);
             fuse_chains(p, dead);
             drop_dead(p, dead);
             again = bd_fuse_tables(p);
             if (again) keep_fused_notes(p, mark);
-            free(dead);
-            dead = calloc(p->nests.len + 1, sizeof *dead);
-            BD_ASSERT(dead);
         }
+        memset(dead, 0, p->nests.len * sizeof *dead);
         absorb_quantized_residuals(p, dead);
         drop_dead(p, dead);
         for (size_t i = 0; i < p->nests.len; i++) /* the chains' quantize-dequantize pairs */

@@ -59,12 +59,11 @@ static bool pure_lookup(const bd_expr *x) {
 /* Drops the operands n's expression does not read (the write stays last) and renumbers. */
 static void keep_read_operands(bd_nest *n) {
     bd_expr *x = &n->params.expr;
-    bool read[BD_NEST_MAX_OPERANDS] = {false};
+    bool loaded[BD_NEST_MAX_OPERANDS], looked_up[BD_NEST_MAX_OPERANDS];
     int map[BD_NEST_MAX_OPERANDS], kept = 0;
-    for (int i = 0; i < x->n; i++)
-        if (bd_expr_reads_operand(&x->node[i])) read[x->node[i].operand] = true;
+    bd_expr_operands_read(x, n->n_operands, loaded, looked_up);
     for (int k = 0; k < n->n_operands; k++) {
-        map[k] = n->operands[k].write || read[k] ? kept : -1;
+        map[k] = n->operands[k].write || loaded[k] || looked_up[k] ? kept : -1;
         if (map[k] >= 0) n->operands[kept++] = n->operands[k];
     }
     n->n_operands = kept;
@@ -158,7 +157,7 @@ static int byte_values(bd_graph *g, int node, int dtype) {
 static bd_nest tabulate(bd_nest *n, int k, int byte_dtype, int bytes, int t, int table_dtype) {
     bd_nest tn = *n;
     keep_read_operands(&tn);
-    int table_k = -1;
+    int byte_k = -1;
     for (int j = 0; j < tn.n_operands; j++) {
         bd_operand *o = &tn.operands[j];
         if (o->write) { /* the table, entry i at byte value i */
@@ -169,13 +168,13 @@ static bd_nest tabulate(bd_nest *n, int k, int byte_dtype, int bytes, int t, int
             o->value = bytes;
             o->rank = 1;
             bd_access_identity(o, 0);
-            table_k = j;
+            byte_k = j;
         } else if (o->dims[0].kind != BD_ACCESS_OPAQUE) { /* one element, at index 0 */
             for (int d = 0; d < o->rank; d++)
                 o->dims[d] = (bd_access_dim){BD_ACCESS_AFFINE, -1, 0, 0, 0};
         } /* else a table, read whole */
     }
-    BD_ASSERT(table_k >= 0);
+    BD_ASSERT(byte_k >= 0);
     tn.n_iter = 1;
     tn.extent[0] = tn.tile[0] = TABLE_SIZE;
     tn.grid[0] = tn.n_blocks = 1;

@@ -68,6 +68,14 @@ bool bd_expr_reads_operand(const bd_expr_node *e) {
     return e->op == BD_EXPR_LOAD || e->op == BD_EXPR_LOOKUP;
 }
 
+void bd_expr_operands_read(const bd_expr *x, int n_operands, bool *loaded, bool *looked_up) {
+    memset(loaded, 0, (size_t)n_operands * sizeof *loaded);
+    memset(looked_up, 0, (size_t)n_operands * sizeof *looked_up);
+    for (int i = 0; i < x->n; i++)
+        if (bd_expr_reads_operand(&x->node[i]))
+            (x->node[i].op == BD_EXPR_LOAD ? loaded : looked_up)[x->node[i].operand] = true;
+}
+
 bool bd_expr_has(const bd_expr *x, bd_expr_op op) {
     for (int i = 0; i < x->n; i++)
         if (x->node[i].op == op) return true;

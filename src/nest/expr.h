@@ -132,6 +132,9 @@ int bd_expr_cast(bd_expr *x, int dtype, int a); /* no node when a already has th
 int bd_expr_lookup(bd_expr *x, int operand, int dtype, int a);
 /* Whether the node reads a nest operand (LOAD and LOOKUP name one in `operand`). */
 bool bd_expr_reads_operand(const bd_expr_node *e);
+/* Which operands x reads, out of n_operands: loaded[k] where a LOAD reads operand k at the
+ * element, looked_up[k] where a LOOKUP reads it as a table (both arrays cleared first). */
+void bd_expr_operands_read(const bd_expr *x, int n_operands, bool *loaded, bool *looked_up);
 /* Whether a node of x has op `op`. */
 bool bd_expr_has(const bd_expr *x, bd_expr_op op);
 /* A unary op with its constants (LEAKY_RELU, HARD_SIGMOID). */

@@ -22,11 +22,9 @@ bd_status bd_emit_body_ELEMENTWISE(bd_emitter *e, const bd_nest *nest, bd_emit_p
     const bd_operand *out = &nest->operands[nest->n_operands - 1];
     const bd_value *vout = bd_graph_value(g, out->value);
     /* operands loaded at the element, and tables (LOOKUP) read through their pointers */
-    bool loaded[BD_NEST_MAX_OPERANDS] = {false}, table[BD_NEST_MAX_OPERANDS] = {false};
+    bool loaded[BD_NEST_MAX_OPERANDS], table[BD_NEST_MAX_OPERANDS];
     const char *names[BD_NEST_MAX_OPERANDS];
-    for (int i = 0; i < x->n; i++)
-        if (bd_expr_reads_operand(&x->node[i]))
-            (x->node[i].op == BD_EXPR_LOAD ? loaded : table)[x->node[i].operand] = true;
+    bd_expr_operands_read(x, nest->n_operands, loaded, table);
     for (int k = 0; k < nest->n_operands; k++) {
         BD_ASSERT(!(loaded[k] && table[k]));
         names[k] = table[k] ? bd_emit_str(e, "P%d", k) : operand_names[k];

@@ -146,11 +146,9 @@ static void body_elementwise(bd_gpu_printer *g, const bd_nest *n) {
     const bd_expr *x = &n->params.expr;
     int w = n->n_operands - 1;
     /* operands loaded at the element, and tables (LOOKUP) read through their pointers */
-    bool loaded[BD_NEST_MAX_OPERANDS] = {false}, table[BD_NEST_MAX_OPERANDS] = {false};
+    bool loaded[BD_NEST_MAX_OPERANDS], table[BD_NEST_MAX_OPERANDS];
     const char *names[BD_NEST_MAX_OPERANDS];
-    for (int i = 0; i < x->n; i++)
-        if (bd_expr_reads_operand(&x->node[i]))
-            (x->node[i].op == BD_EXPR_LOAD ? loaded : table)[x->node[i].operand] = true;
+    bd_expr_operands_read(x, n->n_operands, loaded, table);
     for (int k = 0; k <= w; k++) {
         BD_ASSERT(!(loaded[k] && table[k]));
         names[k] = table[k] ? S("P%d", k) : operand_names[k];
