@@ -69,6 +69,8 @@ bdc_add_test(random_graphs COMMAND ${BDC_PYTHON} tests/test_random_graphs.py --s
 bdc_add_test(horizontal COMMAND ${BDC_PYTHON} tests/test_horizontal.py LABELS "sanitize")
 # Attention fused per band of rows (--fusion block): edge shapes and scores, and near misses.
 bdc_add_test(attention COMMAND ${BDC_PYTHON} tests/test_attention.py LABELS "sanitize")
+# A MaxPool fused into the convolution before it (--fusion block): edge windows, near misses.
+bdc_add_test(conv_pool COMMAND ${BDC_PYTHON} tests/test_conv_pool.py LABELS "sanitize")
 # The --dump=tiles text of small models against tests/golden/*.tiles (BDC_UPDATE_GOLDEN=1 rewrites).
 bdc_add_test(golden COMMAND bash tests/test_golden.sh $<TARGET_FILE:bdc>)
 bdc_add_test(attr_choices COMMAND ${BDC_PYTHON} tests/test_attr_choices.py)

@@ -53,6 +53,7 @@ bd_status bd_plan_program(bd_graph *g, const bd_target *t, const bd_plan_opts *o
     if (!s) s = t->tile(p, d); /* verifies */
     if (!s) s = bd_fuse(p, d); /* verifies */
     if (!s) s = bd_fuse_attention(p, t->tile_attention, d); /* verifies */
+    if (!s) s = bd_fuse_conv_pool(p, t->tile_conv_pool, d); /* verifies */
     if (!s) bd_make_views(p);
     if (!s) bd_concat_in_place(p);
     if (!s) s = bd_program_verify(p, d);

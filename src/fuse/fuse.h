@@ -64,6 +64,10 @@ void bd_fuse_siblings(bd_program *p);
  * tiled by `tile` (the target's tile_attention; where it returns false the nests stay). Runs
  * after bd_fuse. */
 bd_status bd_fuse_attention(bd_program *p, bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d);
+/* conv_pool.c: with fusion block, a packed 2-D convolution whose output only a 2-D MaxPool reads
+ * absorbs the pool (bd_conv_params.pooled), tiled by `tile` (the target's tile_conv_pool; where
+ * it returns false the nests stay). Runs after bd_fuse. */
+bd_status bd_fuse_conv_pool(bd_program *p, bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d);
 /* views.c: Reshape-family copies whose output need not own its bytes become views of their
  * input (bd_program.view_of); their nests are removed. Runs after bd_fuse, with fusion op or block. */
 void bd_make_views(bd_program *p);

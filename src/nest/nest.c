@@ -341,6 +341,13 @@ void bd_program_dump(const bd_program *p, FILE *f) {
             fprintf(f, "  prologue: BatchNormalization of the input (operands %d..%d)%s\n",
                     n->params.conv.pre_scale, n->params.conv.pre_var,
                     n->params.conv.pre_relu ? ", then Relu" : "");
+        if (n->body == BD_BODY_CONV && n->params.conv.pooled) {
+            const bd_conv_params *cp = &n->params.conv;
+            fprintf(f, "  then MaxPool %lldx%lld/%lld of its %lldx%lld output, %lld pool rows a band\n",
+                    (long long)cp->pool_kernel[0], (long long)cp->pool_kernel[1],
+                    (long long)cp->pool_strides[0], (long long)cp->conv_oh, (long long)cp->conv_ow,
+                    (long long)cp->pool_band);
+        }
         if (n->epi.residual >= 0 && !n->epi.qresidual)
             fprintf(f, "  epilogue: add operand %d\n", n->epi.residual);
         if (n->epi.act.n) {

@@ -143,6 +143,17 @@ typedef struct bd_conv_params {
     bool pre, pre_relu;
     int pre_scale, pre_bias, pre_mean, pre_var;
     double pre_epsilon;
+    /* pooled: a packed 2-D convolution that absorbed the MaxPool reading its output alone
+     * (fuse/conv_pool.c): the nest iterates over the pool's output, y is the pool's, and a block
+     * computes the convolution's rows its pool rows read, pool_band pool rows at a time, into
+     * scratch (from byte pool_band_at) and pools them from there, so the convolution's output
+     * is never stored. conv_oh x conv_ow: the convolution's output plane; pool_kernel,
+     * pool_strides, pool_pads (top, left): the pool's window (no dilation, Indices or storage
+     * order) */
+    bool pooled;
+    int64_t conv_oh, conv_ow;
+    int64_t pool_kernel[2], pool_strides[2], pool_pads[2];
+    int64_t pool_band, pool_band_at;
 } bd_conv_params;
 
 /* MaxPool and AveragePool. */

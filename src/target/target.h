@@ -66,6 +66,10 @@ typedef struct bd_target {
      * fuse/attention.c forms after the tile pass, false where the printer cannot take it (the
      * attention then stays as its nests, as it does for a target with none). */
     bool (*tile_attention)(const bd_graph *g, bd_nest *n, int threads);
+    /* Targets whose printer pools a convolution's rows inside its blocks (bd_conv_params.pooled):
+     * the tile and scratch of the nest fuse/conv_pool.c forms, false where it cannot take it
+     * (the pool then stays a nest of its own, as it does for a target with none). */
+    bool (*tile_conv_pool)(const bd_graph *g, bd_nest *n, int threads);
     /* The printer over the planned program. */
     bd_status (*emit)(const bd_program *p, const bd_schedule *s, const bd_memory_plan *m,
                       const bd_emit_opts *o, bd_c_program *out, bd_diag *d);

@@ -107,6 +107,7 @@ static void emit_conv2d_shape(bd_emitter *e, const bd_conv_params *cp, const bd_
     bool one_d = cp->nsp == 1;
     int64_t H = one_d ? 1 : x->dims[2], W = x->dims[x->rank - 1];
     int64_t OH = one_d ? 1 : y->dims[2], OW = y->dims[y->rank - 1];
+    if (cp->pooled) OH = cp->conv_oh, OW = cp->conv_ow; /* y is the pool's */
     int64_t KH = one_d ? 1 : cp->kernel[0], KW = cp->kernel[cp->nsp - 1];
     int64_t sh = one_d ? 1 : cp->strides[0], sw = cp->strides[cp->nsp - 1];
     int64_t dh = one_d ? 1 : cp->dilations[0], dw = cp->dilations[cp->nsp - 1];
@@ -138,6 +139,57 @@ static void emit_conv_post_pass(bd_emitter *e, const bd_nest *n, const bd_conv_p
     for (int i = 1; i < r; i++) bd_emit_close(e, NULL);
 }
 
+/* A pooled convolution's rows per band: the rows pool_band pool rows read. */
+static int64_t pool_band_rows(const bd_conv_params *cp) {
+    const int64_t rows = (cp->pool_band - 1) * cp->pool_strides[0] + cp->pool_kernel[0];
+    return rows < cp->conv_oh ? rows : cp->conv_oh;
+}
+
+/* A convolution with the max pool after it (fuse/conv_pool.c), per block of channels x pool
+ * rows: a band of pool rows at a time, the convolution rows [a, b) its windows read are computed
+ * into the band in scratch and pooled into y. The rows a band shares with the one before (a 3x3
+ * stride-2 window's last row is the next window's first) are moved to the band's front rather
+ * than computed again. The kernels address row r of channel c at (c * OH + r) * OW from the
+ * pointer they are given: the band pointer less the block's first channel and row a. */
+static void emit_conv_pooled(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp, int slot) {
+    const bd_value *y = operand_value(e, n, cp->y);
+    const int64_t OH = cp->conv_oh, OW = cp->conv_ow, M = y->dims[1], PH = y->dims[2], PW = y->dims[3];
+    const int64_t kh = cp->pool_kernel[0], sh = cp->pool_strides[0], pt = cp->pool_pads[0];
+    kernel_act ka = kernel_act_of(n);
+    BD_ASSERT(!act_after_kernel(n) && n->epi.residual < 0);
+    bd_emit(e, "static const bd_pool2d_shape ps = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};",
+            ll(OH), ll(OW), ll(PH), ll(PW), ll(kh), ll(cp->pool_kernel[1]), ll(sh),
+            ll(cp->pool_strides[1]), ll(pt), ll(cp->pool_pads[1]));
+    bd_emit(e, "float *band = (float *)(void *)(scratch + %lld);", ll(cp->pool_band_at));
+    bd_emit(e, "const int64_t nc = hi[1] - lo[1];");
+    bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
+    bd_emit(e, "int64_t ka = 0, kb = 0; /* the convolution rows the band holds */");
+    bd_emit_open(e, "for (int64_t p0 = lo[2]; p0 < hi[2]; p0 += %lld)", ll(cp->pool_band));
+    bd_emit(e, "const int64_t p1 = p0 + %lld < hi[2] ? p0 + %lld : hi[2];", ll(cp->pool_band), ll(cp->pool_band));
+    bd_emit(e, "int64_t a = p0 * %lld - %lld, b = (p1 - 1) * %lld - %lld + %lld;", ll(sh), ll(pt), ll(sh),
+            ll(pt), ll(kh));
+    bd_emit(e, "a = a < 0 ? 0 : a;");
+    bd_emit(e, "b = b > %lld ? %lld : b;", ll(OH), ll(OH));
+    bd_emit(e, "const int64_t keep = ka <= a && a < kb ? kb - a : 0;");
+    bd_emit_open(e, "if (keep && a > ka)");
+    bd_emit(e, "for (int64_t c = 0; c < nc; c++) memmove(band + c * %lld, band + c * %lld + (a - ka) * %lld, "
+               "(size_t)(keep * %lld) * sizeof(float));",
+            ll(OH * OW), ll(OH * OW), ll(OW), ll(OW));
+    bd_emit_close(e, NULL);
+    bd_emit(e, "float *yb = band - (n * %lld + lo[1]) * %lld - a * %lld;", ll(M), ll(OH * OW), ll(OW));
+    const char *bias = cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL";
+    bd_emit(e, "if (a + keep < b) bd_f32_conv2d_tile(&sh, %s, (const float *)S->packed[%d], %s, yb, n, lo[1], hi[1], "
+               "a + keep, b, %d, %s, %s, scratch);",
+            operand_ptr(e, n, cp->x), slot, bias, ka.code,
+            bd_emit_float(e, ka.code == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
+            bd_emit_float(e, ka.code == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
+    bd_emit(e, "bd_f32_maxpool2d_tile(&ps, yb + n * %lld, %s + n * %lld, lo[1], hi[1], p0, p1, lo[3], hi[3]);",
+            ll(M * OH * OW), operand_ptr(e, n, cp->y), ll(M * PH * PW));
+    bd_emit(e, "ka = a, kb = b;");
+    bd_emit_close(e, NULL);
+    bd_emit_close(e, NULL);
+}
+
 /* A packed-weight convolution (kernel functions `fn`_packed_w_bytes, _pack_w, _scratch_bytes,
  * _tile: bd_f32_conv2d, or bd_f32_deconv for the transposed ones). */
 static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_params *cp,
@@ -145,16 +197,25 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     const bd_value *x = operand_value(e, n, cp->x), *y = operand_value(e, n, cp->y);
     int slot = bd_emit_nest_slot(e, n);
     int64_t rows = cp->nsp == 2 ? n->tile[2] : 1;
+    if (cp->pooled) rows = pool_band_rows(cp);
     if (phase == BD_EMIT_SETUP) {
         bd_emit_open(e, "%s", "");
         emit_conv2d_shape(e, cp, x, y);
         emit_packed_alloc(e, slot, "pk", bd_emit_str(e, "%s_packed_w_bytes(&sh)", fn));
         bd_emit(e, "%s_pack_w(&sh, %s, pk);", fn, operand_ptr(e, n, cp->w));
-        emit_scratch_check(e, n, bd_emit_str(e, "%s_scratch_bytes(&sh, %lld)", fn, ll(rows)));
+        const char *need = bd_emit_str(e, "%s_scratch_bytes(&sh, %lld)", fn, ll(rows));
+        if (cp->pooled) /* the kernel's scratch must end where the band starts */
+            need = bd_emit_str(e, "%s <= %lldu ? %lldu : (size_t)-1", need, ll(cp->pool_band_at),
+                               ll(n->scratch_bytes));
+        emit_scratch_check(e, n, need);
         bd_emit_close(e, NULL);
         return;
     }
     emit_conv2d_shape(e, cp, x, y);
+    if (cp->pooled) {
+        emit_conv_pooled(e, n, cp, slot);
+        return;
+    }
     const char *bias = cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL";
     kernel_act ka = kernel_act_of(n);
     int kact = n->epi.residual >= 0 ? BD_ACT_NONE : ka.code; /* act follows the residual */

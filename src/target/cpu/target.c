@@ -19,6 +19,7 @@ const bd_target bd_target_cpu = {
     .dialect = &bd_c_dialect,
     .tile = bd_cpu_tile,
     .tile_attention = bd_cpu_tile_attention,
+    .tile_conv_pool = bd_cpu_tile_conv_pool,
     .emit = bd_emit_c,
     .cflags = cpu_cflags,
     .build = {.source_name = "model.c", .hint = "set CC or install gcc", .arch_flag = "-march=%s",

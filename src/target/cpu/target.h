@@ -6,9 +6,11 @@
 
 extern const bd_target bd_target_cpu;
 
-/* tile.c: the tile pass, and the tile of an ATTENTION nest formed after it. */
+/* tile.c: the tile pass, and the tiles of an ATTENTION nest and a pooled convolution formed
+ * after it. */
 bd_status bd_cpu_tile(bd_program *p, bd_diag *d);
 bool bd_cpu_tile_attention(const bd_graph *g, bd_nest *n, int threads);
+bool bd_cpu_tile_conv_pool(const bd_graph *g, bd_nest *n, int threads);
 
 /* emit_data.c: the per-thread scratch, in elements, of a plain linear Resize of the last two
  * dims: two input rows sampled to the output's width (0 when it takes another path). */

@@ -778,6 +778,35 @@ static void i8_direct_tiling(const bd_graph *g, bd_nest *nest, int64_t C, int th
     set_conv_tile(g, nest, best_m, best_r);
 }
 
+/* The scratch of a packed float convolution's tiles of `rows` output rows of OW columns, on
+ * whichever path kernels/conv2d.c takes them. */
+static int64_t packed_conv_scratch(const bd_graph *g, const bd_nest *nest, int64_t rows, int64_t OW,
+                                   bool bf16) {
+    const bd_conv_params *cp = &nest->params.conv;
+    const bd_value *x = operand_value(g, nest, cp->x), *y = operand_value(g, nest, cp->y);
+    int nsp = cp->nsp;
+    int64_t group = cp->group, C = x->dims[1], M = y->dims[1], Cg = C / group, Mg = M / group;
+    int64_t ksize = 1;
+    for (int i = 0; i < nsp; i++)
+        ksize *= cp->kernel[i];
+    int64_t kh = nsp == 2 ? cp->kernel[0] : 1, kw = cp->kernel[nsp - 1];
+    int64_t dh = nsp == 2 ? cp->dilations[0] : 1, dw = cp->dilations[nsp - 1];
+    int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
+    if (group == C && group == M) return dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
+    if (cp->winograd) return wino_scratch_bound(cp->winograd, C, M, rows, OW);
+    bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
+    int64_t bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
+    if (ksize == 1) bytes = imax64(bytes, pointwise_scratch_bound(Cg));
+    if (ksize == 1 && group == 1 && rows * OW <= 64)
+        bytes = imax64(bytes, transposed_pointwise_scratch_bound(rows * OW, M, C));
+    if (group > 1 && Cg <= 8 && Mg % 8 == 0) /* the 8-lane kernels on AVX2 */
+        bytes = imax64(bytes, conv8_scratch_bound(OW, kh, kw, sh, sw, dh, dw));
+    else if (Mg % 8 == 0 && kh * kw <= 49)
+        bytes = imax64(bytes, conv8d_scratch_bound(round_up(Cg, 8), OW, kh, kw, sh, sw, dh, dw, bf16));
+    if (unit_strides) bytes = imax64(bytes, direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
+    return bytes;
+}
+
 static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, bool allow_i8_direct,
                       bool bf16, bool fma_half, int threads) {
     bd_conv_params *cp = &nest->params.conv;
@@ -827,34 +856,33 @@ static void tile_conv(const bd_graph *g, bd_nest *nest, bool allow_winograd, boo
     else
         conv_tiling(g, nest, Cg * ksize, mstep, mstep, true, 1);
     if (!cp->packed) return;
-    int64_t OW = y->dims[1 + nsp], rows = nsp == 2 ? nest->tile[2] : 1;
-    int64_t kh = nsp == 2 ? cp->kernel[0] : 1, kw = cp->kernel[nsp - 1];
-    int64_t dh = nsp == 2 ? cp->dilations[0] : 1, dw = cp->dilations[nsp - 1];
-    if (depthwise) {
-        int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
-        nest->scratch_bytes = dwconv_scratch_bound(OW, kh, kw, sh, sw, dh, dw);
-    } else if (cp->winograd) {
-        nest->scratch_bytes = wino_scratch_bound(cp->winograd, C, M, rows, OW);
-    } else {
-        bool unit_strides = cp->strides[0] == 1 && cp->strides[nsp - 1] == 1;
-        int64_t sh = nsp == 2 ? cp->strides[0] : 1, sw = cp->strides[nsp - 1];
-        nest->scratch_bytes = gemm_scratch_bound(Mg, rows * OW, Cg * ksize);
-        if (ksize == 1)
-            nest->scratch_bytes = imax64(nest->scratch_bytes, pointwise_scratch_bound(Cg));
-        if (ksize == 1 && group == 1 && rows * OW <= 64)
-            nest->scratch_bytes = imax64(nest->scratch_bytes,
-                                         transposed_pointwise_scratch_bound(rows * OW, M, C));
-        if (group > 1 && Cg <= 8 && Mg % 8 == 0) /* the 8-lane kernels on AVX2 */
-            nest->scratch_bytes =
-                imax64(nest->scratch_bytes, conv8_scratch_bound(OW, kh, kw, sh, sw, dh, dw));
-        else if (Mg % 8 == 0 && kh * kw <= 49)
-            nest->scratch_bytes =
-                imax64(nest->scratch_bytes,
-                       conv8d_scratch_bound(round_up(Cg, 8), OW, kh, kw, sh, sw, dh, dw, bf16));
-        if (unit_strides)
-            nest->scratch_bytes = imax64(nest->scratch_bytes,
-                                         direct_conv_scratch_bound(Cg, rows, OW, kh, kw, dh, dw));
-    }
+    nest->scratch_bytes = packed_conv_scratch(g, nest, nsp == 2 ? nest->tile[2] : 1, y->dims[1 + nsp], bf16);
+}
+
+/* The nest fuse/conv_pool.c forms: a packed convolution and the max pool after it, over the
+ * pool's output, tiled as the tile pass tiled the convolution (the tile it still holds): its
+ * channel tile, and as many row blocks, in pool rows. A block computes its convolution rows a
+ * band of pool rows at a time into scratch, the band's rows of all its channels within
+ * POOL_BAND_BYTES (about half a core's L2), each plane OH x OW floats apart as the kernels
+ * address them (only the band's rows are touched), after the conv kernel's own scratch. */
+enum { POOL_BAND_BYTES = 192 * 1024 };
+bool bd_cpu_tile_conv_pool(const bd_graph *g, bd_nest *n, int threads) {
+    (void)threads;
+    bd_conv_params *cp = &n->params.conv;
+    const int64_t OH = cp->conv_oh, OW = cp->conv_ow, PH = n->extent[2];
+    const int64_t kp = cp->pool_kernel[0], sp = cp->pool_strides[0];
+    const int64_t ct = imin64(n->tile[1], n->extent[1]);
+    const int64_t rt = ceil_div(PH, ceil_div(OH, imax64(n->tile[2], 1)));
+    int64_t band = rt;
+    while (band > 1 && ct * ((band - 1) * sp + kp) * OW * 4 > POOL_BAND_BYTES)
+        band--;
+    const int64_t rows = imin64((band - 1) * sp + kp, OH);
+    int64_t tile[BD_MAX_RANK] = {imin64(n->tile[0], n->extent[0]), ct, rt, n->extent[3]};
+    bd_nest_set_tile(g, n, tile);
+    cp->pool_band = band;
+    cp->pool_band_at = round_up(packed_conv_scratch(g, n, rows, OW, true), 64);
+    n->scratch_bytes = cp->pool_band_at + ((ct - 1) * OH * OW + rows * OW) * 4;
+    return true;
 }
 
 /* An upper bound of bd_f32_deconv_scratch_bytes for tiles of `rows` output rows: the products
