@@ -685,6 +685,25 @@ BD_INLINE BD_AVX2 void maxpool_rows8(const int KH_, const int KW_, const bd_pool
             const int all_rows = kh0 == 0 && kh1 == KH;
             float *yr = y + (c * s->OH + oh) * s->OW;
             for (const bd_pool_run *r = ru; r < ru + nru; r++) {
+                if (KW_ == 3 && all_rows && r->n == 8 && !r->lo && r->b + 18 <= W) {
+                    /* a whole run inside the rows: per row, columns 0..15 and 2..17 of the run
+                     * as loaded; the even, odd and next even columns are then one in-lane
+                     * shuffle each (outputs in the order 0 1 4 5 | 2 3 6 7), put in order by one
+                     * permute at the end instead of one per column set */
+                    const float *p = xp + bh * W + r->b;
+                    __m256 a = lowest, b = lowest, a2 = lowest, b2 = lowest;
+                    for (int64_t kh = 0; kh < KH; kh++, p += W) {
+                        a = _mm256_max_ps(_mm256_loadu_ps(p), a);
+                        b = _mm256_max_ps(_mm256_loadu_ps(p + 8), b);
+                        a2 = _mm256_max_ps(_mm256_loadu_ps(p + 2), a2);
+                        b2 = _mm256_max_ps(_mm256_loadu_ps(p + 10), b2);
+                    }
+                    const __m256 v = _mm256_max_ps(
+                        _mm256_max_ps(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xDD)),
+                        _mm256_shuffle_ps(a2, b2, 0x88));
+                    _mm256_storeu_ps(yr + r->ow, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8)));
+                    continue;
+                }
                 const int64_t span = 2 * r->n - 2 + KW; /* at most 17 */
                 /* the valid columns as lane masks */
                 const __m256i oka = _mm256_cmpeq_epi32(
