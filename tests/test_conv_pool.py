@@ -21,7 +21,6 @@ dilated convolutions, images that blocks and bands cut unevenly. For each:
 One line per case, then `N passed, M failed`; exits 1 if any failed.
 """
 
-import argparse
 import os
 import sys
 import zlib
@@ -31,8 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_fold_conv import REPO, run_cases  # noqa: E402
-from test_horizontal import run_fused  # noqa: E402
+from test_horizontal import fused_main, run_fused  # noqa: E402
 
 
 class Case:
@@ -152,12 +150,7 @@ def run_case(case, bdc, seeds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bdc", default=os.environ.get("BDC", os.path.join(REPO, "build", "bdc")))
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("-v", action="store_true")
-    args = ap.parse_args()
-    return run_cases(cases(), lambda case: run_case(case, args.bdc, args.seeds), args.v)
+    return fused_main(cases, run_case)
 
 
 if __name__ == "__main__":

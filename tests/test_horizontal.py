@@ -210,13 +210,18 @@ def run_case(case, bdc, seeds):
                      "conv(s) stacked", seeds)
 
 
-def main():
+def fused_main(make_cases, run_one):
+    """The command line of the tests of one fusion: --bdc, --seeds, -v; run_one(case, bdc, seeds)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--bdc", default=os.environ.get("BDC", os.path.join(REPO, "build", "bdc")))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
-    return run_cases(cases(), lambda case: run_case(case, args.bdc, args.seeds), args.v)
+    return run_cases(make_cases(), lambda case: run_one(case, args.bdc, args.seeds), args.v)
+
+
+def main():
+    return fused_main(cases, run_case)
 
 
 if __name__ == "__main__":

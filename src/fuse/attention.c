@@ -12,7 +12,6 @@
  *   P = Softmax(S or X) along the last dim; Y = MatMul(P, V), plain, with S's batch dims.
  * The score's other inputs (a mask, constants) keep their maps, except that the dims S's columns
  * drove become FULL: a block reads their whole rows. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "fuse/fuse.h"
@@ -174,23 +173,5 @@ static bool fuse_at(bd_program *p, const bd_fuse_index *ix, int i, bool *dead,
 }
 
 bd_status bd_fuse_attention(bd_program *p, bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d) {
-    /* a range of batches (plan/batch.c) slices the nests the tile pass tiled at its smallest */
-    if (p->fusion != BD_FUSION_BLOCK || !tile || !p->nests.len || p->graph->batch_max) return BD_OK;
-    bool *dead = calloc(p->nests.len, sizeof *dead);
-    BD_ASSERT(dead);
-    /* built once: a fusion keeps every value's writer and reader count but the dropped ones' */
-    bd_fuse_index ix = {0};
-    bd_fuse_index_build(p, &ix);
-    bool any = false;
-    for (size_t i = 0; i < p->nests.len; i++)
-        if (!dead[i]) any |= fuse_at(p, &ix, (int)i, dead, tile);
-    bd_fuse_index_free(&ix);
-    if (any) {
-        size_t kept = 0;
-        for (size_t i = 0; i < p->nests.len; i++)
-            if (!dead[i]) BD_VEC_AT(&p->nests, bd_nest, kept++) = BD_VEC_AT(&p->nests, bd_nest, i);
-        p->nests.len = kept;
-    }
-    free(dead);
-    return bd_program_verify(p, d);
+    return bd_fuse_tiled_pass(p, fuse_at, tile, d);
 }

@@ -13,7 +13,6 @@
  * graph output. X's row and column maps compose the two windows: pool row i reads convolution
  * rows s_p i - p_p .. + k_p - 1, which read input rows s_c (s_p i - p_p) - p_c .. + (k_p - 1) s_c +
  * (k_c - 1) d_c. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "fuse/fuse.h"
@@ -85,22 +84,5 @@ static bool fuse_at(bd_program *p, const bd_fuse_index *ix, int i, bool *dead,
 }
 
 bd_status bd_fuse_conv_pool(bd_program *p, bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d) {
-    /* a range of batches (plan/batch.c) slices the nests the tile pass tiled at its smallest */
-    if (p->fusion != BD_FUSION_BLOCK || !tile || !p->nests.len || p->graph->batch_max) return BD_OK;
-    bool *dead = calloc(p->nests.len, sizeof *dead);
-    BD_ASSERT(dead);
-    bd_fuse_index ix = {0};
-    bd_fuse_index_build(p, &ix);
-    bool any = false;
-    for (size_t i = 0; i < p->nests.len; i++)
-        if (!dead[i]) any |= fuse_at(p, &ix, (int)i, dead, tile);
-    bd_fuse_index_free(&ix);
-    if (any) {
-        size_t kept = 0;
-        for (size_t i = 0; i < p->nests.len; i++)
-            if (!dead[i]) BD_VEC_AT(&p->nests, bd_nest, kept++) = BD_VEC_AT(&p->nests, bd_nest, i);
-        p->nests.len = kept;
-    }
-    free(dead);
-    return bd_program_verify(p, d);
+    return bd_fuse_tiled_pass(p, fuse_at, tile, d);
 }

@@ -819,3 +819,24 @@ void bd_fusion_dump(const bd_program *p, FILE *f) {
     }
     fprintf(f, "fusion: %zu decisions\n", p->fusion_notes.len);
 }
+
+bd_status bd_fuse_tiled_pass(bd_program *p, bd_fuse_tiled_at at,
+                             bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d) {
+    if (p->fusion != BD_FUSION_BLOCK || !tile || !p->nests.len || p->graph->batch_max) return BD_OK;
+    bool *dead = calloc(p->nests.len, sizeof *dead);
+    BD_ASSERT(dead);
+    bd_fuse_index ix = {0};
+    bd_fuse_index_build(p, &ix);
+    bool any = false;
+    for (size_t i = 0; i < p->nests.len; i++)
+        if (!dead[i]) any |= at(p, &ix, (int)i, dead, tile);
+    bd_fuse_index_free(&ix);
+    if (any) {
+        size_t kept = 0;
+        for (size_t i = 0; i < p->nests.len; i++)
+            if (!dead[i]) BD_VEC_AT(&p->nests, bd_nest, kept++) = BD_VEC_AT(&p->nests, bd_nest, i);
+        p->nests.len = kept;
+    }
+    free(dead);
+    return bd_program_verify(p, d);
+}

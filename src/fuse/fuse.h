@@ -59,6 +59,15 @@ void bd_fusion_dump(const bd_program *p, FILE *f);
  * stacked weights and one activation; each branch's output is a slice of the stacked output
  * (inside_of). Runs after lowering, before tiling. */
 void bd_fuse_siblings(bd_program *p);
+/* A fusion formed after the tile pass (attention.c, conv_pool.c), with fusion block where the
+ * target has a tiler for it (none over a range of batches, whose nests plan/batch.c slices as
+ * the tile pass tiled them): at(p, ix, i, dead, tile) over every nest not yet absorbed, one index
+ * built for the pass (a fusion keeps every value's writer and reader count but the dropped
+ * ones'), then the nests marked dead dropped and the program verified. */
+typedef bool (*bd_fuse_tiled_at)(bd_program *p, const bd_fuse_index *ix, int i, bool *dead,
+                                 bool (*tile)(const bd_graph *, bd_nest *, int));
+bd_status bd_fuse_tiled_pass(bd_program *p, bd_fuse_tiled_at at,
+                             bool (*tile)(const bd_graph *, bd_nest *, int), bd_diag *d);
 /* attention.c: with fusion block, attention (a product, an optional elementwise score, a
  * softmax along the last dim, a product) becomes one ATTENTION nest computed per block of rows,
  * tiled by `tile` (the target's tile_attention; where it returns false the nests stay). Runs
