@@ -14,7 +14,8 @@ dilated convolutions, images that blocks and bands cut unevenly. For each:
   fused  `bdc compile --fusion block --dump=fuse`: how many pools went into a convolution must be
          what the case expects, so a fusion that silently stops happening fails here, and so does
          one where it must not (the convolution's output also a graph output, a pool with
-         Indices, an AveragePool, a Sigmoid the kernels do not apply, a residual Add);
+         Indices, an AveragePool, a Sigmoid the kernels do not apply, a residual Add, a
+         convolution stacked with a sibling);
   runs   the executable under --schedule block (also in the schedule test mode: random block
          orders, intermediates NaN-poisoned) and --schedule op, every output compared with
          onnxruntime's with np.allclose(rtol=1e-4, atol=1e-5).
@@ -131,6 +132,7 @@ def cases():
         case("keep/average-pool", 0, (1, 3, 20, 20), 3, 8, (3, 3), "relu", s2, pool_op="AveragePool"),
         case("keep/sigmoid", 0, (1, 3, 20, 20), 3, 8, (3, 3), "sigmoid", s2),
         keep_residual(),
+        keep_stacked(),
     ]
 
 
@@ -140,6 +142,15 @@ def keep_residual():
     y = c.conv("x", 8, 8, (3, 3), pads=[1, 1, 1, 1])
     p = c.op("MaxPool", [c.op("Relu", [c.op("Add", [y, "x"])])], kernel_shape=[3, 3], strides=[2, 2])
     c.outputs.append(p)
+    return c
+
+
+def keep_stacked():
+    """Two 1x1 convolutions of one input, each with its Relu, stacked into one (--fusion block,
+    siblings.c), one of them pooled: its output is a slice of the stacked output, not fused."""
+    c = Case("keep/stacked-sibling", 0, (1, 8, 20, 20))
+    p = c.op("MaxPool", [c.op("Relu", [c.conv("x", 8, 16, (1, 1))])], kernel_shape=[3, 3], strides=[2, 2])
+    c.outputs += [p, c.op("Sigmoid", [c.op("Relu", [c.conv("x", 8, 24, (1, 1))])])]
     return c
 
 

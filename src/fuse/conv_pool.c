@@ -2,8 +2,8 @@
  * convolution whose output only a 2-D MaxPool reads becomes one nest over the pool's output.
  * A block (channels x pool rows) computes the convolution rows its pool rows read, a band at a
  * time, into its scratch and pools them from there (bd_conv_params.pooled), so the convolution's
- * output, the largest tensor of the stems that start SqueezeNet, ResNet, GoogLeNet and
- * DenseNet, is never written to memory and read back. With --fusion block, where the target's
+ * output, the largest tensor of the stems that start SqueezeNet, ResNet, GoogLeNet,
+ * ShuffleNetV2 and DenseNet, is never written to memory and read back. With --fusion block, where the target's
  * tile_conv_pool takes the nest, after bd_fuse (the convolution has absorbed its bias and
  * activation).
  *
@@ -53,7 +53,10 @@ static bool fuse_at(bd_program *p, const bd_fuse_index *ix, int i, bool *dead,
     if (!poolable_conv(p, cn)) return false;
     const bd_conv_params *cp = &cn->params.conv;
     const bd_value *av = bd_graph_value(p->graph, a);
-    if (av->rank != 4 || cn->n_iter != 4 || pn->n_iter != 4) return false;
+    /* the convolution writes A itself (a stacked one writes the output its branches are slices
+     * of, siblings.c, and the index gives those slices no writer) */
+    if (cn->operands[cp->y].value != a || av->rank != 4 || cn->n_iter != 4 || pn->n_iter != 4)
+        return false;
 
     bd_nest f = *cn;
     memcpy(f.extent, pn->extent, sizeof f.extent);
