@@ -25,11 +25,8 @@ static bool poolable_conv(const bd_program *p, const bd_nest *c) {
         c->epi.residual >= 0 || c->epi.requant || cp->y != c->n_operands - 1)
         return false;
     if (bd_graph_value(p->graph, c->operands[cp->y].value)->dtype != BD_DT_FLOAT) return false;
-    const bd_expr_node *r = bd_expr_root(&c->epi.act);
-    double lo, hi;
-    return !r || (r->op == BD_EXPR_RELU && c->epi.act.node[r->arg[0]].op == BD_EXPR_LOAD &&
-                  c->epi.act.node[r->arg[0]].operand == 0) ||
-           bd_expr_clamp_bounds(&c->epi.act, &lo, &hi);
+    double lo, hi; /* none, Relu or a clamp */
+    return bd_expr_clamp_bounds(&c->epi.act, &lo, &hi);
 }
 
 static bool poolable_pool(const bd_program *p, const bd_nest *n) {

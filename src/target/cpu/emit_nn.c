@@ -139,6 +139,23 @@ static void emit_conv_post_pass(bd_emitter *e, const bd_nest *n, const bd_conv_p
     for (int i = 1; i < r; i++) bd_emit_close(e, NULL);
 }
 
+/* The kernels' bd_pool2d_shape `ps` of a 2-D max pool: input and output planes, window, strides
+ * and leading pads (height, width). */
+static void emit_pool2d_shape(bd_emitter *e, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                              const int64_t *kernel, const int64_t *strides, const int64_t *pads) {
+    bd_emit(e,
+            "static const bd_pool2d_shape ps = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+            "%lld, %lld};",
+            ll(H), ll(W), ll(OH), ll(OW), ll(kernel[0]), ll(kernel[1]), ll(strides[0]),
+            ll(strides[1]), ll(pads[0]), ll(pads[1]));
+}
+
+/* The activation arguments of a conv tile call (code, lower, upper bound) for code `code`. */
+static const char *kernel_act_args(bd_emitter *e, int code, kernel_act ka) {
+    return bd_emit_str(e, "%d, %s, %s", code, bd_emit_float(e, code == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
+                       bd_emit_float(e, code == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
+}
+
 /* A pooled convolution's rows per band: the rows pool_band pool rows read. */
 static int64_t pool_band_rows(const bd_conv_params *cp) {
     const int64_t rows = (cp->pool_band - 1) * cp->pool_strides[0] + cp->pool_kernel[0];
@@ -157,9 +174,7 @@ static void emit_conv_pooled(bd_emitter *e, const bd_nest *n, const bd_conv_para
     const int64_t kh = cp->pool_kernel[0], sh = cp->pool_strides[0], pt = cp->pool_pads[0];
     kernel_act ka = kernel_act_of(n);
     BD_ASSERT(!act_after_kernel(n) && n->epi.residual < 0);
-    bd_emit(e, "static const bd_pool2d_shape ps = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};",
-            ll(OH), ll(OW), ll(PH), ll(PW), ll(kh), ll(cp->pool_kernel[1]), ll(sh),
-            ll(cp->pool_strides[1]), ll(pt), ll(cp->pool_pads[1]));
+    emit_pool2d_shape(e, OH, OW, PH, PW, cp->pool_kernel, cp->pool_strides, cp->pool_pads);
     bd_emit(e, "float *band = (float *)(void *)(scratch + %lld);", ll(cp->pool_band_at));
     bd_emit(e, "const int64_t nc = hi[1] - lo[1];");
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
@@ -179,10 +194,8 @@ static void emit_conv_pooled(bd_emitter *e, const bd_nest *n, const bd_conv_para
     bd_emit(e, "float *yb = band - (n * %lld + lo[1]) * %lld - a * %lld;", ll(M), ll(OH * OW), ll(OW));
     const char *bias = cp->b >= 0 ? operand_ptr(e, n, cp->b) : "NULL";
     bd_emit(e, "if (a + keep < b) bd_f32_conv2d_tile(&sh, %s, (const float *)S->packed[%d], %s, yb, n, lo[1], hi[1], "
-               "a + keep, b, %d, %s, %s, scratch);",
-            operand_ptr(e, n, cp->x), slot, bias, ka.code,
-            bd_emit_float(e, ka.code == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
-            bd_emit_float(e, ka.code == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
+               "a + keep, b, %s, scratch);",
+            operand_ptr(e, n, cp->x), slot, bias, kernel_act_args(e, ka.code, ka));
     bd_emit(e, "bd_f32_maxpool2d_tile(&ps, yb + n * %lld, %s + n * %lld, lo[1], hi[1], p0, p1, lo[3], hi[3]);",
             ll(M * OH * OW), operand_ptr(e, n, cp->y), ll(M * PH * PW));
     bd_emit(e, "ka = a, kb = b;");
@@ -235,11 +248,9 @@ static void emit_conv_packed(bd_emitter *e, const bd_nest *n, const bd_conv_para
     }
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit(e, "%s_tile%s(&sh, %s%s, (const float *)S->packed[%d], %s, %s, n, lo[1], hi[1], "
-               "%s, %s, %d, %s, %s, scratch);",
+               "%s, %s, %s, scratch);",
             fn, pre, operand_ptr(e, n, cp->x), cp->pre ? ", Pa, Pb" : "", slot, bias, operand_ptr(e, n, cp->y),
-            cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kact,
-            bd_emit_float(e, kact == BD_ACT_CLIP ? ka.lo : 0, BD_DT_FLOAT),
-            bd_emit_float(e, kact == BD_ACT_CLIP ? ka.hi : 0, BD_DT_FLOAT));
+            cp->nsp == 2 ? "lo[2]" : "0", cp->nsp == 2 ? "hi[2]" : "1", kernel_act_args(e, kact, ka));
     if (n->epi.residual >= 0 || act_after_kernel(n)) emit_conv_post_pass(e, n, cp);
     bd_emit_close(e, NULL);
 }
@@ -768,11 +779,7 @@ static void emit_maxpool_s1(bd_emitter *e, const bd_nest *n, const bd_pool_param
 static void emit_maxpool_kernel(bd_emitter *e, const bd_nest *n, const bd_pool_params *pp) {
     const bd_value *x = operand_value(e, n, pp->x), *y = operand_value(e, n, pp->y);
     int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3], OH = y->dims[2], OW = y->dims[3];
-    bd_emit(e,
-            "static const bd_pool2d_shape ps = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-            "%lld, %lld};",
-            ll(H), ll(W), ll(OH), ll(OW), ll(pp->kernel[0]), ll(pp->kernel[1]), ll(pp->strides[0]),
-            ll(pp->strides[1]), ll(pp->pads[0]), ll(pp->pads[1]));
+    emit_pool2d_shape(e, H, W, OH, OW, pp->kernel, pp->strides, pp->pads);
     bd_emit_open(e, "for (int64_t n = lo[0]; n < hi[0]; n++)");
     bd_emit(e,
             "bd_f32_maxpool2d_tile(&ps, %s + n * %lld, %s + n * %lld, lo[1], hi[1], lo[2], hi[2], "
